@@ -1,0 +1,66 @@
+package dcm
+
+import "time"
+
+// EventType classifies the audit log.
+type EventType string
+
+const (
+	// EventApplied: a plan's ops were acknowledged by HAProxy.
+	EventApplied EventType = "applied"
+	// EventReload: HAProxy reloaded (or failed to), with reasons.
+	EventReload EventType = "reload"
+	// EventRejected: a Kubernetes object was refused; everything else goes on.
+	EventRejected EventType = "rejected"
+	// EventAccepted: a previously rejected object is valid again.
+	EventAccepted EventType = "accepted"
+	// EventSyncError: a sync failed; the next one converges through a reload.
+	EventSyncError EventType = "sync-error"
+	// EventHAProxy: the HAProxy process started, exited or was restarted.
+	EventHAProxy EventType = "haproxy"
+	// EventAction: someone acted through the API or portal.
+	EventAction EventType = "action"
+)
+
+// ObjectRef names a Kubernetes object.
+type ObjectRef struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+func (o ObjectRef) String() string { return o.Kind + " " + o.Namespace + "/" + o.Name }
+
+// ReloadInfo describes one reload.
+type ReloadInfo struct {
+	Time     time.Time      `json:"time"`
+	Reasons  []ReloadReason `json:"reasons"`
+	Duration float64        `json:"durationSeconds"`
+	OldPID   int            `json:"oldPid,omitempty"`
+	NewPID   int            `json:"newPid,omitempty"`
+	Error    string         `json:"error,omitempty"`
+}
+
+// Event is one entry of the audit log and the feed. Seq is strictly
+// increasing over the life of the process.
+type Event struct {
+	Seq     uint64      `json:"seq"`
+	Time    time.Time   `json:"time"`
+	Type    EventType   `json:"type"`
+	Message string      `json:"message"`
+	Ops     []Op        `json:"ops,omitempty"`
+	Reload  *ReloadInfo `json:"reload,omitempty"`
+	Object  *ObjectRef  `json:"object,omitempty"`
+	// Reason is machine-readable: why an object was rejected, why a sync failed.
+	Reason string `json:"reason,omitempty"`
+	Actor  string `json:"actor,omitempty"`
+	// Backends the event touched, for filtering.
+	Backends []string `json:"backends,omitempty"`
+}
+
+// Rejection is an object dcm currently refuses to serve.
+type Rejection struct {
+	Object  ObjectRef `json:"object"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+}

@@ -1,0 +1,150 @@
+// Package dcm holds dcm's domain model: routes, backends, servers, plans,
+// events and snapshots. It imports only the standard library because the
+// planner built on it is compiled to WebAssembly and runs in the browser, and
+// its JSON shapes are shared by the HTTP API, the feed and the browser.
+package dcm
+
+import "strings"
+
+// RouteKind says how traffic for a route is terminated.
+type RouteKind string
+
+const (
+	KindHTTP        RouteKind = "http"
+	KindEdge        RouteKind = "edge"
+	KindPassthrough RouteKind = "passthrough"
+	KindReencrypt   RouteKind = "reencrypt"
+)
+
+// RouteSource names the Kubernetes object a route came from.
+type RouteSource string
+
+const (
+	SourceIngress RouteSource = "ingress"
+	SourceRoute   RouteSource = "route"
+)
+
+// PathType follows networking.k8s.io/v1 Ingress: Prefix matches whole path
+// elements (/api matches /api and /api/x, not /apix), Exact the path itself.
+type PathType string
+
+const (
+	PathPrefix PathType = "Prefix"
+	PathExact  PathType = "Exact"
+)
+
+// Balance algorithms that HAProxy 2.6 accepts together with dynamic servers.
+const (
+	BalanceRoundRobin = "roundrobin"
+	BalanceLeastConn  = "leastconn"
+	BalanceRandom     = "random"
+	BalanceFirst      = "first"
+)
+
+// ServiceRef is one Kubernetes Service a route sends traffic to.
+type ServiceRef struct {
+	Name string `json:"name"`
+	// Port is the service port as the route names it: a port name or a number.
+	Port string `json:"port"`
+	// Weight is the relative share of this service within its route (0-256).
+	Weight int `json:"weight"`
+}
+
+// WorkloadRef is the scalable workload behind a route's service, when known.
+type WorkloadRef struct {
+	Kind string `json:"kind"` // Deployment or StatefulSet
+	Name string `json:"name"`
+}
+
+// Route is one host/path served by HAProxy, bound to one backend.
+type Route struct {
+	Namespace string       `json:"namespace"`
+	Name      string       `json:"name"`
+	Source    RouteSource  `json:"source"`
+	Object    string       `json:"object"` // name of the Ingress/Route object it came from
+	Kind      RouteKind    `json:"kind"`
+	Host      string       `json:"host"` // lower case; empty matches any host
+	Path      string       `json:"path"`
+	PathType  PathType     `json:"pathType"`
+	Services  []ServiceRef `json:"services"`
+	Workload  *WorkloadRef `json:"workload,omitempty"`
+	Balance   string       `json:"balance"`
+	// Check turns on HAProxy's health checks for the route's servers, on top of
+	// Kubernetes readiness.
+	Check bool `json:"check"`
+}
+
+// BackendName is the HAProxy backend that serves a route.
+func (r Route) BackendName() string {
+	return BackendName(r.Kind, r.Namespace, r.Name)
+}
+
+// BackendName builds the name of the backend for a route: be_<kind>:<namespace>:<route>.
+func BackendName(kind RouteKind, namespace, route string) string {
+	return "be_" + string(kind) + ":" + namespace + ":" + route
+}
+
+// Key is namespace/name.
+func (r Route) Key() string { return r.Namespace + "/" + r.Name }
+
+// SameServing reports whether two routes are served identically by HAProxy:
+// equal host, path, kind, balance and checks. Services and workload only decide
+// which endpoints the backend gets, not how HAProxy is configured.
+func (r Route) SameServing(o Route) bool {
+	return r.Namespace == o.Namespace && r.Name == o.Name && r.Kind == o.Kind &&
+		r.Host == o.Host && r.Path == o.Path && r.PathType == o.PathType &&
+		r.Balance == o.Balance && r.Check == o.Check
+}
+
+// HostPath is how routes read in logs and pages.
+func (r Route) HostPath() string {
+	host := r.Host
+	if host == "" {
+		host = "*"
+	}
+	return host + r.Path
+}
+
+// Less orders routes the way HAProxy must try them: exact host before any
+// host, then longer (more specific) paths first, then by name for determinism.
+func (r Route) Less(o Route) bool {
+	if (r.Host == "") != (o.Host == "") {
+		return r.Host != ""
+	}
+	if r.Host != o.Host {
+		return r.Host < o.Host
+	}
+	if len(r.Path) != len(o.Path) {
+		return len(r.Path) > len(o.Path)
+	}
+	if r.Path != o.Path {
+		return r.Path < o.Path
+	}
+	if r.PathType != o.PathType {
+		return r.PathType == PathExact
+	}
+	return r.Key() < o.Key()
+}
+
+// trimTrailingSlash keeps "/" but drops the slash that ends a longer prefix,
+// because /api/ and /api match the same requests under Prefix semantics.
+func trimTrailingSlash(p string) string {
+	if len(p) > 1 {
+		return strings.TrimRight(p, "/")
+	}
+	return p
+}
+
+// NormalizePath returns the path as routes store it.
+func NormalizePath(p string, t PathType) string {
+	if p == "" {
+		return "/"
+	}
+	if t == PathPrefix {
+		if t := trimTrailingSlash(p); t != "" {
+			return t
+		}
+		return "/"
+	}
+	return p
+}

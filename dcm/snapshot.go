@@ -1,0 +1,33 @@
+package dcm
+
+import "time"
+
+// HAProxyInfo describes the running HAProxy.
+type HAProxyInfo struct {
+	Version string    `json:"version"`
+	PID     int       `json:"pid"` // current worker
+	Started time.Time `json:"started"`
+	Reloads int       `json:"reloads"`
+	Running bool      `json:"running"`
+}
+
+// Updates counts syncs by what they needed.
+type Updates struct {
+	Noop    uint64 `json:"noop"`
+	Dynamic uint64 `json:"dynamic"`
+	Reload  uint64 `json:"reload"`
+}
+
+// Snapshot is the whole picture at one seq: what the API returns, what the
+// feed sends first and what the what-if planner starts from.
+type Snapshot struct {
+	Seq        uint64      `json:"seq"`
+	Mode       Mode        `json:"mode"`
+	Caps       Caps        `json:"caps"`
+	HAProxy    HAProxyInfo `json:"haproxy"`
+	Updates    Updates     `json:"updates"`
+	LastReload *ReloadInfo `json:"lastReload,omitempty"`
+	Routes     []Route     `json:"routes"`
+	Backends   []Backend   `json:"backends"`
+	Rejected   []Rejection `json:"rejected"`
+}

@@ -1,0 +1,161 @@
+package dcm
+
+import (
+	"slices"
+	"strings"
+)
+
+// AdminState is the administrative state of an HAProxy server.
+type AdminState string
+
+const (
+	// StateReady takes new traffic.
+	StateReady AdminState = "ready"
+	// StateDrain takes no new traffic but keeps its sessions (and sticky clients).
+	StateDrain AdminState = "drain"
+	// StateMaint takes no traffic at all; existing sessions still finish.
+	StateMaint AdminState = "maint"
+)
+
+// Origin says where a server was created: rendered in haproxy.cfg, or added
+// through the runtime API since the last reload.
+type Origin string
+
+const (
+	OriginCfg     Origin = "cfg"
+	OriginRuntime Origin = "runtime"
+)
+
+// Endpoint is one desired server of a backend, derived from an EndpointSlice
+// endpoint: Ready endpoints get StateReady, terminating but still serving ones
+// StateDrain, endpoints that are not ready StateMaint.
+type Endpoint struct {
+	// Name is the server name: deterministic, HAProxy-safe, identical on every
+	// dcm replica (pod name and port name, else address and port).
+	Name   string     `json:"name"`
+	Addr   string     `json:"addr"`
+	Port   int        `json:"port"`
+	Weight int        `json:"weight"`
+	State  AdminState `json:"state"`
+	Pod    string     `json:"pod,omitempty"`
+}
+
+// DesiredBackend is what Kubernetes asks of one backend.
+type DesiredBackend struct {
+	Name      string     `json:"name"`
+	Route     Route      `json:"route"`
+	Endpoints []Endpoint `json:"endpoints"` // sorted by Name, names unique
+}
+
+// Desired is the whole desired state, backends sorted by Name.
+type Desired struct {
+	Backends []DesiredBackend `json:"backends"`
+}
+
+// Backend finds a desired backend by name.
+func (d Desired) Backend(name string) (DesiredBackend, bool) {
+	i, ok := slices.BinarySearchFunc(d.Backends, name, func(b DesiredBackend, n string) int { return strings.Compare(b.Name, n) })
+	if !ok {
+		return DesiredBackend{}, false
+	}
+	return d.Backends[i], true
+}
+
+// Server is one server of an HAProxy backend as dcm knows it: what it applied,
+// refreshed by what HAProxy reports.
+type Server struct {
+	Name   string     `json:"name"`
+	Addr   string     `json:"addr"`
+	Port   int        `json:"port"`
+	Weight int        `json:"weight"`
+	State  AdminState `json:"state"`
+	Origin Origin     `json:"origin"`
+	// Endpoint is the name of the endpoint this server carries. It equals Name
+	// in dynamic and reload modes; in slots mode the server is a slot (slotN)
+	// and Endpoint is empty while the slot is free.
+	Endpoint string `json:"endpoint,omitempty"`
+	Pod      string `json:"pod,omitempty"`
+	Check    bool   `json:"check"`
+	// Observed figures, as HAProxy last reported them.
+	Health   string `json:"health,omitempty"` // HAProxy's status column: UP, DOWN, MAINT, DRAIN, no check…
+	Sessions int    `json:"sessions"`         // current sessions
+	Queued   int    `json:"queued"`           // requests waiting in the server's queue
+	UsedConn int    `json:"usedConn"`         // connections in use to the server
+}
+
+// Idle reports whether HAProxy has nothing in flight on the server, so it can
+// be deleted without cutting a request.
+func (s Server) Idle() bool { return s.Sessions == 0 && s.Queued == 0 && s.UsedConn == 0 }
+
+// Backend is an HAProxy backend dcm manages.
+type Backend struct {
+	Name  string    `json:"name"`
+	Kind  RouteKind `json:"kind"`
+	Route Route     `json:"route"`
+	// Slots is the number of server-template slots (slots mode only).
+	Slots   int      `json:"slots,omitempty"`
+	Servers []Server `json:"servers"` // sorted by Name
+}
+
+// Server finds a server by name.
+func (b Backend) Server(name string) (Server, bool) {
+	i, ok := slices.BinarySearchFunc(b.Servers, name, func(s Server, n string) int { return strings.Compare(s.Name, n) })
+	if !ok {
+		return Server{}, false
+	}
+	return b.Servers[i], true
+}
+
+// State is the state of the HAProxy data plane, backends sorted by Name.
+// The planner treats it as a value: every function returns a new State.
+type State struct {
+	Backends []Backend `json:"backends"`
+}
+
+// Backend finds a backend by name.
+func (s State) Backend(name string) (Backend, bool) {
+	i, ok := slices.BinarySearchFunc(s.Backends, name, func(b Backend, n string) int { return strings.Compare(b.Name, n) })
+	if !ok {
+		return Backend{}, false
+	}
+	return s.Backends[i], true
+}
+
+// Routes lists the routes of all backends in HAProxy's matching order.
+func (s State) Routes() []Route {
+	routes := make([]Route, 0, len(s.Backends))
+	for _, b := range s.Backends {
+		routes = append(routes, b.Route)
+	}
+	slices.SortFunc(routes, func(a, b Route) int {
+		switch {
+		case a.Less(b):
+			return -1
+		case b.Less(a):
+			return 1
+		}
+		return 0
+	})
+	return routes
+}
+
+// ServerCounts counts servers by admin state.
+func (s State) ServerCounts() map[AdminState]int {
+	counts := map[AdminState]int{StateReady: 0, StateDrain: 0, StateMaint: 0}
+	for _, b := range s.Backends {
+		for _, srv := range b.Servers {
+			counts[srv.State]++
+		}
+	}
+	return counts
+}
+
+// SortServers sorts servers by name, the order every State keeps.
+func SortServers(servers []Server) {
+	slices.SortFunc(servers, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// SortBackends sorts backends by name, the order every State keeps.
+func SortBackends(backends []Backend) {
+	slices.SortFunc(backends, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
+}

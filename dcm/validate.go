@@ -1,0 +1,259 @@
+package dcm
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+)
+
+// Reasons an object is rejected (the label of dcm_rejected_objects_total).
+const (
+	RejectInvalidName    = "invalid-name"
+	RejectInvalidHost    = "invalid-host"
+	RejectInvalidPath    = "invalid-path"
+	RejectInvalidAddress = "invalid-address"
+	RejectInvalidPort    = "invalid-port"
+	RejectInvalidValue   = "invalid-value"
+	RejectUnsupported    = "unsupported"
+	RejectConflict       = "conflict"
+)
+
+// InvalidError says which field of an object cannot reach HAProxy and why.
+type InvalidError struct {
+	Reason string // one of the Reject* constants
+	Field  string
+	Value  string
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("%s: %s %q", e.Reason, e.Field, e.Value)
+}
+
+func invalid(reason, field, value string) error {
+	return &InvalidError{Reason: reason, Field: field, Value: value}
+}
+
+// Every string dcm hands to HAProxy (in a command, the cfg or a map file)
+// passes one of these allow-lists; nothing is escaped, so nothing can be
+// escaped wrongly. The lists are narrower than what Kubernetes accepts only
+// where HAProxy's syntax would break (a ';' ends a runtime command, '#' starts
+// a comment, white space splits arguments and map keys).
+
+func isLowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+
+// ValidateDNSLabel checks a namespace name (RFC 1123 label).
+func ValidateDNSLabel(field, s string) error {
+	if len(s) == 0 || len(s) > 63 {
+		return invalid(RejectInvalidName, field, s)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isLowerAlnum(c) || c == '-' && i > 0 && i < len(s)-1 {
+			continue
+		}
+		return invalid(RejectInvalidName, field, s)
+	}
+	return nil
+}
+
+// ValidateDNSSubdomain checks an object name (RFC 1123 subdomain): Ingress,
+// Service, Pod and EndpointSlice names.
+func ValidateDNSSubdomain(field, s string) error {
+	if len(s) == 0 || len(s) > 253 {
+		return invalid(RejectInvalidName, field, s)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isLowerAlnum(c) {
+			continue
+		}
+		if (c == '-' || c == '.') && i > 0 && i < len(s)-1 {
+			continue
+		}
+		return invalid(RejectInvalidName, field, s)
+	}
+	return nil
+}
+
+// ValidatePortName checks a Service/EndpointSlice port name (IANA service name
+// as Kubernetes allows it).
+func ValidatePortName(field, s string) error {
+	if len(s) == 0 || len(s) > 63 {
+		return invalid(RejectInvalidPort, field, s)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isLowerAlnum(c) || (c == '-' && i > 0 && i < len(s)-1) {
+			continue
+		}
+		return invalid(RejectInvalidPort, field, s)
+	}
+	return nil
+}
+
+// ValidatePort checks a port number.
+func ValidatePort(field string, p int) error {
+	if p < 1 || p > 65535 {
+		return invalid(RejectInvalidPort, field, strconv.Itoa(p))
+	}
+	return nil
+}
+
+// ValidateHost checks a route host: a lower-case DNS name, or empty for any host.
+// Wildcard hosts are not supported yet and are rejected as such.
+func ValidateHost(field, s string) error {
+	if s == "" {
+		return nil
+	}
+	if s[0] == '*' {
+		return invalid(RejectUnsupported, field, s)
+	}
+	if len(s) > 253 {
+		return invalid(RejectInvalidHost, field, s)
+	}
+	label := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case isLowerAlnum(c):
+			label++
+		case c == '-' && label > 0 && i+1 < len(s) && s[i+1] != '.':
+			label++
+		case c == '.' && label > 0 && i+1 < len(s):
+			label = 0
+		default:
+			return invalid(RejectInvalidHost, field, s)
+		}
+		if label > 63 {
+			return invalid(RejectInvalidHost, field, s)
+		}
+	}
+	return nil
+}
+
+// pathByte is the allow-list for route paths: RFC 3986 path characters minus
+// ';' (ends a runtime command) and the quote characters.
+func pathByte(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	switch c {
+	case '/', '-', '.', '_', '~', '%', '!', '$', '&', '(', ')', '*', '+', ',', '=', ':', '@':
+		return true
+	}
+	return false
+}
+
+// ValidatePath checks a route path.
+func ValidatePath(field, s string) error {
+	if len(s) == 0 || s[0] != '/' || len(s) > 2048 {
+		return invalid(RejectInvalidPath, field, s)
+	}
+	for i := 0; i < len(s); i++ {
+		if !pathByte(s[i]) {
+			return invalid(RejectInvalidPath, field, s)
+		}
+	}
+	return nil
+}
+
+// ValidateAddr checks an endpoint address: a literal IPv4 or IPv6 address.
+func ValidateAddr(field, s string) error {
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" || a.IsUnspecified() || a.IsMulticast() {
+		return invalid(RejectInvalidAddress, field, s)
+	}
+	return nil
+}
+
+// ValidateBalance checks a balance algorithm.
+func ValidateBalance(field, s string) error {
+	switch s {
+	case BalanceRoundRobin, BalanceLeastConn, BalanceRandom, BalanceFirst:
+		return nil
+	}
+	return invalid(RejectInvalidValue, field, s)
+}
+
+// ServerNameChar is the allow-list for HAProxy server names.
+func serverNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':'
+}
+
+// ValidateServerName checks a derived server name.
+func ValidateServerName(field, s string) error {
+	if s == "" || len(s) > 300 {
+		return invalid(RejectInvalidName, field, s)
+	}
+	for i := 0; i < len(s); i++ {
+		if !serverNameByte(s[i]) {
+			return invalid(RejectInvalidName, field, s)
+		}
+	}
+	return nil
+}
+
+// ServerName derives a server's name from its endpoint: pod name and port name
+// when the endpoint belongs to a pod, else address and port. Two dcm replicas
+// derive the same name, so dynamic cookies agree.
+func ServerName(pod, portName, addr string, port int) string {
+	p := portName
+	if p == "" {
+		p = strconv.Itoa(port)
+	}
+	if pod != "" {
+		return pod + ":" + p
+	}
+	b := []byte(addr)
+	for i, c := range b {
+		if c == ':' {
+			b[i] = '-' // IPv6: keep ':' as the separator of the port only
+		}
+	}
+	return "ip-" + string(b) + ":" + p
+}
+
+// ValidateRoute checks every field of a route that reaches HAProxy.
+func ValidateRoute(r Route) error {
+	if err := ValidateDNSLabel("namespace", r.Namespace); err != nil {
+		return err
+	}
+	if err := ValidateDNSSubdomain("route name", r.Name); err != nil {
+		return err
+	}
+	if r.Kind != KindHTTP {
+		return invalid(RejectUnsupported, "kind", string(r.Kind))
+	}
+	if err := ValidateHost("host", r.Host); err != nil {
+		return err
+	}
+	if err := ValidatePath("path", r.Path); err != nil {
+		return err
+	}
+	if r.PathType != PathPrefix && r.PathType != PathExact {
+		return invalid(RejectInvalidPath, "pathType", string(r.PathType))
+	}
+	return ValidateBalance("balance", r.Balance)
+}
+
+// ValidateEndpoint checks every field of an endpoint that reaches HAProxy.
+func ValidateEndpoint(e Endpoint) error {
+	if err := ValidateServerName("server name", e.Name); err != nil {
+		return err
+	}
+	if err := ValidateAddr("address", e.Addr); err != nil {
+		return err
+	}
+	if err := ValidatePort("port", e.Port); err != nil {
+		return err
+	}
+	if e.Weight < 0 || e.Weight > 256 {
+		return invalid(RejectInvalidValue, "weight", strconv.Itoa(e.Weight))
+	}
+	switch e.State {
+	case StateReady, StateDrain, StateMaint:
+		return nil
+	}
+	return invalid(RejectInvalidValue, "state", string(e.State))
+}
