@@ -81,11 +81,16 @@ type Server struct {
 	Sessions int    `json:"sessions"`         // current sessions
 	Queued   int    `json:"queued"`           // requests waiting in the server's queue
 	UsedConn int    `json:"usedConn"`         // connections in use to the server
+	// Unobserved is set when dcm changed the server after HAProxy last
+	// reported on it, so its figures cannot prove it idle yet.
+	Unobserved bool `json:"unobserved,omitempty"`
 }
 
 // Idle reports whether HAProxy has nothing in flight on the server, so it can
 // be deleted without cutting a request.
-func (s Server) Idle() bool { return s.Sessions == 0 && s.Queued == 0 && s.UsedConn == 0 }
+func (s Server) Idle() bool {
+	return !s.Unobserved && s.Sessions == 0 && s.Queued == 0 && s.UsedConn == 0
+}
 
 // Backend is an HAProxy backend dcm manages.
 type Backend struct {

@@ -1,0 +1,63 @@
+package plan
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+func bigDesired(routes, endpoints int) dcm.Desired {
+	d := dcm.Desired{Backends: make([]dcm.DesiredBackend, 0, routes)}
+	for n := range routes {
+		r := route(fmt.Sprintf("r%05d", n))
+		b := dcm.DesiredBackend{Name: r.BackendName(), Route: r}
+		for p := range endpoints {
+			b.Endpoints = append(b.Endpoints, ep(fmt.Sprintf("r%05d-%02d", n, p), fmt.Sprintf("10.%d.%d.%d", n/256, n%256, p+1), dcm.StateReady))
+		}
+		d.Backends = append(d.Backends, b)
+	}
+	return d
+}
+
+// BenchmarkCompute10kRoutes: the full plan for 10,000 routes × 10 endpoints
+// when one endpoint changed (the steady state of a big cluster).
+func BenchmarkCompute10kRoutes(b *testing.B) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
+	d := bigDesired(10000, 10)
+	actual := idle(Fresh(d, caps))
+	changed := bigDesired(10000, 10)
+	changed.Backends[5000].Endpoints = changed.Backends[5000].Endpoints[:9]
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		p := Compute(actual, changed, caps)
+		if len(p.Ops) != 1 {
+			b.Fatalf("want 1 op, got %d", len(p.Ops))
+		}
+	}
+}
+
+// BenchmarkCompute10kRoutesAllChanged: every backend scales out by one.
+func BenchmarkCompute10kRoutesAllChanged(b *testing.B) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
+	actual := idle(Fresh(bigDesired(10000, 9), caps))
+	d := bigDesired(10000, 10)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if p := Compute(actual, d, caps); len(p.Ops) != 30000 {
+			b.Fatalf("want 30000 ops, got %d", len(p.Ops))
+		}
+	}
+}
+
+// BenchmarkFresh10kRoutes: the state a reload renders, 100,000 servers.
+func BenchmarkFresh10kRoutes(b *testing.B) {
+	caps := dcm.Caps{Mode: dcm.ModeSlots, Slots: 8, AddServer: true}
+	d := bigDesired(10000, 10)
+	b.ReportAllocs()
+	for b.Loop() {
+		Fresh(d, caps)
+	}
+}

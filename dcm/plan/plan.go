@@ -1,0 +1,272 @@
+// Package plan computes how to bring HAProxy from the state it is in to the
+// state Kubernetes asks for. It is pure: no I/O, no clock, no randomness, so
+// the same code runs in the engine and, compiled to WebAssembly, in the
+// browser's what-if preview.
+//
+// States are values: Compute never modifies its inputs, and the State it
+// returns shares unchanged backends and server slices with them.
+package plan
+
+import (
+	"slices"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// Compute returns the plan that takes actual to desired within what caps
+// allow. Applying the plan's ops to actual (after a reload when Plan.Reload)
+// yields Plan.Next, Next serves exactly the desired endpoints, and
+// Compute(Next, desired, caps) is empty.
+func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
+	var (
+		reasons []dcm.ReloadReason
+		next    = make([]dcm.Backend, 0, len(desired.Backends))
+		ops     []dcm.Op
+		waiting int
+	)
+	as, ds := actual.Backends, desired.Backends
+	i, j := 0, 0
+	for i < len(as) || j < len(ds) {
+		switch {
+		case j >= len(ds) || (i < len(as) && as[i].Name < ds[j].Name):
+			reasons = append(reasons, dcm.ReasonRouteRemoved)
+			i++
+		case i >= len(as) || ds[j].Name < as[i].Name:
+			reasons = append(reasons, dcm.ReasonRouteAdded)
+			j++
+		default:
+			a, d := as[i], ds[j]
+			i++
+			j++
+			if !a.Route.SameServing(d.Route) {
+				reasons = append(reasons, dcm.ReasonRouteChanged)
+				continue
+			}
+			r := planBackend(a, d, caps)
+			if r.reason != "" {
+				reasons = append(reasons, r.reason)
+				continue
+			}
+			next = append(next, r.next)
+			ops = append(ops, r.ops...)
+			waiting += r.waiting
+		}
+	}
+	if len(reasons) > 0 {
+		return Reload(desired, caps, reasons...)
+	}
+	return dcm.Plan{Ops: ops, Next: dcm.State{Backends: next}, Waiting: waiting}
+}
+
+// Reload returns the plan that renders desired from scratch and reloads
+// HAProxy for the given reasons. Its ops restore, after the reload, what a
+// configuration file cannot express (drain).
+func Reload(desired dcm.Desired, caps dcm.Caps, reasons ...dcm.ReloadReason) dcm.Plan {
+	next := Fresh(desired, caps)
+	var ops []dcm.Op
+	for _, b := range next.Backends {
+		for _, s := range b.Servers {
+			if s.State == dcm.StateDrain {
+				ops = append(ops, setState(b.Name, s, dcm.StateDrain))
+			}
+		}
+	}
+	rs := slices.Clone(reasons)
+	slices.Sort(rs)
+	return dcm.Plan{Ops: ops, Reload: true, Reasons: slices.Compact(rs), Next: next}
+}
+
+// Fresh is the state a configuration rendered for desired gives: every
+// endpoint a server from the file, and in slots mode caps.Slots free slots
+// per backend on top of its endpoints.
+func Fresh(desired dcm.Desired, caps dcm.Caps) dcm.State {
+	backends := make([]dcm.Backend, 0, len(desired.Backends))
+	for _, d := range desired.Backends {
+		b := dcm.Backend{Name: d.Name, Kind: d.Route.Kind, Route: d.Route}
+		if caps.Mode == dcm.ModeSlots {
+			b.Slots = len(d.Endpoints) + max(caps.Slots, 1)
+			b.Servers = make([]dcm.Server, 0, b.Slots)
+			for n := 1; n <= b.Slots; n++ {
+				s := freeSlot(n, d.Route)
+				if n <= len(d.Endpoints) {
+					s = bind(s, d.Endpoints[n-1])
+				}
+				b.Servers = append(b.Servers, s)
+			}
+			dcm.SortServers(b.Servers)
+		} else {
+			b.Servers = make([]dcm.Server, 0, len(d.Endpoints))
+			for _, e := range d.Endpoints {
+				b.Servers = append(b.Servers, serverFor(e, d.Route, dcm.OriginCfg))
+			}
+		}
+		backends = append(backends, b)
+	}
+	return dcm.State{Backends: backends}
+}
+
+// AfterReload is what a reload does to a state rendered into the
+// configuration: every server now comes from the file, a drained server was
+// rendered disabled, and the new worker has seen no traffic yet.
+func AfterReload(st dcm.State) dcm.State {
+	backends := make([]dcm.Backend, len(st.Backends))
+	for i, b := range st.Backends {
+		servers := make([]dcm.Server, len(b.Servers))
+		for k, s := range b.Servers {
+			s.Origin = dcm.OriginCfg
+			if s.State == dcm.StateDrain {
+				s.State = dcm.StateMaint
+			}
+			s.Sessions, s.Queued, s.UsedConn = 0, 0, 0
+			s.Health = ""
+			s.Unobserved = true
+			servers[k] = s
+		}
+		b.Servers = servers
+		backends[i] = b
+	}
+	return dcm.State{Backends: backends}
+}
+
+func serverFor(e dcm.Endpoint, r dcm.Route, origin dcm.Origin) dcm.Server {
+	return dcm.Server{
+		Name: e.Name, Addr: e.Addr, Port: e.Port, Weight: e.Weight, State: e.State,
+		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Check: r.Check, Unobserved: true,
+	}
+}
+
+// backendPlan is the outcome for one backend: either a reason to reload, or
+// the ops and the backend they lead to.
+type backendPlan struct {
+	next    dcm.Backend
+	ops     []dcm.Op
+	waiting int
+	reason  dcm.ReloadReason
+}
+
+func planBackend(a dcm.Backend, d dcm.DesiredBackend, caps dcm.Caps) backendPlan {
+	switch caps.Mode {
+	case dcm.ModeSlots:
+		return planSlots(a, d)
+	case dcm.ModeReload:
+		r := planDynamic(a, d)
+		if len(r.ops) > 0 || r.waiting > 0 {
+			return backendPlan{reason: dcm.ReasonEndpointsChange}
+		}
+		return r
+	default:
+		r := planDynamic(a, d)
+		if !caps.AddServer && slices.ContainsFunc(r.ops, func(o dcm.Op) bool {
+			return o.Kind == dcm.OpAddServer || o.Kind == dcm.OpDelServer
+		}) {
+			return backendPlan{reason: dcm.ReasonNoDynamic}
+		}
+		return r
+	}
+}
+
+// planDynamic matches servers to endpoints by name (a server is named after
+// its endpoint), adds what is missing and retires what is gone: maint first,
+// del server once HAProxy has reported it idle.
+func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
+	out := backendPlan{next: a}
+	out.next.Route = d.Route
+	servers := a.Servers
+	eps := d.Endpoints
+	var next []dcm.Server // nil until the first change: unchanged backends share their slice
+	changed := func(upTo int) {
+		if next == nil {
+			next = make([]dcm.Server, 0, max(len(servers), len(eps)))
+			next = append(next, servers[:upTo]...)
+		}
+	}
+	i, j := 0, 0
+	for i < len(servers) || j < len(eps) {
+		switch {
+		case j >= len(eps) || (i < len(servers) && servers[i].Name < eps[j].Name):
+			s := servers[i]
+			switch {
+			case s.State != dcm.StateMaint:
+				changed(i)
+				out.ops = append(out.ops, setState(a.Name, s, dcm.StateMaint))
+				s.State = dcm.StateMaint
+				s.Unobserved = true
+				next = append(next, s)
+				out.waiting++
+			case !s.Idle():
+				out.waiting++
+				if next != nil {
+					next = append(next, s)
+				}
+			default:
+				changed(i)
+				out.ops = append(out.ops, dcm.Op{Kind: dcm.OpDelServer, Backend: a.Name, Server: s.Name, Endpoint: s.Endpoint, Pod: s.Pod})
+			}
+			i++
+		case i >= len(servers) || eps[j].Name < servers[i].Name:
+			e := eps[j]
+			changed(i)
+			s := serverFor(e, d.Route, dcm.OriginRuntime)
+			out.ops = append(out.ops, addServer(a.Name, s)...)
+			next = append(next, s)
+			j++
+		default:
+			s, e := servers[i], eps[j]
+			ops, ns := converge(a.Name, s, e)
+			if len(ops) > 0 {
+				changed(i)
+				out.ops = append(out.ops, ops...)
+			}
+			if next != nil {
+				next = append(next, ns)
+			}
+			i++
+			j++
+		}
+	}
+	if next != nil {
+		out.next.Servers = next
+	}
+	return out
+}
+
+// addServer creates a server the way HAProxy 2.6 needs it: it starts in
+// maint and without checks, so checks and state follow as separate commands.
+func addServer(backend string, s dcm.Server) []dcm.Op {
+	ops := []dcm.Op{{
+		Kind: dcm.OpAddServer, Backend: backend, Server: s.Name, Addr: s.Addr, Port: s.Port,
+		Weight: s.Weight, Check: s.Check, Endpoint: s.Endpoint, Pod: s.Pod,
+	}}
+	if s.Check {
+		ops = append(ops, dcm.Op{Kind: dcm.OpEnableHealth, Backend: backend, Server: s.Name, Endpoint: s.Endpoint, Pod: s.Pod})
+	}
+	if s.State != dcm.StateMaint {
+		ops = append(ops, setState(backend, s, s.State))
+	}
+	return ops
+}
+
+func setState(backend string, s dcm.Server, st dcm.AdminState) dcm.Op {
+	return dcm.Op{Kind: dcm.OpSetState, Backend: backend, Server: s.Name, State: st, Endpoint: s.Endpoint, Pod: s.Pod}
+}
+
+// converge brings one server in line with its endpoint: address, weight,
+// then state, so a server is never made ready at an old address.
+func converge(backend string, s dcm.Server, e dcm.Endpoint) ([]dcm.Op, dcm.Server) {
+	var ops []dcm.Op
+	if s.Addr != e.Addr || s.Port != e.Port || s.Endpoint != e.Name {
+		ops = append(ops, dcm.Op{Kind: dcm.OpSetAddr, Backend: backend, Server: s.Name, Addr: e.Addr, Port: e.Port, Endpoint: e.Name, Pod: e.Pod})
+		s.Addr, s.Port, s.Endpoint, s.Pod = e.Addr, e.Port, e.Name, e.Pod
+		s.Unobserved = true
+	}
+	if s.Weight != e.Weight {
+		ops = append(ops, dcm.Op{Kind: dcm.OpSetWeight, Backend: backend, Server: s.Name, Weight: e.Weight, Endpoint: e.Name, Pod: e.Pod})
+		s.Weight = e.Weight
+	}
+	if s.State != e.State {
+		ops = append(ops, setState(backend, s, e.State))
+		s.State = e.State
+		s.Unobserved = true
+	}
+	return ops, s
+}

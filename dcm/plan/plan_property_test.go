@@ -1,0 +1,250 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// gen builds random but valid states and desires. Endpoints come from a small
+// universe per backend so that consecutive desires overlap, as they do when
+// a Deployment scales.
+type gen struct{ r *rand.Rand }
+
+var genStates = []dcm.AdminState{dcm.StateReady, dcm.StateReady, dcm.StateReady, dcm.StateDrain, dcm.StateMaint}
+
+func (g gen) route(n int) dcm.Route {
+	return dcm.Route{
+		Namespace: "ns", Name: fmt.Sprintf("r%d", n), Source: dcm.SourceIngress, Kind: dcm.KindHTTP,
+		Host: fmt.Sprintf("h%d.example", n), Path: "/", PathType: dcm.PathPrefix,
+		Balance: dcm.BalanceRoundRobin, Check: n%2 == 0,
+	}
+}
+
+func (g gen) desired() dcm.Desired {
+	var d dcm.Desired
+	for n := range 5 {
+		if g.r.IntN(5) == 0 {
+			continue // route absent this time
+		}
+		r := g.route(n)
+		if g.r.IntN(12) == 0 {
+			r.Path = "/changed"
+		}
+		b := dcm.DesiredBackend{Name: r.BackendName(), Route: r}
+		for p := range 8 {
+			if g.r.IntN(2) == 0 {
+				continue
+			}
+			port := 8080
+			if g.r.IntN(10) == 0 {
+				port = 9090 // the pod moved ports: set-addr
+			}
+			b.Endpoints = append(b.Endpoints, dcm.Endpoint{
+				Name: fmt.Sprintf("pod%d:http", p), Addr: fmt.Sprintf("10.0.%d.%d", n, p+1), Port: port,
+				Weight: 1 + g.r.IntN(3), State: genStates[g.r.IntN(len(genStates))], Pod: fmt.Sprintf("pod%d", p),
+			})
+		}
+		d.Backends = append(d.Backends, b)
+	}
+	return d
+}
+
+// observe plays HAProxy reporting on the state: random traffic on some servers.
+func (g gen) observe(st dcm.State) dcm.State {
+	out := dcm.State{Backends: slices.Clone(st.Backends)}
+	for i, b := range out.Backends {
+		b.Servers = slices.Clone(b.Servers)
+		for k := range b.Servers {
+			s := &b.Servers[k]
+			s.Unobserved = false
+			s.Sessions, s.Queued, s.UsedConn = 0, 0, 0
+			if g.r.IntN(3) == 0 {
+				s.Sessions = 1 + g.r.IntN(3)
+			}
+		}
+		out.Backends[i] = b
+	}
+	return out
+}
+
+// history produces an actual state the way the engine produces it: plans
+// applied one after another, with observations in between.
+func (g gen) history(caps dcm.Caps) dcm.State {
+	st := Fresh(g.desired(), caps)
+	for range g.r.IntN(4) {
+		p := Compute(g.observe(st), g.desired(), caps)
+		st = p.Next
+	}
+	return g.observe(st)
+}
+
+func modes() []dcm.Caps {
+	return []dcm.Caps{
+		{Mode: dcm.ModeDynamic, AddServer: true},
+		{Mode: dcm.ModeDynamic, AddServer: false},
+		{Mode: dcm.ModeSlots, Slots: 1, AddServer: true},
+		{Mode: dcm.ModeSlots, Slots: 3, AddServer: true},
+		{Mode: dcm.ModeReload, AddServer: true},
+	}
+}
+
+func serversOf(st dcm.State) map[string][]dcm.Server {
+	out := make(map[string][]dcm.Server, len(st.Backends))
+	for _, b := range st.Backends {
+		out[b.Name] = b.Servers
+	}
+	return out
+}
+
+// servesDesired checks that every desired endpoint has exactly one server
+// carrying it with its address, weight and state, and that every other server
+// takes no traffic.
+func servesDesired(t *testing.T, next dcm.State, d dcm.Desired) {
+	t.Helper()
+	if len(next.Backends) != len(d.Backends) {
+		t.Fatalf("next has %d backends, desired %d", len(next.Backends), len(d.Backends))
+	}
+	for i, db := range d.Backends {
+		b := next.Backends[i]
+		if b.Name != db.Name {
+			t.Fatalf("backend %d: next %s, desired %s", i, b.Name, db.Name)
+		}
+		carried := map[string]int{}
+		for _, e := range db.Endpoints {
+			carried[e.Name] = 0
+		}
+		for _, s := range b.Servers {
+			e, ok := endpointByName(db.Endpoints, s.Endpoint)
+			if !ok {
+				if s.State != dcm.StateMaint {
+					t.Errorf("%s/%s carries no desired endpoint but is %s", b.Name, s.Name, s.State)
+				}
+				continue
+			}
+			carried[e.Name]++
+			if s.Addr != e.Addr || s.Port != e.Port || s.Weight != e.Weight || s.State != e.State {
+				t.Errorf("%s/%s = %s:%d w%d %s, endpoint %s wants %s:%d w%d %s", b.Name, s.Name,
+					s.Addr, s.Port, s.Weight, s.State, e.Name, e.Addr, e.Port, e.Weight, e.State)
+			}
+		}
+		for name, n := range carried {
+			if n != 1 {
+				t.Errorf("%s: endpoint %s carried by %d servers", b.Name, name, n)
+			}
+		}
+	}
+}
+
+func endpointByName(eps []dcm.Endpoint, name string) (dcm.Endpoint, bool) {
+	for _, e := range eps {
+		if e.Name == name && name != "" {
+			return e, true
+		}
+	}
+	return dcm.Endpoint{}, false
+}
+
+func TestComputeProperties(t *testing.T) {
+	for _, caps := range modes() {
+		t.Run(fmt.Sprintf("%s-slots%d-add%v", caps.Mode, caps.Slots, caps.AddServer), func(t *testing.T) {
+			for seed := range 400 {
+				g := gen{rand.New(rand.NewPCG(uint64(seed), 7))}
+				actual := g.history(caps)
+				desired := g.desired()
+				p := Compute(actual, desired, caps)
+
+				// Applying the ops yields Next.
+				base := actual
+				if p.Reload {
+					base = AfterReload(p.Next)
+				}
+				got, err := Apply(base, p.Ops)
+				if err != nil {
+					t.Fatalf("seed %d: ops do not apply: %v", seed, err)
+				}
+				if !reflect.DeepEqual(serversOf(got), serversOf(p.Next)) {
+					t.Fatalf("seed %d: apply(ops) != next\ngot  %+v\nnext %+v", seed, got, p.Next)
+				}
+				// Next serves exactly what is desired.
+				servesDesired(t, p.Next, desired)
+				// Idempotent.
+				if again := Compute(p.Next, desired, caps); !again.Empty() {
+					t.Fatalf("seed %d: compute(next) not empty: %+v", seed, again.Ops)
+				}
+				// Deterministic, down to the JSON bytes.
+				a, _ := json.Marshal(p)
+				b, _ := json.Marshal(Compute(actual, desired, caps))
+				if string(a) != string(b) {
+					t.Fatalf("seed %d: two computes differ", seed)
+				}
+				// Only backends that need a change are touched.
+				if !p.Reload {
+					for _, op := range p.Ops {
+						ab, _ := actual.Backend(op.Backend)
+						db, _ := desired.Backend(op.Backend)
+						alone := Compute(dcm.State{Backends: []dcm.Backend{ab}}, dcm.Desired{Backends: []dcm.DesiredBackend{db}}, caps)
+						if alone.Empty() {
+							t.Fatalf("seed %d: op %s touches a backend that needs nothing", seed, op)
+						}
+					}
+				}
+				if caps.Mode == dcm.ModeDynamic && caps.AddServer && p.Reload {
+					for _, r := range p.Reasons {
+						if r != dcm.ReasonRouteAdded && r != dcm.ReasonRouteRemoved && r != dcm.ReasonRouteChanged {
+							t.Fatalf("seed %d: dynamic mode reloaded for %s", seed, r)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestConverges: with HAProxy reporting idle servers, repeated syncs reach a
+// state with no server left over.
+func TestConverges(t *testing.T) {
+	for _, caps := range modes() {
+		for seed := range 100 {
+			g := gen{rand.New(rand.NewPCG(uint64(seed), 11))}
+			st := g.history(caps)
+			desired := g.desired()
+			for round := 0; ; round++ {
+				if round > 4 {
+					t.Fatalf("%s seed %d: no fixed point after %d rounds", caps.Mode, seed, round)
+				}
+				p := Compute(st, desired, caps)
+				if p.Empty() && p.Waiting == 0 {
+					break
+				}
+				st = idle(p.Next)
+			}
+			if caps.Mode == dcm.ModeDynamic {
+				for _, b := range st.Backends {
+					db, _ := desired.Backend(b.Name)
+					if len(b.Servers) != len(db.Endpoints) {
+						t.Fatalf("seed %d: %s keeps %d servers for %d endpoints", seed, b.Name, len(b.Servers), len(db.Endpoints))
+					}
+				}
+			}
+		}
+	}
+}
+
+func idle(st dcm.State) dcm.State {
+	out := dcm.State{Backends: slices.Clone(st.Backends)}
+	for i, b := range out.Backends {
+		b.Servers = slices.Clone(b.Servers)
+		for k := range b.Servers {
+			b.Servers[k].Unobserved = false
+			b.Servers[k].Sessions, b.Servers[k].Queued, b.Servers[k].UsedConn = 0, 0, 0
+		}
+		out.Backends[i] = b
+	}
+	return out
+}
