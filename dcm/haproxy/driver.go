@@ -1,0 +1,431 @@
+package haproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// DriverConfig configures a Driver.
+type DriverConfig struct {
+	// Binary is the haproxy executable; "" means "haproxy" on PATH.
+	Binary string
+	// WorkDir holds haproxy.cfg, maps/, the sockets and the staging directory.
+	WorkDir string
+	// Settings for rendering; AdminSocket "" means <WorkDir>/admin.sock.
+	Settings Settings
+	// MasterSocket, when set, attaches to a master someone else started with
+	// -f <WorkDir>/haproxy.cfg; otherwise the Driver starts and supervises one
+	// with its master CLI at <WorkDir>/master.sock.
+	MasterSocket string
+	// ReadTimeout bounds each admin socket read; 0 means DefaultReadTimeout.
+	ReadTimeout time.Duration
+	// StartTimeout bounds the wait for a new master; 0 means 10s.
+	StartTimeout time.Duration
+	// ReloadTimeout bounds the wait for the new worker; 0 means 30s.
+	ReloadTimeout time.Duration
+	// Observer sees every admin command's latency and outcome.
+	Observer Observer
+}
+
+// Driver is the engine's handle on HAProxy. One mutex orders everything it
+// does, so no runtime command is sent while a reload is in flight.
+type Driver struct {
+	cfg DriverConfig
+	log *slog.Logger
+
+	mu      sync.Mutex
+	version Version
+	proc    *Process
+	client  *Client
+	files   Files // what the running worker loaded, or was told at runtime
+	cancel  context.CancelFunc
+	started bool
+}
+
+// NewDriver prepares a Driver; Start runs it.
+func NewDriver(cfg DriverConfig, logger *slog.Logger) *Driver {
+	if cfg.Binary == "" {
+		cfg.Binary = "haproxy"
+	}
+	if cfg.Settings.AdminSocket == "" && cfg.WorkDir != "" {
+		cfg.Settings.AdminSocket = filepath.Join(cfg.WorkDir, "admin.sock")
+	}
+	if cfg.ReloadTimeout <= 0 {
+		cfg.ReloadTimeout = 30 * time.Second
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Driver{cfg: cfg, log: logger}
+}
+
+// Start detects the version, renders and validates initial, writes the
+// files, starts (or attaches to) the master and connects the admin client.
+// HAProxy runs until ctx ends or Close is called.
+func (d *Driver) Start(ctx context.Context, initial dcm.State) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.started {
+		return errors.New("haproxy driver already started")
+	}
+	if d.cfg.WorkDir == "" || !filepath.IsAbs(d.cfg.WorkDir) {
+		return fmt.Errorf("haproxy work dir %q: want an absolute path", d.cfg.WorkDir)
+	}
+	v, err := DetectVersion(ctx, d.cfg.Binary)
+	if err != nil {
+		return err
+	}
+	d.version = v
+	files, err := Render(d.cfg.Settings, initial)
+	if err != nil {
+		return fmt.Errorf("render initial configuration: %w", err)
+	}
+	if err := os.MkdirAll(d.cfg.WorkDir, 0o755); err != nil {
+		return fmt.Errorf("haproxy work dir: %w", err)
+	}
+	if err := Validate(ctx, d.cfg.Binary, d.cfg.WorkDir, files); err != nil {
+		return fmt.Errorf("initial configuration: %w", err)
+	}
+	if err := WriteFiles(d.cfg.WorkDir, files); err != nil {
+		return err
+	}
+	d.files = files
+
+	master := d.cfg.MasterSocket
+	attach := master != ""
+	if !attach {
+		master = filepath.Join(d.cfg.WorkDir, "master.sock")
+	}
+	// Start's ctx is the lifetime of HAProxy: its end stops the master.
+	runCtx, cancel := context.WithCancel(ctx)
+	d.proc = NewProcess(ProcessConfig{
+		Binary:       d.cfg.Binary,
+		ConfigFile:   filepath.Join(d.cfg.WorkDir, ConfigName),
+		MasterSocket: master,
+		Attach:       attach,
+		AdminSocket:  d.cfg.Settings.AdminSocket,
+		StartTimeout: d.cfg.StartTimeout,
+	}, d.log)
+	if err := d.proc.Start(runCtx); err != nil {
+		cancel()
+		d.proc.Wait()
+		return err
+	}
+	d.client = NewClient(d.cfg.Settings.AdminSocket, ClientOptions{ReadTimeout: d.cfg.ReadTimeout, Observer: d.cfg.Observer, Logger: d.log})
+	if attach {
+		// The attached master runs whatever it loaded last: reload it so the
+		// running state is the one just written.
+		_, err = d.reloadLocked(ctx, files)
+	} else {
+		_, err = d.infoLocked(ctx)
+	}
+	if err != nil {
+		_ = d.client.Close()
+		cancel()
+		d.proc.Wait()
+		return fmt.Errorf("start haproxy: %w", err)
+	}
+	d.cancel = cancel
+	d.started = true
+	return nil
+}
+
+// Version is the HAProxy version found at Start.
+func (d *Driver) Version() Version {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.version
+}
+
+// Events reports master exits and restarts; after a restart the runtime
+// state is whatever the files on disk say, so the engine re-observes.
+func (d *Driver) Events() <-chan ProcessEvent {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.proc == nil {
+		return nil
+	}
+	return d.proc.Events()
+}
+
+// Apply sends ops as one pipelined batch, one command per op. Nothing is
+// sent when any op fails validation.
+func (d *Driver) Apply(ctx context.Context, ops []dcm.Op) error {
+	cmds := make([]Command, 0, len(ops))
+	for _, op := range ops {
+		c, err := CommandFor(op)
+		if err != nil {
+			return fmt.Errorf("apply: %w", err)
+		}
+		cmds = append(cmds, c)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.ready(); err != nil {
+		return err
+	}
+	if _, err := d.client.Exec(ctx, cmds); err != nil {
+		return fmt.Errorf("apply %d ops: %w", len(ops), err)
+	}
+	return nil
+}
+
+// Write renders st and writes it to disk, so that a reload or a restart
+// reproduces the runtime state. A rendering error writes nothing.
+func (d *Driver) Write(st dcm.State) error {
+	files, err := Render(d.cfg.Settings, st)
+	if err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := WriteFiles(d.cfg.WorkDir, files); err != nil {
+		return err
+	}
+	d.files = files
+	return nil
+}
+
+// Reload renders st, validates it (a configuration HAProxy refuses is never
+// written nor loaded: the old worker keeps serving), writes it, reloads and
+// reconnects the admin client to the new worker.
+func (d *Driver) Reload(ctx context.Context, st dcm.State) (ReloadResult, error) {
+	files, err := Render(d.cfg.Settings, st)
+	if err != nil {
+		return ReloadResult{}, fmt.Errorf("reload: %w", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.ready(); err != nil {
+		return ReloadResult{}, err
+	}
+	return d.reloadLocked(ctx, files)
+}
+
+func (d *Driver) reloadLocked(ctx context.Context, files Files) (ReloadResult, error) {
+	if err := Validate(ctx, d.cfg.Binary, d.cfg.WorkDir, files); err != nil {
+		return ReloadResult{}, fmt.Errorf("reload: %w", err)
+	}
+	prev := d.files
+	if err := WriteFiles(d.cfg.WorkDir, files); err != nil {
+		return ReloadResult{}, fmt.Errorf("reload: %w", err)
+	}
+	// The old worker's connection would keep talking to the old worker.
+	_ = d.client.Close()
+	res, err := d.proc.Reload(ctx, d.cfg.ReloadTimeout)
+	if err != nil {
+		if errors.Is(err, ErrReloadRejected) && prev.Config != nil {
+			// Keep the disk equal to what the surviving worker runs.
+			if werr := WriteFiles(d.cfg.WorkDir, prev); werr != nil {
+				err = errors.Join(err, fmt.Errorf("restore previous files: %w", werr))
+			}
+		}
+		return res, err
+	}
+	d.files = files
+	if err := d.awaitWorkerLocked(ctx, res.NewPID); err != nil {
+		return res, err
+	}
+	d.log.Info("haproxy reloaded", "old_pid", res.OldPID, "new_pid", res.NewPID, "duration", res.Duration)
+	return res, nil
+}
+
+// awaitWorkerLocked reconnects until the admin socket is served by pid.
+func (d *Driver) awaitWorkerLocked(ctx context.Context, pid int) error {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.ReloadTimeout)
+	defer cancel()
+	for {
+		info, err := d.infoLocked(ctx)
+		if err == nil && info.Pid == pid {
+			return nil
+		}
+		_ = d.client.Close()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("reload: admin socket not served by new worker %d (last: pid %d, %v): %w", pid, info.Pid, err, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (d *Driver) infoLocked(ctx context.Context) (Info, error) {
+	replies, err := d.client.Exec(ctx, []Command{InfoCommand()})
+	if err != nil {
+		return Info{}, fmt.Errorf("show info: %w", err)
+	}
+	info, err := ParseInfo(replies[0].Text)
+	if err != nil {
+		return Info{}, fmt.Errorf("show info: %w", err)
+	}
+	return info, nil
+}
+
+// Info is the worker's `show info`.
+func (d *Driver) Info(ctx context.Context) (Info, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.ready(); err != nil {
+		return Info{}, err
+	}
+	return d.infoLocked(ctx)
+}
+
+// Procs is the master's `show proc`.
+func (d *Driver) Procs(ctx context.Context) (Procs, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.ready(); err != nil {
+		return Procs{}, err
+	}
+	return d.proc.ShowProc(ctx)
+}
+
+// Observe reports the servers of every backend dcm manages, as HAProxy sees
+// them: address, weight, admin state, health and load. Origin, Pod,
+// Endpoint and Check are left for the engine, which knows them.
+func (d *Driver) Observe(ctx context.Context) (map[string][]dcm.Server, error) {
+	state, _ := ServersStateCommand("")
+	stat, _ := StatCommand("")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.ready(); err != nil {
+		return nil, err
+	}
+	replies, err := d.client.Exec(ctx, []Command{BackendsCommand(), state, stat})
+	if err != nil {
+		return nil, fmt.Errorf("observe: %w", err)
+	}
+	out := map[string][]dcm.Server{}
+	for _, name := range strings.Split(replies[0].Text, "\n")[1:] {
+		if managed(name) {
+			out[name] = []dcm.Server{}
+		}
+	}
+	if err := merge(out, replies[1].Text, replies[2].Text, nil); err != nil {
+		return nil, fmt.Errorf("observe: %w", err)
+	}
+	return out, nil
+}
+
+// ObserveBackends is Observe limited to some backends, in one batch. A
+// backend HAProxy does not know is absent from the result.
+func (d *Driver) ObserveBackends(ctx context.Context, names []string) (map[string][]dcm.Server, error) {
+	cmds := make([]Command, 0, 2*len(names))
+	for _, n := range names {
+		state, err := ServersStateCommand(n)
+		if err != nil {
+			return nil, fmt.Errorf("observe: %w", err)
+		}
+		stat, err := StatCommand(n)
+		if err != nil {
+			return nil, fmt.Errorf("observe: %w", err)
+		}
+		cmds = append(cmds, state, stat)
+	}
+	if len(cmds) == 0 {
+		return map[string][]dcm.Server{}, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.ready(); err != nil {
+		return nil, err
+	}
+	replies, err := d.client.Exec(ctx, cmds)
+	if len(replies) < len(cmds) {
+		return nil, fmt.Errorf("observe: %w", err)
+	}
+	out := map[string][]dcm.Server{}
+	for i, n := range names {
+		st, sr := replies[2*i].Text, replies[2*i+1].Text
+		if missingBackend(st) || missingBackend(sr) {
+			continue
+		}
+		if !cmds[2*i].succeeded(st) || !cmds[2*i+1].succeeded(sr) {
+			return nil, fmt.Errorf("observe %s: %w", n, err)
+		}
+		if managed(n) {
+			out[n] = []dcm.Server{}
+		}
+		if err := merge(out, st, sr, map[string]bool{n: true}); err != nil {
+			return nil, fmt.Errorf("observe %s: %w", n, err)
+		}
+	}
+	return out, nil
+}
+
+// missingBackend recognises 2.6's replies for a backend that does not exist.
+func missingBackend(reply string) bool {
+	_, msg, ok := severity(reply)
+	return ok && (msg == "Can't find backend." || msg == "No such proxy." || msg == "No such backend.")
+}
+
+// managed says whether dcm manages a backend: be_* but not the 404 backend.
+func managed(name string) bool {
+	return strings.HasPrefix(name, BackendPrefix) && name != DefaultBackend
+}
+
+// merge joins `show servers state` and `show stat` into out, per backend.
+func merge(out map[string][]dcm.Server, stateText, statText string, only map[string]bool) error {
+	states, err := ParseServersState(stateText)
+	if err != nil {
+		return err
+	}
+	stats, err := ParseStat(statText)
+	if err != nil {
+		return err
+	}
+	type key struct{ b, s string }
+	byKey := make(map[key]StatRow, len(stats))
+	for _, r := range stats {
+		if r.Type == StatServer {
+			byKey[key{r.Proxy, r.Server}] = r
+		}
+	}
+	for _, s := range states {
+		if !managed(s.Backend) || (only != nil && !only[s.Backend]) {
+			continue
+		}
+		srv := dcm.Server{Name: s.Name, Addr: s.Addr, Port: s.Port, Weight: s.Weight, State: s.State}
+		if r, ok := byKey[key{s.Backend, s.Name}]; ok {
+			srv.Health, srv.Sessions, srv.Queued, srv.UsedConn = r.Status, r.Sessions, r.Queued, r.UsedConn
+		}
+		out[s.Backend] = append(out[s.Backend], srv)
+	}
+	for b := range out {
+		dcm.SortServers(out[b])
+	}
+	return nil
+}
+
+func (d *Driver) ready() error {
+	if !d.started {
+		return errors.New("haproxy driver not started")
+	}
+	return nil
+}
+
+// Close disconnects and, unless attached, stops the master and waits for it.
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.started {
+		return nil
+	}
+	d.started = false
+	var err error
+	if d.client != nil {
+		err = d.client.Close()
+	}
+	d.cancel()
+	d.proc.Wait()
+	return err
+}

@@ -1,0 +1,188 @@
+package haproxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// StagingDir is where Validate writes a candidate, inside the work directory.
+const StagingDir = ".staging"
+
+// WriteFiles writes f into dir so that a reload or a crash at any moment
+// finds a consistent set: maps first, then the cfg that reads them, each
+// through a temporary file, fsync and rename. Map files that f no longer
+// has are removed afterwards.
+func WriteFiles(dir string, f Files) error {
+	if len(f.Config) == 0 {
+		return errors.New("write haproxy files: empty configuration")
+	}
+	if err := os.MkdirAll(filepath.Join(dir, MapsDir), 0o755); err != nil {
+		return fmt.Errorf("write haproxy files: %w", err)
+	}
+	names := make([]string, 0, len(f.Maps))
+	for name := range f.Maps {
+		if err := checkMapName(name); err != nil {
+			return fmt.Errorf("write haproxy files: %w", err)
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if err := writeAtomic(filepath.Join(dir, filepath.FromSlash(name)), f.Maps[name]); err != nil {
+			return fmt.Errorf("write map %s: %w", name, err)
+		}
+	}
+	if err := syncDir(filepath.Join(dir, MapsDir)); err != nil {
+		return fmt.Errorf("write haproxy files: %w", err)
+	}
+	if err := writeAtomic(filepath.Join(dir, ConfigName), f.Config); err != nil {
+		return fmt.Errorf("write %s: %w", ConfigName, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("write haproxy files: %w", err)
+	}
+	return removeStaleMaps(dir, f.Maps)
+}
+
+// checkMapName keeps map files inside maps/, whatever a caller puts in Files.
+func checkMapName(name string) error {
+	if path.Clean(name) != name || !strings.HasPrefix(name, MapsDir+"/") || strings.Count(name, "/") != 1 ||
+		!strings.HasSuffix(name, ".map") || !safePath(name) {
+		return fmt.Errorf("map file name %q: want %s/<name>.map", name, MapsDir)
+	}
+	return nil
+}
+
+func removeStaleMaps(dir string, keep map[string][]byte) error {
+	entries, err := os.ReadDir(filepath.Join(dir, MapsDir))
+	if err != nil {
+		return fmt.Errorf("list maps: %w", err)
+	}
+	for _, e := range entries {
+		name := MapsDir + "/" + e.Name()
+		if _, ok := keep[name]; ok || e.IsDir() || !strings.HasSuffix(e.Name(), ".map") {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, MapsDir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove stale map %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	done = true
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// ConfigError is HAProxy refusing a configuration; Alerts are its own words.
+type ConfigError struct {
+	Alerts []string
+	Output string // the whole output of haproxy -c
+}
+
+func (e *ConfigError) Error() string {
+	if len(e.Alerts) == 0 {
+		return "haproxy rejected the configuration: " + truncate(strings.TrimSpace(e.Output), 2000)
+	}
+	return "haproxy rejected the configuration: " + strings.Join(e.Alerts, "; ")
+}
+
+// Validate checks f with `<bin> -c` in a fresh staging directory under dir,
+// with the very bytes WriteFiles would write (maps resolve relative to the
+// cfg, so the location does not matter). A rejection is a *ConfigError.
+func Validate(ctx context.Context, bin, dir string, f Files) error {
+	staging := filepath.Join(dir, StagingDir)
+	if err := os.RemoveAll(staging); err != nil {
+		return fmt.Errorf("validate: clear staging: %w", err)
+	}
+	if err := os.MkdirAll(staging, 0o755); err != nil {
+		return fmt.Errorf("validate: %w", err)
+	}
+	if err := WriteFiles(staging, f); err != nil {
+		return fmt.Errorf("validate: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "-c", "-f", filepath.Join(staging, ConfigName)).CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || ctx.Err() != nil {
+		return fmt.Errorf("validate: run %s -c: %w", bin, err)
+	}
+	return &ConfigError{Alerts: alertLines(out), Output: string(out)}
+}
+
+// alertLines keeps HAProxy's [ALERT] messages without their "(pid) : config :" preamble.
+func alertLines(out []byte) []string {
+	var alerts []string
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		s := strings.TrimSpace(string(line))
+		if !strings.HasPrefix(s, "[ALERT]") {
+			continue
+		}
+		s = strings.TrimSpace(strings.TrimPrefix(s, "[ALERT]"))
+		if strings.HasPrefix(s, "(") {
+			if _, rest, ok := strings.Cut(s, ") : "); ok {
+				s = rest
+			}
+		}
+		s = strings.TrimPrefix(s, "config : ")
+		// "Error(s) found" and "Fatal errors found" repeat what the lines above say.
+		if strings.HasPrefix(s, "Error(s) found in configuration file") || strings.HasPrefix(s, "Fatal errors found in configuration") {
+			continue
+		}
+		alerts = append(alerts, s)
+	}
+	return alerts
+}

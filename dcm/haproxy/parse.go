@@ -1,0 +1,389 @@
+package haproxy
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// Admin state bits of `show servers state` (enum srv_admin in HAProxy 2.6's
+// server-t.h).
+const (
+	AdminForcedMaint    = 0x01 // set server state maint, or added/started disabled
+	AdminInheritedMaint = 0x02 // tracks a server in maint
+	AdminConfigMaint    = 0x04 // "disabled" in the cfg: a memo only, see adminStateOf
+	AdminForcedDrain    = 0x08 // set server state drain
+	AdminInheritedDrain = 0x10 // tracks a server in drain
+	AdminResolveMaint   = 0x20 // address resolution failed
+	AdminHostnameSet    = 0x40 // FQDN changed at runtime: not a state
+
+	// adminMaintMask is HAProxy's SRV_ADMF_MAINT: the bits that keep a server
+	// out of rotation. AdminConfigMaint is not among them: it stays set after
+	// `set server state ready` on a server that started disabled, and such a
+	// server serves (measured on 2.6.12: admin_state 4, op_state 2, traffic flows).
+	adminMaintMask = AdminForcedMaint | AdminInheritedMaint | AdminResolveMaint
+	adminDrainMask = AdminForcedDrain | AdminInheritedDrain
+)
+
+// ServerState is one line of `show servers state`.
+type ServerState struct {
+	Backend string
+	Name    string
+	Addr    string
+	Port    int
+	// OpState is srv_op_state: 0 stopped, 1 starting, 2 running, 3 stopping.
+	OpState int
+	// AdminBits is srv_admin_state as HAProxy reports it.
+	AdminBits int
+	// State is AdminBits read as dcm's admin state.
+	State  dcm.AdminState
+	Weight int // srv_uweight: the weight set by cfg or runtime
+}
+
+// adminStateOf reads the admin bits as dcm's three states; maintenance wins
+// over drain because a server in both takes no traffic at all.
+func adminStateOf(bits int) dcm.AdminState {
+	switch {
+	case bits&adminMaintMask != 0:
+		return dcm.StateMaint
+	case bits&adminDrainMask != 0:
+		return dcm.StateDrain
+	}
+	return dcm.StateReady
+}
+
+// ParseServersState parses the reply of `show servers state [<backend>]`:
+// a format version line "1", a "# be_id be_name ..." header, then one line per
+// server. Fields are found by header name.
+func ParseServersState(text string) ([]ServerState, error) {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if len(lines) == 0 || strings.TrimSpace(lines[0]) != "1" {
+		return nil, fmt.Errorf("show servers state: want format version 1, got %q", truncate(lines[0], 80))
+	}
+	var (
+		col  map[string]int
+		out  []ServerState
+		want = []string{"be_name", "srv_name", "srv_addr", "srv_op_state", "srv_admin_state", "srv_uweight", "srv_port"}
+	)
+	for i, line := range lines[1:] {
+		n := i + 2
+		if line == "" {
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			fields := strings.Fields(strings.TrimPrefix(line, "#"))
+			col = make(map[string]int, len(fields))
+			for j, f := range fields {
+				if _, dup := col[f]; dup {
+					return nil, fmt.Errorf("show servers state line %d: column %s twice", n, f)
+				}
+				col[f] = j
+			}
+			for _, w := range want {
+				if _, ok := col[w]; !ok {
+					return nil, fmt.Errorf("show servers state: header lacks %s", w)
+				}
+			}
+			continue
+		}
+		if col == nil {
+			return nil, fmt.Errorf("show servers state line %d: data before header", n)
+		}
+		fields := strings.Fields(line)
+		if len(fields) != len(col) {
+			return nil, fmt.Errorf("show servers state line %d: %d fields, header has %d", n, len(fields), len(col))
+		}
+		s := ServerState{
+			Backend: fields[col["be_name"]],
+			Name:    fields[col["srv_name"]],
+			Addr:    fields[col["srv_addr"]],
+		}
+		var err error
+		ints := []struct {
+			name string
+			dst  *int
+		}{{"srv_port", &s.Port}, {"srv_op_state", &s.OpState}, {"srv_admin_state", &s.AdminBits}, {"srv_uweight", &s.Weight}}
+		for _, f := range ints {
+			if *f.dst, err = strconv.Atoi(fields[col[f.name]]); err != nil || *f.dst < 0 {
+				return nil, fmt.Errorf("show servers state line %d: %s %q is not a number", n, f.name, fields[col[f.name]])
+			}
+		}
+		s.State = adminStateOf(s.AdminBits)
+		out = append(out, s)
+	}
+	if col == nil {
+		return nil, errors.New("show servers state: no header")
+	}
+	return out, nil
+}
+
+// Stat types of the `type` column of show stat.
+const (
+	StatFrontend = 0
+	StatBackend  = 1
+	StatServer   = 2
+	StatListener = 3
+)
+
+// StatRow is one row of `show stat` with the columns dcm reads.
+type StatRow struct {
+	Proxy       string // pxname
+	Server      string // svname
+	Type        int
+	Status      string // UP, DOWN, MAINT, DRAIN, no check…
+	Weight      int
+	Sessions    int // scur
+	Queued      int // qcur
+	CheckStatus string
+	Addr        string
+	UsedConn    int // used_conn_cur
+}
+
+// ParseStat parses the CSV of `show stat`; columns are found by header name
+// because their number and order change between HAProxy versions.
+func ParseStat(text string) ([]StatRow, error) {
+	text = strings.TrimLeft(text, "\n")
+	if !strings.HasPrefix(text, "# ") {
+		return nil, fmt.Errorf("show stat: want a \"# pxname,...\" header, got %q", truncate(firstLine(text), 80))
+	}
+	r := csv.NewReader(strings.NewReader(text[2:]))
+	r.FieldsPerRecord = -1
+	r.LazyQuotes = true
+	r.ReuseRecord = false
+	header, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("show stat header: %w", err)
+	}
+	col := make(map[string]int, len(header))
+	for i, h := range header {
+		if _, dup := col[h]; !dup {
+			col[h] = i
+		}
+	}
+	for _, w := range []string{"pxname", "svname", "type", "status", "weight", "scur", "qcur"} {
+		if _, ok := col[w]; !ok {
+			return nil, fmt.Errorf("show stat: header lacks %s", w)
+		}
+	}
+	var out []StatRow
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("show stat: %w", err)
+		}
+		if len(rec) == 1 && rec[0] == "" {
+			continue
+		}
+		line, _ := r.FieldPos(0)
+		if len(rec) != len(header) {
+			return nil, fmt.Errorf("show stat line %d: %d fields, header has %d", line, len(rec), len(header))
+		}
+		get := func(name string) string {
+			if i, ok := col[name]; ok {
+				return rec[i]
+			}
+			return ""
+		}
+		num := func(name string) (int, error) {
+			v := get(name)
+			if v == "" {
+				return 0, nil
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return 0, fmt.Errorf("show stat line %d: %s %q is not a number", line, name, v)
+			}
+			return n, nil
+		}
+		row := StatRow{
+			Proxy:       get("pxname"),
+			Server:      get("svname"),
+			Status:      get("status"),
+			CheckStatus: get("check_status"),
+			Addr:        get("addr"),
+		}
+		for _, f := range []struct {
+			name string
+			dst  *int
+		}{{"type", &row.Type}, {"weight", &row.Weight}, {"scur", &row.Sessions}, {"qcur", &row.Queued}, {"used_conn_cur", &row.UsedConn}} {
+			if *f.dst, err = num(f.name); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// Info is the reply of `show info`.
+type Info struct {
+	Pid       int
+	Version   string
+	UptimeSec int
+	// Fields holds every "Name: value" line, the three above included.
+	Fields map[string]string
+}
+
+// ParseInfo parses the "Name: value" lines of `show info`.
+func ParseInfo(text string) (Info, error) {
+	info := Info{Fields: map[string]string{}}
+	for i, line := range strings.Split(text, "\n") {
+		if line == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(line, ":")
+		// Most names are one word; "Unstoppable Jobs" and "Build info" are not.
+		if !ok || strings.TrimSpace(k) != k || k == "" {
+			return Info{}, fmt.Errorf("show info line %d: want \"Name: value\", got %q", i+1, truncate(line, 80))
+		}
+		info.Fields[k] = strings.TrimSpace(v)
+	}
+	pid, ok := info.Fields["Pid"]
+	if !ok {
+		return Info{}, errors.New("show info: no Pid")
+	}
+	var err error
+	if info.Pid, err = strconv.Atoi(pid); err != nil || info.Pid <= 0 {
+		return Info{}, fmt.Errorf("show info: Pid %q is not a process id", pid)
+	}
+	info.Version = info.Fields["Version"]
+	if up, ok := info.Fields["Uptime_sec"]; ok {
+		if info.UptimeSec, err = strconv.Atoi(up); err != nil || info.UptimeSec < 0 {
+			return Info{}, fmt.Errorf("show info: Uptime_sec %q is not a number", up)
+		}
+	}
+	return info, nil
+}
+
+// Proc is one process in the master's `show proc`.
+type Proc struct {
+	PID     int
+	Reloads int
+	Uptime  string
+	Version string
+}
+
+// Procs is the reply of the master's `show proc`.
+type Procs struct {
+	Master Proc
+	// Failed counts the reloads the master could not complete.
+	Failed int
+	// Workers are the current workers in HAProxy's order; OldWorkers still
+	// finish connections from before a reload.
+	Workers    []Proc
+	OldWorkers []Proc
+}
+
+// Current is the worker that serves new connections: the newest one.
+func (p Procs) Current() (Proc, bool) {
+	if len(p.Workers) == 0 {
+		return Proc{}, false
+	}
+	best := p.Workers[0]
+	for _, w := range p.Workers[1:] {
+		if w.Reloads < best.Reloads {
+			best = w
+		}
+	}
+	return best, true
+}
+
+// ParseProc parses the master CLI's `show proc`:
+//
+//	#<PID>          <type>          <reloads>       <uptime>        <version>
+//	2833            master          1 [failed: 0]   0d00h00m15s     2.6.12-1+deb12u4
+//	# workers
+//	3596            worker          0               0d00h00m00s     2.6.12-1+deb12u4
+//	# old workers
+//	3001            worker          1               0d00h00m09s     2.6.12-1+deb12u4
+//	# programs
+func ParseProc(text string) (Procs, error) {
+	var (
+		p       Procs
+		section = "master"
+		header  bool
+		master  bool
+	)
+	for i, line := range strings.Split(text, "\n") {
+		n := i + 1
+		trim := strings.TrimSpace(line)
+		switch {
+		case trim == "":
+			continue
+		case strings.HasPrefix(trim, "#<PID>"):
+			header = true
+			continue
+		case strings.HasPrefix(trim, "#"):
+			section = strings.TrimSpace(strings.TrimPrefix(trim, "#"))
+			continue
+		}
+		if !header {
+			return Procs{}, fmt.Errorf("show proc line %d: data before header", n)
+		}
+		fields := strings.Fields(trim)
+		if len(fields) < 3 {
+			return Procs{}, fmt.Errorf("show proc line %d: too few fields in %q", n, truncate(trim, 80))
+		}
+		pid, err := strconv.Atoi(fields[0])
+		if err != nil || pid <= 0 {
+			return Procs{}, fmt.Errorf("show proc line %d: pid %q", n, fields[0])
+		}
+		reloads, err := strconv.Atoi(fields[2])
+		if err != nil || reloads < 0 {
+			return Procs{}, fmt.Errorf("show proc line %d: reloads %q", n, fields[2])
+		}
+		rest := fields[3:]
+		proc := Proc{PID: pid, Reloads: reloads}
+		switch {
+		case section == "master" && fields[1] == "master":
+			// "[failed: N]" follows the master's reload count.
+			if len(rest) < 2 || rest[0] != "[failed:" || !strings.HasSuffix(rest[1], "]") {
+				return Procs{}, fmt.Errorf("show proc line %d: master line lacks [failed: N]", n)
+			}
+			if p.Failed, err = strconv.Atoi(strings.TrimSuffix(rest[1], "]")); err != nil || p.Failed < 0 {
+				return Procs{}, fmt.Errorf("show proc line %d: failed count %q", n, rest[1])
+			}
+			rest = rest[2:]
+			master = true
+		case section == "workers" || section == "old workers":
+			if fields[1] != "worker" {
+				return Procs{}, fmt.Errorf("show proc line %d: want a worker, got %q", n, fields[1])
+			}
+		case section == "programs":
+			continue // external programs are not ours
+		default:
+			return Procs{}, fmt.Errorf("show proc line %d: unexpected %q in section %q", n, fields[1], section)
+		}
+		if len(rest) > 0 {
+			proc.Uptime = rest[0]
+		}
+		if len(rest) > 1 {
+			proc.Version = rest[1]
+		}
+		switch section {
+		case "master":
+			p.Master = proc
+		case "workers":
+			p.Workers = append(p.Workers, proc)
+		case "old workers":
+			p.OldWorkers = append(p.OldWorkers, proc)
+		}
+	}
+	if !master {
+		return Procs{}, errors.New("show proc: no master line")
+	}
+	return p, nil
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

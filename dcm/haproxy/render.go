@@ -1,0 +1,358 @@
+package haproxy
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// Settings are the parts of haproxy.cfg that do not come from the State.
+type Settings struct {
+	// AdminSocket is the absolute path of the runtime API socket.
+	AdminSocket string
+	// HTTPBind is the address of the HTTP frontend, e.g. "127.0.0.1:8000".
+	HTTPBind string
+	// HardStopAfter bounds how long an old worker may linger after a reload; 0 = no bound.
+	HardStopAfter time.Duration
+}
+
+// Files is one rendering: the configuration and the map files it reads.
+type Files struct {
+	Config []byte
+	// Maps holds the map files by path relative to the configuration's directory.
+	Maps map[string][]byte
+}
+
+// File names relative to the work directory. Maps are referenced relatively
+// and resolved against the cfg's own directory (default-path config), so the
+// same bytes validate in a staging directory and run in the work directory.
+const (
+	ConfigName    = "haproxy.cfg"
+	MapsDir       = "maps"
+	MapHostExact  = "maps/host_exact.map"
+	MapHostPrefix = "maps/host_prefix.map"
+	MapAnyExact   = "maps/any_exact.map"
+	MapAnyPrefix  = "maps/any_prefix.map"
+)
+
+const (
+	// DefaultBackend answers requests no route matches.
+	DefaultBackend = "be_default"
+	// BackendPrefix starts the name of every backend dcm manages.
+	BackendPrefix = "be_"
+	// slotPlaceholder is where a free slot points: a literal address keeps the
+	// address family set, so `set server addr` works on a fresh start (a
+	// hostname with init-addr none leaves it unset and the runtime API refuses).
+	slotPlaceholderAddr = "0.0.0.0"
+	slotPlaceholderPort = 1
+	// checkInter is the health check interval of servers with Check set.
+	checkInter = "5s"
+)
+
+// frontendRouting is the frontend's routing: the key is the lower-cased Host
+// header without its port followed by the path. Exact maps first, then
+// prefix maps, host-specific before any-host; the first match wins.
+func frontendRouting() []struct{ keyVar, conv, file string } {
+	return []struct{ keyVar, conv, file string }{
+		{"txn.key", "map_str", MapHostExact},
+		{"txn.key", "map_beg", MapHostPrefix},
+		{"txn.path", "map_str", MapAnyExact},
+		{"txn.path", "map_beg", MapAnyPrefix},
+	}
+}
+
+// Render produces haproxy.cfg and the map files for st. It validates every
+// string it writes, so a State that slipped past the model's checks yields
+// an error naming the backend or server instead of an unsafe file. Equal
+// inputs give byte-identical output.
+func Render(s Settings, st dcm.State) (Files, error) {
+	if err := s.validate(); err != nil {
+		return Files{}, err
+	}
+	backends := slices.Clone(st.Backends)
+	slices.SortStableFunc(backends, func(a, b dcm.Backend) int { return strings.Compare(a.Name, b.Name) })
+	for i, b := range backends {
+		if i > 0 && backends[i-1].Name == b.Name {
+			return Files{}, fmt.Errorf("backend %q appears twice", b.Name)
+		}
+	}
+
+	var cfg bytes.Buffer
+	renderGlobal(&cfg, s)
+	for _, b := range backends {
+		if err := renderBackend(&cfg, b); err != nil {
+			return Files{}, err
+		}
+	}
+	maps, err := renderMaps(backends)
+	if err != nil {
+		return Files{}, err
+	}
+	return Files{Config: cfg.Bytes(), Maps: maps}, nil
+}
+
+func renderGlobal(w *bytes.Buffer, s Settings) {
+	w.WriteString("# Written by dcm; every change is rewritten, edits are lost.\n")
+	w.WriteString("global\n")
+	w.WriteString("    default-path config\n")
+	fmt.Fprintf(w, "    stats socket %s mode 600 level admin expose-fd listeners\n", s.AdminSocket)
+	w.WriteString("    stats timeout 2m\n")
+	if s.HardStopAfter > 0 {
+		fmt.Fprintf(w, "    hard-stop-after %dms\n", max(s.HardStopAfter.Milliseconds(), 1))
+	}
+	w.WriteString(`
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 60s
+    timeout server 60s
+    timeout http-request 10s
+    timeout http-keep-alive 10s
+    timeout queue 30s
+    retries 3
+    # A pod that just stopped refuses connections: retry on another server.
+    option redispatch 1
+
+frontend fe_http
+`)
+	fmt.Fprintf(w, "    bind %s\n", s.HTTPBind)
+	w.WriteString("    http-request set-var(txn.path) path\n")
+	w.WriteString("    http-request set-var(txn.key) req.hdr(host),field(1,:),lower,concat(,txn.path)\n")
+	for _, r := range frontendRouting() {
+		expr := fmt.Sprintf("var(%s),%s(%s)", r.keyVar, r.conv, r.file)
+		fmt.Fprintf(w, "    use_backend %%[%s] if { %s -m found }\n", expr, expr)
+	}
+	fmt.Fprintf(w, "    default_backend %s\n", DefaultBackend)
+	fmt.Fprintf(w, "\nbackend %s\n", DefaultBackend)
+	w.WriteString("    http-request return status 404 content-type text/plain string \"no route\"\n")
+}
+
+func renderBackend(w *bytes.Buffer, b dcm.Backend) error {
+	if err := validateBackendName(b.Name); err != nil {
+		return err
+	}
+	balance := b.Route.Balance
+	if balance == "" {
+		balance = dcm.BalanceRoundRobin
+	}
+	if err := dcm.ValidateBalance("balance", balance); err != nil {
+		return fmt.Errorf("backend %q: %w", b.Name, err)
+	}
+	fmt.Fprintf(w, "\nbackend %s\n", b.Name)
+	fmt.Fprintf(w, "    balance %s\n", balance)
+	servers := slices.Clone(b.Servers)
+	dcm.SortServers(servers)
+	for i, srv := range servers {
+		if i > 0 && servers[i-1].Name == srv.Name {
+			return fmt.Errorf("backend %q: server %q appears twice", b.Name, srv.Name)
+		}
+		args, err := ServerArgs(srv)
+		if err != nil {
+			return fmt.Errorf("backend %q: %w", b.Name, err)
+		}
+		fmt.Fprintf(w, "    server %s %s\n", srv.Name, args)
+	}
+	return nil
+}
+
+// ServerArgs renders what follows a server's name, for both the cfg
+// `server` line and the runtime `add server` command: one function for
+// both, so runtime and file cannot drift. HAProxy 2.6 cannot express drain
+// in a cfg, so a drained server is rendered disabled (dcm restores drain
+// after a reload). A free slot points at a placeholder address, disabled.
+func ServerArgs(s dcm.Server) (string, error) {
+	if err := dcm.ValidateServerName("server name", s.Name); err != nil {
+		return "", fmt.Errorf("server %q: %w", s.Name, err)
+	}
+	if s.Weight < 0 || s.Weight > 256 {
+		return "", fmt.Errorf("server %q: weight %d out of range 0-256", s.Name, s.Weight)
+	}
+	var addr string
+	state := s.State
+	if s.Endpoint == "" && s.Addr == "" {
+		addr = netip.AddrPortFrom(netip.MustParseAddr(slotPlaceholderAddr), slotPlaceholderPort).String()
+		state = dcm.StateMaint
+	} else {
+		var err error
+		if addr, err = serverAddr(s.Addr, s.Port); err != nil {
+			return "", fmt.Errorf("server %q: %w", s.Name, err)
+		}
+	}
+	var b strings.Builder
+	b.WriteString(addr)
+	b.WriteString(" weight ")
+	b.WriteString(strconv.Itoa(s.Weight))
+	if s.Check {
+		b.WriteString(" check inter " + checkInter)
+	}
+	switch state {
+	case dcm.StateReady:
+	case dcm.StateDrain, dcm.StateMaint:
+		b.WriteString(" disabled")
+	default:
+		return "", fmt.Errorf("server %q: unknown state %q", s.Name, s.State)
+	}
+	return b.String(), nil
+}
+
+// serverAddr renders addr:port the way HAProxy 2.6 reads it in a server line
+// and in add server: IPv6 literals in brackets ([::1]:8080).
+func serverAddr(addr string, port int) (string, error) {
+	if err := dcm.ValidateAddr("address", addr); err != nil {
+		return "", err
+	}
+	if err := dcm.ValidatePort("port", port); err != nil {
+		return "", err
+	}
+	return netip.AddrPortFrom(netip.MustParseAddr(addr), uint16(port)).String(), nil
+}
+
+// validateBackendName accepts the names dcm gives backends: be_ followed by
+// characters HAProxy takes in a proxy name and that need no quoting in a
+// command, a cfg line or a map value.
+func validateBackendName(name string) error {
+	if !strings.HasPrefix(name, BackendPrefix) || name == DefaultBackend {
+		return fmt.Errorf("backend %q: name must start with %q and not be %q", name, BackendPrefix, DefaultBackend)
+	}
+	if err := dcm.ValidateServerName("backend name", name); err != nil {
+		return fmt.Errorf("backend %q: %w", name, err)
+	}
+	return nil
+}
+
+type mapEntry struct{ key, backend string }
+
+// renderMaps builds the four routing maps. A Prefix route "/api" yields the
+// exact key host/api and the prefix key host/api/, so /api and /api/x match
+// and /apix does not; Prefix "/" yields the prefix key host/.
+func renderMaps(backends []dcm.Backend) (map[string][]byte, error) {
+	type routed struct {
+		r       dcm.Route
+		backend string
+	}
+	var routes []routed
+	for _, b := range backends {
+		if b.Route.Name == "" {
+			continue // a spare backend that serves no route yet
+		}
+		r := b.Route
+		if r.Balance == "" {
+			r.Balance = dcm.BalanceRoundRobin
+		}
+		if err := dcm.ValidateRoute(r); err != nil {
+			return nil, fmt.Errorf("backend %q: route %s: %w", b.Name, r.Key(), err)
+		}
+		routes = append(routes, routed{b.Route, b.Name})
+	}
+	// The same order as State.Routes(), which decides who wins a shared key.
+	slices.SortStableFunc(routes, func(a, b routed) int {
+		switch {
+		case a.r.Less(b.r):
+			return -1
+		case b.r.Less(a.r):
+			return 1
+		}
+		return strings.Compare(a.backend, b.backend)
+	})
+
+	entries := map[string][]mapEntry{MapHostExact: nil, MapHostPrefix: nil, MapAnyExact: nil, MapAnyPrefix: nil}
+	seen := map[string]map[string]bool{}
+	add := func(file, key, backend string) {
+		if seen[file] == nil {
+			seen[file] = map[string]bool{}
+		}
+		// Two routes with the same key: the first in route order wins and
+		// the other is skipped (the kube layer rejects such conflicts anyway).
+		if seen[file][key] {
+			return
+		}
+		seen[file][key] = true
+		entries[file] = append(entries[file], mapEntry{key, backend})
+	}
+	for _, rt := range routes {
+		exact, prefix := MapAnyExact, MapAnyPrefix
+		if rt.r.Host != "" {
+			exact, prefix = MapHostExact, MapHostPrefix
+		}
+		key := rt.r.Host + rt.r.Path
+		if rt.r.PathType == dcm.PathExact {
+			add(exact, key, rt.backend)
+			continue
+		}
+		p := strings.TrimRight(rt.r.Path, "/")
+		if p == "" {
+			add(prefix, rt.r.Host+"/", rt.backend)
+			continue
+		}
+		add(exact, rt.r.Host+p, rt.backend)
+		add(prefix, rt.r.Host+p+"/", rt.backend)
+	}
+
+	out := make(map[string][]byte, len(entries))
+	for file, es := range entries {
+		if file == MapHostPrefix || file == MapAnyPrefix {
+			// map_beg may scan a list where the first match wins: longest first.
+			slices.SortFunc(es, func(a, b mapEntry) int {
+				if c := cmp.Compare(len(b.key), len(a.key)); c != 0 {
+					return c
+				}
+				return strings.Compare(a.key, b.key)
+			})
+		} else {
+			slices.SortFunc(es, func(a, b mapEntry) int { return strings.Compare(a.key, b.key) })
+		}
+		var buf bytes.Buffer
+		for _, e := range es {
+			buf.WriteString(e.key + " " + e.backend + "\n")
+		}
+		out[file] = buf.Bytes()
+	}
+	return out, nil
+}
+
+func (s Settings) validate() error {
+	if !filepath.IsAbs(s.AdminSocket) || !safePath(s.AdminSocket) {
+		return fmt.Errorf("admin socket %q: want an absolute path of letters, digits and /._-+", s.AdminSocket)
+	}
+	host, port, err := net.SplitHostPort(s.HTTPBind)
+	if err != nil {
+		return fmt.Errorf("http bind %q: %w", s.HTTPBind, err)
+	}
+	if host != "" {
+		if a, err := netip.ParseAddr(host); err != nil || a.Zone() != "" {
+			return fmt.Errorf("http bind %q: want an IP address literal", s.HTTPBind)
+		}
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 || strconv.Itoa(p) != port {
+		return fmt.Errorf("http bind %q: bad port", s.HTTPBind)
+	}
+	if s.HardStopAfter < 0 {
+		return fmt.Errorf("hard-stop-after %s: negative", s.HardStopAfter)
+	}
+	return nil
+}
+
+// safePath is the allow-list for file paths written into the cfg.
+func safePath(p string) bool {
+	if p == "" || len(p) > 107 { // sun_path holds 108 bytes with the NUL
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("/._-+", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}

@@ -1,0 +1,301 @@
+package haproxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+var testSettings = Settings{AdminSocket: "/run/dcm/admin.sock", HTTPBind: "127.0.0.1:8000", HardStopAfter: 30 * time.Second}
+
+func TestRenderMaps(t *testing.T) {
+	srv := dcm.Server{Name: "s1", Endpoint: "s1", Addr: "10.0.0.1", Port: 80, Weight: 1, State: dcm.StateReady}
+	st := state(
+		backendFor(route("ns", "root", "a.example", "/", dcm.PathPrefix), srv),
+		backendFor(route("ns", "api", "a.example", "/api", dcm.PathPrefix), srv),
+		backendFor(route("ns", "apiv1", "a.example", "/api/v1/", dcm.PathPrefix), srv),
+		backendFor(route("ns", "login", "a.example", "/login", dcm.PathExact), srv),
+		backendFor(route("ns", "any", "", "/", dcm.PathPrefix), srv),
+		backendFor(route("ns", "anyx", "", "/x", dcm.PathPrefix), srv),
+		backendFor(route("ns", "anyexact", "", "/health", dcm.PathExact), srv),
+		// Same exact key a.example/api as the Prefix route "api": the Exact
+		// route sorts first (Route.Less) and wins it.
+		backendFor(route("ns", "api-exact", "a.example", "/api", dcm.PathExact), srv),
+		// Same keys as "root" under another name: "root" sorts first by key.
+		backendFor(route("other", "root2", "a.example", "/", dcm.PathPrefix), srv),
+	)
+	f, err := Render(testSettings, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		MapHostExact: "a.example/api be_http:ns:api-exact\n" +
+			"a.example/api/v1 be_http:ns:apiv1\n" +
+			"a.example/login be_http:ns:login\n",
+		MapHostPrefix: "a.example/api/v1/ be_http:ns:apiv1\n" +
+			"a.example/api/ be_http:ns:api\n" +
+			"a.example/ be_http:ns:root\n",
+		MapAnyExact:  "/health be_http:ns:anyexact\n/x be_http:ns:anyx\n",
+		MapAnyPrefix: "/x/ be_http:ns:anyx\n/ be_http:ns:any\n",
+	}
+	if got := slices.Sorted(maps.Keys(f.Maps)); !slices.Equal(got, slices.Sorted(maps.Keys(want))) {
+		t.Fatalf("map files %v", got)
+	}
+	for name, w := range want {
+		if got := string(f.Maps[name]); got != w {
+			t.Errorf("%s:\n%s\nwant:\n%s", name, got, w)
+		}
+	}
+	cfg := string(f.Config)
+	for _, line := range []string{
+		"    default-path config\n",
+		"    stats socket /run/dcm/admin.sock mode 600 level admin expose-fd listeners\n",
+		"    hard-stop-after 30000ms\n",
+		"    bind 127.0.0.1:8000\n",
+		"    use_backend %[var(txn.key),map_str(maps/host_exact.map)] if { var(txn.key),map_str(maps/host_exact.map) -m found }\n",
+		"    use_backend %[var(txn.path),map_beg(maps/any_prefix.map)] if { var(txn.path),map_beg(maps/any_prefix.map) -m found }\n",
+		"\nbackend be_http:ns:api\n    balance roundrobin\n    server s1 10.0.0.1:80 weight 1\n",
+	} {
+		if !strings.Contains(cfg, line) {
+			t.Errorf("cfg lacks %q", line)
+		}
+	}
+}
+
+func TestServerArgs(t *testing.T) {
+	tests := []struct {
+		srv     dcm.Server
+		want    string
+		wantErr bool
+	}{
+		{dcm.Server{Name: "a", Endpoint: "a", Addr: "10.1.2.3", Port: 8080, Weight: 3, State: dcm.StateReady}, "10.1.2.3:8080 weight 3", false},
+		{dcm.Server{Name: "a", Endpoint: "a", Addr: "10.1.2.3", Port: 8080, Weight: 0, State: dcm.StateReady, Check: true}, "10.1.2.3:8080 weight 0 check inter 5s", false},
+		{dcm.Server{Name: "a", Endpoint: "a", Addr: "10.1.2.3", Port: 8080, Weight: 1, State: dcm.StateDrain}, "10.1.2.3:8080 weight 1 disabled", false},
+		{dcm.Server{Name: "a", Endpoint: "a", Addr: "10.1.2.3", Port: 8080, Weight: 1, State: dcm.StateMaint, Check: true}, "10.1.2.3:8080 weight 1 check inter 5s disabled", false},
+		{dcm.Server{Name: "a", Endpoint: "a", Addr: "fd00::1", Port: 443, Weight: 256, State: dcm.StateReady}, "[fd00::1]:443 weight 256", false},
+		{dcm.Server{Name: "slot3", Weight: 1, State: dcm.StateReady}, "0.0.0.0:1 weight 1 disabled", false},
+		{dcm.Server{Name: "a", Endpoint: "a", Addr: "10.1.2.3", Port: 0, Weight: 1, State: dcm.StateReady}, "", true},
+		{dcm.Server{Name: "a", Endpoint: "a", Addr: "", Port: 80, Weight: 1, State: dcm.StateReady}, "", true},
+		{dcm.Server{Name: "a", Endpoint: "a", Addr: "10.1.2.3", Port: 80, Weight: 257, State: dcm.StateReady}, "", true},
+		{dcm.Server{Name: "a", Endpoint: "a", Addr: "10.1.2.3", Port: 80, Weight: 1, State: "up"}, "", true},
+		{dcm.Server{Name: "a", Endpoint: "a", Addr: "fe80::1%eth0", Port: 80, Weight: 1, State: dcm.StateReady}, "", true},
+	}
+	for _, tt := range tests {
+		got, err := ServerArgs(tt.srv)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("ServerArgs(%+v) = %q, %v; want %q, err %v", tt.srv, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestRenderDeterministic(t *testing.T) {
+	a := dcm.Server{Name: "a", Endpoint: "a", Addr: "10.0.0.1", Port: 80, Weight: 1, State: dcm.StateReady}
+	b := dcm.Server{Name: "b", Endpoint: "b", Addr: "10.0.0.2", Port: 80, Weight: 2, State: dcm.StateDrain}
+	r1 := route("ns", "one", "one.example", "/", dcm.PathPrefix)
+	r2 := route("ns", "two", "", "/two", dcm.PathPrefix)
+	st1 := dcm.State{Backends: []dcm.Backend{
+		{Name: r1.BackendName(), Route: r1, Servers: []dcm.Server{a, b}},
+		{Name: r2.BackendName(), Route: r2, Servers: []dcm.Server{b}},
+	}}
+	st2 := dcm.State{Backends: []dcm.Backend{
+		{Name: r2.BackendName(), Route: r2, Servers: []dcm.Server{b}},
+		{Name: r1.BackendName(), Route: r1, Servers: []dcm.Server{b, a}},
+	}}
+	f1, err := Render(testSettings, st1)
+	mustf(t, err, "render 1")
+	f2, err := Render(testSettings, st2)
+	mustf(t, err, "render 2")
+	if !bytes.Equal(f1.Config, f2.Config) {
+		t.Errorf("configs differ:\n%s\n---\n%s", f1.Config, f2.Config)
+	}
+	for k := range f1.Maps {
+		if !bytes.Equal(f1.Maps[k], f2.Maps[k]) {
+			t.Errorf("map %s differs", k)
+		}
+	}
+}
+
+// TestRenderRefusesHostile puts unsafe strings in every field Render writes.
+func TestRenderRefusesHostile(t *testing.T) {
+	hostile := []string{"a;b", "a\nb", "a b", "a#b", "é", "a\tb", "a\"b", "a'b", "a\x00b", "a\rb", "{a}", "a%[b]"}
+	okRoute := route("ns", "r", "a.example", "/", dcm.PathPrefix)
+	okServer := dcm.Server{Name: "s", Endpoint: "s", Addr: "10.0.0.1", Port: 80, Weight: 1, State: dcm.StateReady}
+	type mutate func(b *dcm.Backend, s *Settings, h string)
+	fields := map[string]mutate{
+		"namespace":   func(b *dcm.Backend, _ *Settings, h string) { b.Route.Namespace = h },
+		"route name":  func(b *dcm.Backend, _ *Settings, h string) { b.Route.Name = h },
+		"host":        func(b *dcm.Backend, _ *Settings, h string) { b.Route.Host = "a" + h + ".example" },
+		"path":        func(b *dcm.Backend, _ *Settings, h string) { b.Route.Path = "/" + h },
+		"balance":     func(b *dcm.Backend, _ *Settings, h string) { b.Route.Balance = h },
+		"backend":     func(b *dcm.Backend, _ *Settings, h string) { b.Name = "be_http:ns:" + h },
+		"server name": func(b *dcm.Backend, _ *Settings, h string) { b.Servers[0].Name = h },
+		"addr":        func(b *dcm.Backend, _ *Settings, h string) { b.Servers[0].Addr = "10.0.0.1" + h },
+		"socket":      func(_ *dcm.Backend, s *Settings, h string) { s.AdminSocket = "/run/" + h },
+		"bind":        func(_ *dcm.Backend, s *Settings, h string) { s.HTTPBind = "127.0.0.1:80" + h },
+	}
+	for field, m := range fields {
+		for _, h := range hostile {
+			b := dcm.Backend{Name: okRoute.BackendName(), Route: okRoute, Servers: []dcm.Server{okServer}}
+			s := testSettings
+			m(&b, &s, h)
+			_, err := Render(s, dcm.State{Backends: []dcm.Backend{b}})
+			if err == nil {
+				t.Errorf("%s %q: rendered", field, h)
+				continue
+			}
+			if field != "socket" && field != "bind" && !strings.Contains(err.Error(), "backend") && !strings.Contains(err.Error(), "server") {
+				t.Errorf("%s %q: error %q names neither backend nor server", field, h, err)
+			}
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		b    dcm.Backend
+	}{
+		{"port", dcm.Backend{Name: okRoute.BackendName(), Route: okRoute, Servers: []dcm.Server{{Name: "s", Endpoint: "s", Addr: "10.0.0.1", Port: 70000, Weight: 1, State: dcm.StateReady}}}},
+		{"weight", dcm.Backend{Name: okRoute.BackendName(), Route: okRoute, Servers: []dcm.Server{{Name: "s", Endpoint: "s", Addr: "10.0.0.1", Port: 80, Weight: -1, State: dcm.StateReady}}}},
+		{"kind", dcm.Backend{Name: okRoute.BackendName(), Route: dcm.Route{Namespace: "ns", Name: "r", Kind: dcm.KindEdge, Path: "/", PathType: dcm.PathPrefix}}},
+		{"default backend", dcm.Backend{Name: DefaultBackend}},
+		{"duplicate server", dcm.Backend{Name: okRoute.BackendName(), Route: okRoute, Servers: []dcm.Server{okServer, okServer}}},
+	} {
+		if _, err := Render(testSettings, dcm.State{Backends: []dcm.Backend{tt.b}}); err == nil {
+			t.Errorf("%s: rendered", tt.name)
+		}
+	}
+}
+
+// lineShapes are the only lines a rendered cfg may contain besides the fixed
+// ones of an empty state.
+var lineShapes = []*regexp.Regexp{
+	regexp.MustCompile(`^backend be_[A-Za-z0-9._:-]+$`),
+	regexp.MustCompile(`^    balance (roundrobin|leastconn|random|first)$`),
+	regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)?( disabled)?$`),
+}
+
+var mapLineShape = regexp.MustCompile(`^[a-z0-9.-]*/[A-Za-z0-9/\-._~%!$&()*+,=:@]* be_[A-Za-z0-9._:-]+$`)
+
+func checkShapes(t *testing.T, f Files) {
+	t.Helper()
+	empty, err := Render(testSettings, dcm.State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := map[string]bool{}
+	for _, l := range strings.Split(string(empty.Config), "\n") {
+		fixed[l] = true
+	}
+	for _, l := range strings.Split(string(f.Config), "\n") {
+		if fixed[l] {
+			continue
+		}
+		if !slices.ContainsFunc(lineShapes, func(re *regexp.Regexp) bool { return re.MatchString(l) }) {
+			t.Fatalf("unexpected cfg line %q", l)
+		}
+	}
+	for name, m := range f.Maps {
+		for _, l := range strings.Split(strings.TrimSuffix(string(m), "\n"), "\n") {
+			if l != "" && !mapLineShape.MatchString(l) {
+				t.Fatalf("unexpected line %q in %s", l, name)
+			}
+		}
+	}
+}
+
+func FuzzRender(f *testing.F) {
+	f.Add("ns", "name", "a.example", "/api", "srv-1", "10.0.0.1", 80, 1, "roundrobin", true)
+	f.Add("ns", "name", "", "/", "slot1", "", 0, 1, "", false)
+	f.Add("a;b", "x\ny", "é.example", "/a b", "s#1", "::1", 65535, 256, "static-rr", true)
+	f.Add("ns", "n", "a.example", "/%[req.hdr(x)]", "s", "fe80::1%lo", 1, 0, "first", false)
+	f.Fuzz(func(t *testing.T, ns, name, host, path, srvName, addr string, port, weight int, balance string, exact bool) {
+		pt := dcm.PathPrefix
+		if exact {
+			pt = dcm.PathExact
+		}
+		r := dcm.Route{Namespace: ns, Name: name, Kind: dcm.KindHTTP, Host: host, Path: path, PathType: pt, Balance: balance}
+		srv := dcm.Server{Name: srvName, Addr: addr, Port: port, Weight: weight, State: dcm.StateReady}
+		if addr != "" {
+			srv.Endpoint = srvName
+		}
+		st := dcm.State{Backends: []dcm.Backend{{Name: r.BackendName(), Route: r, Servers: []dcm.Server{srv}}}}
+		files, err := Render(testSettings, st)
+		if err != nil {
+			return
+		}
+		checkShapes(t, files)
+	})
+}
+
+func TestValidate(t *testing.T) {
+	bin := haproxyBin(t)
+	dir := workDir(t)
+	r := route("ns", "v", "v.example", "/", dcm.PathPrefix)
+	good, err := Render(Settings{AdminSocket: filepath.Join(dir, "admin.sock"), HTTPBind: "127.0.0.1:1"},
+		state(backendFor(r, dcm.Server{Name: "s", Endpoint: "s", Addr: "::1", Port: 80, Weight: 1, State: dcm.StateReady, Check: true}, dcm.Server{Name: "slot1", Weight: 1})))
+	mustf(t, err, "render")
+	if err := Validate(context.Background(), bin, dir, good); err != nil {
+		t.Fatalf("valid config refused: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, StagingDir, MapHostPrefix)); err != nil {
+		t.Errorf("staging maps: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ConfigName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Validate wrote outside staging: %v", err)
+	}
+	bad := good
+	bad.Config = append(slices.Clone(good.Config), "    server x 10.0.0.1:80 frobnicate\n"...)
+	err = Validate(context.Background(), bin, dir, bad)
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("bad config: got %v, want *ConfigError", err)
+	}
+	if len(ce.Alerts) != 1 || !strings.Contains(ce.Alerts[0], "unknown keyword 'frobnicate'") {
+		t.Errorf("alerts %q", ce.Alerts)
+	}
+	// A missing map file is an error too: maps resolve against the staging dir.
+	noMap := Files{Config: good.Config, Maps: map[string][]byte{MapHostExact: nil}}
+	if err := Validate(context.Background(), bin, dir, noMap); err == nil {
+		t.Errorf("config with missing maps validated")
+	}
+}
+
+func TestWriteFiles(t *testing.T) {
+	dir := t.TempDir()
+	f := Files{Config: []byte("cfg1\n"), Maps: map[string][]byte{"maps/a.map": []byte("a\n"), "maps/b.map": []byte("b\n")}}
+	mustf(t, WriteFiles(dir, f), "write 1")
+	f2 := Files{Config: []byte("cfg2\n"), Maps: map[string][]byte{"maps/a.map": []byte("a2\n")}}
+	mustf(t, WriteFiles(dir, f2), "write 2")
+	read := func(p string) string {
+		b, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			return "<" + err.Error() + ">"
+		}
+		return string(b)
+	}
+	if read(ConfigName) != "cfg2\n" || read("maps/a.map") != "a2\n" {
+		t.Errorf("contents: %q %q", read(ConfigName), read("maps/a.map"))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "maps/b.map")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale map kept: %v", err)
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, MapsDir))
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp") {
+			t.Errorf("temp file left: %s", e.Name())
+		}
+	}
+	for _, name := range []string{"../x.map", "maps/../../x.map", "/etc/x.map", "maps/x.cfg", "maps/sub/x.map", "maps/a b.map"} {
+		if err := WriteFiles(dir, Files{Config: []byte("x"), Maps: map[string][]byte{name: nil}}); err == nil {
+			t.Errorf("map name %q accepted", name)
+		}
+	}
+}

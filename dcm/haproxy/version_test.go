@@ -1,0 +1,110 @@
+package haproxy
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+func TestParseVersion(t *testing.T) {
+	tests := []struct {
+		out     string
+		want    Version
+		wantErr bool
+	}{
+		{"HAProxy version 2.6.12-1+deb12u4 2026/10/17 - https://haproxy.org/\nStatus: long-term", Version{2, 6, 12, "2.6.12-1+deb12u4"}, false},
+		{"HA-Proxy version 1.8.30 2021/04/12\n", Version{1, 8, 30, "1.8.30"}, false},
+		{"HAProxy version 3.0.5 2024/09/19", Version{3, 0, 5, "3.0.5"}, false},
+		{"HAProxy version 2.9-dev5-1234", Version{2, 9, 0, "2.9-dev5-1234"}, false},
+		{"", Version{}, true},
+		{"nginx version: nginx/1.22.1", Version{}, true},
+		{"HAProxy version x.y", Version{}, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseVersion(tt.out)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("ParseVersion(%q) = %+v, %v; want %+v, err %v", tt.out, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestVersionAtLeast(t *testing.T) {
+	tests := []struct {
+		v            Version
+		major, minor int
+		want         bool
+	}{
+		{Version{Major: 2, Minor: 6}, 2, 6, true},
+		{Version{Major: 2, Minor: 5, Patch: 99}, 2, 6, false},
+		{Version{Major: 3, Minor: 0}, 2, 6, true},
+		{Version{Major: 1, Minor: 9}, 2, 0, false},
+	}
+	for _, tt := range tests {
+		if got := tt.v.AtLeast(tt.major, tt.minor); got != tt.want {
+			t.Errorf("%v.AtLeast(%d,%d) = %v", tt.v, tt.major, tt.minor, got)
+		}
+	}
+	if c := CapsFor(Version{Major: 2, Minor: 6}, dcm.ModeSlots, 4); !c.AddServer || c.Slots != 4 || c.Mode != dcm.ModeSlots {
+		t.Errorf("CapsFor 2.6 slots: %+v", c)
+	}
+	if c := CapsFor(Version{Major: 2, Minor: 4}, dcm.ModeDynamic, 4); c.AddServer || c.Slots != 0 {
+		t.Errorf("CapsFor 2.4 dynamic: %+v", c)
+	}
+}
+
+func fakeBinary(t *testing.T, script string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "haproxy")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestDetectVersion(t *testing.T) {
+	tests := []struct {
+		name string
+		bin  string
+		want []string // substrings of the error; none = success
+	}{
+		{"missing", filepath.Join(t.TempDir(), "no-haproxy"), []string{"not found", "install Debian's haproxy package (make deps) or pass --haproxy-bin"}},
+		{"too-old", fakeBinary(t, `echo "HAProxy version 1.8.30 2021/04/12 - https://haproxy.org/"`), []string{"1.8.30", "too old", "2.6", "add server"}},
+		{"garbage", fakeBinary(t, `echo "hello"`), []string{"unrecognised haproxy version output", "hello"}},
+		{"fails", fakeBinary(t, `echo boom >&2; exit 3`), []string{"exit status 3", "boom"}},
+		{"new", fakeBinary(t, `echo "HAProxy version 3.2.1 2025/06/01"`), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := DetectVersion(context.Background(), tt.bin)
+			if tt.want == nil {
+				if err != nil || !v.AtLeast(3, 2) {
+					t.Fatalf("got %v, %v", v, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("got %v, want an error", v)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDetectVersionReal(t *testing.T) {
+	bin := haproxyBin(t)
+	v, err := DetectVersion(context.Background(), bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.AtLeast(2, 6) {
+		t.Errorf("installed haproxy %v", v)
+	}
+}
