@@ -1,0 +1,618 @@
+// Package kube turns Kubernetes objects (Ingress, Service, EndpointSlice) into
+// dcm's model. It is the only package besides main, the demo and the e2e tests
+// that imports client-go, so the rest of dcm never sees a Kubernetes type.
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// Annotations dcm reads.
+const (
+	// AnnotationIngressClass is the pre-IngressClass way to pick a controller;
+	// spec.ingressClassName wins when both are set.
+	AnnotationIngressClass = "kubernetes.io/ingress.class"
+	// AnnotationBalance on an Ingress picks the balance algorithm of its routes.
+	AnnotationBalance = "dcm.io/balance"
+	// AnnotationHealthCheck on an Ingress: "false" turns HAProxy's health checks off.
+	AnnotationHealthCheck = "dcm.io/health-check"
+	// AnnotationWorkload on a Service names the workload behind it
+	// ("Deployment/web", "StatefulSet/db") when pod names cannot tell.
+	AnnotationWorkload = "dcm.io/workload"
+)
+
+// Kinds of the objects this package reports on.
+const (
+	KindIngress       = "Ingress"
+	KindService       = "Service"
+	KindEndpointSlice = "EndpointSlice"
+)
+
+// Workload kinds the scale subresource is used with.
+const (
+	WorkloadDeployment  = "Deployment"
+	WorkloadStatefulSet = "StatefulSet"
+)
+
+// IngressClass is the class an Ingress asks for: spec.ingressClassName, else
+// the legacy annotation, else "".
+func IngressClass(ing *networkingv1.Ingress) string {
+	if ing.Spec.IngressClassName != nil {
+		return *ing.Spec.IngressClassName
+	}
+	return ing.Annotations[AnnotationIngressClass]
+}
+
+// MatchesClass reports whether dcm serves the Ingress when it is configured
+// for class ("" serves every Ingress).
+func MatchesClass(ing *networkingv1.Ingress, class string) bool {
+	return class == "" || IngressClass(ing) == class
+}
+
+// invalidAt re-labels a validation error with the field path of the object it
+// came from and the value as the user wrote it, so a rejection message points
+// at the exact spot to fix.
+func invalidAt(err error, field, raw string) error {
+	if err == nil {
+		return nil
+	}
+	var ie *dcm.InvalidError
+	if errors.As(err, &ie) {
+		return &dcm.InvalidError{Reason: ie.Reason, Field: field, Value: raw}
+	}
+	return fmt.Errorf("%s %q: %w", field, raw, err)
+}
+
+// RejectMessage renders a rejection for people: reason, field path and the
+// value quoted with %+q, so control characters and look-alike non-ASCII
+// letters show as escapes instead of hiding in the text.
+func RejectMessage(err error) string {
+	var ie *dcm.InvalidError
+	if errors.As(err, &ie) {
+		return fmt.Sprintf("%s: %s %+q", ie.Reason, ie.Field, ie.Value)
+	}
+	return err.Error()
+}
+
+// RejectReason is the dcm.Reject* reason carried by err, or invalid-value.
+func RejectReason(err error) string {
+	var ie *dcm.InvalidError
+	if errors.As(err, &ie) {
+		return ie.Reason
+	}
+	return dcm.RejectInvalidValue
+}
+
+// rawRoute is one host/path of an Ingress before it gets its name.
+type rawRoute struct {
+	host     string
+	path     string
+	pathType dcm.PathType
+	service  dcm.ServiceRef
+	field    string // where it came from, for messages
+}
+
+func (r rawRoute) id() string { return r.host + "|" + r.path + "|" + string(r.pathType) }
+
+// RouteName names one route of an Ingress that yields several: a hash of what
+// the route matches, so names stay put when rules or paths are reordered.
+func RouteName(ingress, host, path string, pathType dcm.PathType) string {
+	h := fnv.New32a()
+	h.Write([]byte(host + "|" + path + "|" + string(pathType)))
+	return fmt.Sprintf("%s-%08x", ingress, h.Sum32())
+}
+
+// IngressRoutes converts an Ingress into routes, one per rule host × HTTP path
+// plus one for spec.defaultBackend. Any field that cannot reach HAProxy makes
+// the whole Ingress invalid: serving part of an Ingress would silently send
+// some of its paths to a different backend. The error is a *dcm.InvalidError
+// whose Field is the path of the offending field and Value its raw value.
+// Class filtering is the caller's business (MatchesClass).
+func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
+	if err := dcm.ValidateDNSLabel("metadata.namespace", ing.Namespace); err != nil {
+		return nil, err
+	}
+	if err := dcm.ValidateDNSSubdomain("metadata.name", ing.Name); err != nil {
+		return nil, err
+	}
+	balance := dcm.BalanceRoundRobin
+	if v, ok := ing.Annotations[AnnotationBalance]; ok {
+		if err := dcm.ValidateBalance("metadata.annotations["+AnnotationBalance+"]", v); err != nil {
+			return nil, err
+		}
+		balance = v
+	}
+	check := true
+	if v, ok := ing.Annotations[AnnotationHealthCheck]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "metadata.annotations[" + AnnotationHealthCheck + "]", Value: v}
+		}
+		check = b
+	}
+
+	var raws []rawRoute
+	seen := map[string]int{} // id → index in raws
+	add := func(r rawRoute) error {
+		if i, ok := seen[r.id()]; ok {
+			if raws[i].service == r.service {
+				return nil // the same path written twice: harmless
+			}
+			return &dcm.InvalidError{Reason: dcm.RejectConflict, Field: r.field,
+				Value: fmt.Sprintf("%s %s (%s) is also routed by %s", hostOrAny(r.host), r.path, r.pathType, raws[i].field)}
+		}
+		seen[r.id()] = len(raws)
+		raws = append(raws, r)
+		return nil
+	}
+
+	for i, rule := range ing.Spec.Rules {
+		hostField := fmt.Sprintf("spec.rules[%d].host", i)
+		host := strings.ToLower(rule.Host)
+		if err := dcm.ValidateHost(hostField, host); err != nil {
+			return nil, invalidAt(err, hostField, rule.Host)
+		}
+		if rule.HTTP == nil {
+			continue
+		}
+		for j, p := range rule.HTTP.Paths {
+			field := fmt.Sprintf("spec.rules[%d].http.paths[%d]", i, j)
+			pt, err := pathType(p.PathType, field+".pathType")
+			if err != nil {
+				return nil, err
+			}
+			path := dcm.NormalizePath(p.Path, pt)
+			if err := dcm.ValidatePath(field+".path", path); err != nil {
+				return nil, invalidAt(err, field+".path", p.Path)
+			}
+			svc, err := serviceRef(p.Backend, field+".backend")
+			if err != nil {
+				return nil, err
+			}
+			if err := add(rawRoute{host: host, path: path, pathType: pt, service: svc, field: field}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if b := ing.Spec.DefaultBackend; b != nil {
+		svc, err := serviceRef(*b, "spec.defaultBackend")
+		if err != nil {
+			return nil, err
+		}
+		// A rule for any host and "/" already catches every request the
+		// default backend would get, so the rule wins and the default is moot.
+		d := rawRoute{host: "", path: "/", pathType: dcm.PathPrefix, service: svc, field: "spec.defaultBackend"}
+		if _, taken := seen[d.id()]; !taken {
+			seen[d.id()] = len(raws)
+			raws = append(raws, d)
+		}
+	}
+
+	routes := make([]dcm.Route, 0, len(raws))
+	names := map[string]string{}
+	for _, r := range raws {
+		name := ing.Name
+		if len(raws) > 1 {
+			name = RouteName(ing.Name, r.host, r.path, r.pathType)
+		}
+		if other, dup := names[name]; dup {
+			// Two different host/paths with the same 32-bit hash: never seen,
+			// but two backends with one name would be worse than a rejection.
+			return nil, &dcm.InvalidError{Reason: dcm.RejectConflict, Field: r.field, Value: "route name " + name + " also used by " + other}
+		}
+		names[name] = r.field
+		route := dcm.Route{
+			Namespace: ing.Namespace,
+			Name:      name,
+			Source:    dcm.SourceIngress,
+			Object:    ing.Name,
+			Kind:      dcm.KindHTTP,
+			Host:      r.host,
+			Path:      r.path,
+			PathType:  r.pathType,
+			Services:  []dcm.ServiceRef{r.service},
+			Balance:   balance,
+			Check:     check,
+		}
+		if err := dcm.ValidateRoute(route); err != nil {
+			// Names derived from a long Ingress name can outgrow the limit.
+			return nil, invalidAt(err, r.field+" derived route name", route.Name)
+		}
+		routes = append(routes, route)
+	}
+	slices.SortFunc(routes, func(a, b dcm.Route) int { return strings.Compare(a.Name, b.Name) })
+	return routes, nil
+}
+
+func hostOrAny(h string) string {
+	if h == "" {
+		return "*"
+	}
+	return h
+}
+
+// pathType maps the Ingress path types onto dcm's two. ImplementationSpecific
+// is served as Prefix, the meaning most controllers give it; a missing type
+// (only possible with objects that bypassed API validation) too.
+func pathType(t *networkingv1.PathType, field string) (dcm.PathType, error) {
+	if t == nil {
+		return dcm.PathPrefix, nil
+	}
+	switch *t {
+	case networkingv1.PathTypeExact:
+		return dcm.PathExact, nil
+	case networkingv1.PathTypePrefix, networkingv1.PathTypeImplementationSpecific:
+		return dcm.PathPrefix, nil
+	}
+	return "", &dcm.InvalidError{Reason: dcm.RejectInvalidPath, Field: field, Value: string(*t)}
+}
+
+func serviceRef(b networkingv1.IngressBackend, field string) (dcm.ServiceRef, error) {
+	if b.Resource != nil {
+		return dcm.ServiceRef{}, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: field + ".resource",
+			Value: b.Resource.Kind + "/" + b.Resource.Name}
+	}
+	if b.Service == nil {
+		return dcm.ServiceRef{}, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: field + ".service", Value: ""}
+	}
+	s := b.Service
+	if err := dcm.ValidateDNSLabel(field+".service.name", s.Name); err != nil {
+		return dcm.ServiceRef{}, err
+	}
+	var port string
+	switch {
+	case s.Port.Name != "":
+		if err := dcm.ValidatePortName(field+".service.port.name", s.Port.Name); err != nil {
+			return dcm.ServiceRef{}, err
+		}
+		port = s.Port.Name
+	default:
+		if err := dcm.ValidatePort(field+".service.port.number", int(s.Port.Number)); err != nil {
+			return dcm.ServiceRef{}, err
+		}
+		port = strconv.Itoa(int(s.Port.Number))
+	}
+	return dcm.ServiceRef{Name: s.Name, Port: port, Weight: 1}, nil
+}
+
+// ServicePortName resolves the port a route names (a port name, or a number
+// matched against spec.ports[].port) to the name of the Service port, which is
+// how EndpointSlices label their ports. The name is "" for a Service with a
+// single unnamed port.
+func ServicePortName(svc *corev1.Service, port string) (string, bool) {
+	n, err := strconv.Atoi(port)
+	numeric := err == nil
+	for _, p := range svc.Spec.Ports {
+		if numeric && int(p.Port) == n || !numeric && p.Name == port {
+			return p.Name, true
+		}
+	}
+	return "", false
+}
+
+// ValidateEndpointSlice checks every string and number of a slice that could
+// reach HAProxy: port names and numbers, addresses, pod names and the server
+// names derived from them. The verdict depends on the slice alone, so a slice
+// is either used by every route of its Service or by none. FQDN slices pass:
+// dcm never uses them.
+func ValidateEndpointSlice(slice *discoveryv1.EndpointSlice) error {
+	var want func(netip.Addr) bool
+	switch slice.AddressType {
+	case discoveryv1.AddressTypeIPv4:
+		want = netip.Addr.Is4
+	case discoveryv1.AddressTypeIPv6:
+		want = func(a netip.Addr) bool { return a.Is6() && !a.Is4In6() }
+	default:
+		return nil
+	}
+	for i, p := range slice.Ports {
+		if p.Name != nil && *p.Name != "" {
+			if err := dcm.ValidatePortName(fmt.Sprintf("ports[%d].name", i), *p.Name); err != nil {
+				return err
+			}
+		}
+		if p.Port != nil {
+			if err := dcm.ValidatePort(fmt.Sprintf("ports[%d].port", i), int(*p.Port)); err != nil {
+				return err
+			}
+		}
+	}
+	for i, ep := range slice.Endpoints {
+		for j, a := range ep.Addresses {
+			field := fmt.Sprintf("endpoints[%d].addresses[%d]", i, j)
+			if err := dcm.ValidateAddr(field, a); err != nil {
+				return err
+			}
+			if addr := netip.MustParseAddr(a); !want(addr) {
+				return &dcm.InvalidError{Reason: dcm.RejectInvalidAddress, Field: field, Value: a}
+			}
+		}
+		pod := podName(ep)
+		if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
+			if err := dcm.ValidateDNSSubdomain(fmt.Sprintf("endpoints[%d].targetRef.name", i), ep.TargetRef.Name); err != nil {
+				return err
+			}
+		}
+		if len(ep.Addresses) == 0 {
+			continue
+		}
+		// Belt and braces: the parts are valid, check what is built from them.
+		for _, p := range slice.Ports {
+			if p.Port == nil {
+				continue
+			}
+			e := dcm.Endpoint{
+				Name: dcm.ServerName(pod, deref(p.Name), ep.Addresses[0], int(*p.Port)),
+				Addr: ep.Addresses[0], Port: int(*p.Port), Weight: 1, State: dcm.StateReady,
+			}
+			if err := dcm.ValidateEndpoint(e); err != nil {
+				return invalidAt(err, fmt.Sprintf("endpoints[%d]", i), e.Name)
+			}
+		}
+	}
+	return nil
+}
+
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
+func podName(ep discoveryv1.Endpoint) string {
+	if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
+		return ep.TargetRef.Name
+	}
+	return ""
+}
+
+// EndpointState maps EndpointSlice conditions to a server state, reading nil
+// the way the API documents it (ready and serving default to true,
+// terminating to false).
+func EndpointState(c discoveryv1.EndpointConditions) dcm.AdminState {
+	ready := c.Ready == nil || *c.Ready
+	serving := c.Serving == nil || *c.Serving
+	terminating := c.Terminating != nil && *c.Terminating
+	switch {
+	case ready:
+		return dcm.StateReady
+	case serving && terminating:
+		return dcm.StateDrain
+	}
+	return dcm.StateMaint
+}
+
+func stateRank(s dcm.AdminState) int {
+	switch s {
+	case dcm.StateReady:
+		return 2
+	case dcm.StateDrain:
+		return 1
+	}
+	return 0
+}
+
+// candidate is an endpoint with what decides between duplicates.
+type candidate struct {
+	ep   dcm.Endpoint
+	ipv4 bool
+}
+
+// better reports whether a should be kept over b when both describe the same
+// server: IPv4 over IPv6 (dual-stack pod listed twice), then the better state
+// (during a slice handoff the newer slice is usually the more advanced one),
+// then the smaller address so the choice does not depend on slice order.
+func better(a, b candidate) bool {
+	if a.ipv4 != b.ipv4 {
+		return a.ipv4
+	}
+	if ra, rb := stateRank(a.ep.State), stateRank(b.ep.State); ra != rb {
+		return ra > rb
+	}
+	if a.ep.Addr != b.ep.Addr {
+		return a.ep.Addr < b.ep.Addr
+	}
+	return a.ep.Port < b.ep.Port
+}
+
+// ServiceEndpoints lists the servers of a route: the endpoints of the Service
+// port the route names, from every valid slice of the Service's primary IP
+// family, deduplicated and sorted by name. Invalid slices are skipped (the
+// caller reports them through ValidateEndpointSlice). A nil Service, an
+// unknown port or no slices give no endpoints: HAProxy then answers 503.
+func ServiceEndpoints(svc *corev1.Service, endpointSlices []*discoveryv1.EndpointSlice, port string) []dcm.Endpoint {
+	if svc == nil {
+		return nil
+	}
+	portName, ok := ServicePortName(svc, port)
+	if !ok {
+		return nil
+	}
+	families := map[discoveryv1.AddressType]bool{}
+	if len(svc.Spec.IPFamilies) > 0 {
+		families[discoveryv1.AddressType(svc.Spec.IPFamilies[0])] = true
+	} else {
+		families[discoveryv1.AddressTypeIPv4] = true
+		families[discoveryv1.AddressTypeIPv6] = true
+	}
+
+	byName := map[string]candidate{}
+	bestState := map[string]dcm.AdminState{}
+	for _, slice := range endpointSlices {
+		if !families[slice.AddressType] {
+			continue
+		}
+		num, found := slicePort(slice, portName)
+		if !found {
+			continue
+		}
+		if ValidateEndpointSlice(slice) != nil {
+			continue
+		}
+		for _, ep := range slice.Endpoints {
+			if len(ep.Addresses) == 0 {
+				continue
+			}
+			// The API calls the addresses of one endpoint fungible; the
+			// first is the one consumers are told to use.
+			addr := ep.Addresses[0]
+			pod := podName(ep)
+			c := candidate{
+				ep: dcm.Endpoint{
+					Name:   dcm.ServerName(pod, portName, addr, num),
+					Addr:   addr,
+					Port:   num,
+					Weight: 1,
+					State:  EndpointState(ep.Conditions),
+					Pod:    pod,
+				},
+				ipv4: slice.AddressType == discoveryv1.AddressTypeIPv4,
+			}
+			if s, ok := bestState[c.ep.Name]; !ok || stateRank(c.ep.State) > stateRank(s) {
+				bestState[c.ep.Name] = c.ep.State
+			}
+			if old, ok := byName[c.ep.Name]; !ok || better(c, old) {
+				byName[c.ep.Name] = c
+			}
+		}
+	}
+
+	// The same address:port under two names (a pod listed once with and once
+	// without its targetRef) must not become two servers either.
+	byAddr := map[string]candidate{}
+	for name, c := range byName {
+		// A pod listed in an IPv4 and an IPv6 slice keeps its IPv4 address
+		// but the best state either slice reports: readiness is the pod's,
+		// not the address family's.
+		c.ep.State = bestState[name]
+		key := netip.AddrPortFrom(netip.MustParseAddr(c.ep.Addr), uint16(c.ep.Port)).String()
+		if old, ok := byAddr[key]; ok && !betterSameAddr(c, old) {
+			continue
+		}
+		byAddr[key] = c
+	}
+	eps := make([]dcm.Endpoint, 0, len(byAddr))
+	for _, c := range byAddr {
+		eps = append(eps, c.ep)
+	}
+	slices.SortFunc(eps, func(a, b dcm.Endpoint) int { return strings.Compare(a.Name, b.Name) })
+	return eps
+}
+
+// betterSameAddr decides between two names for one address:port: the better
+// state, then the one that knows its pod, then the smaller name.
+func betterSameAddr(a, b candidate) bool {
+	if ra, rb := stateRank(a.ep.State), stateRank(b.ep.State); ra != rb {
+		return ra > rb
+	}
+	if (a.ep.Pod != "") != (b.ep.Pod != "") {
+		return a.ep.Pod != ""
+	}
+	return a.ep.Name < b.ep.Name
+}
+
+// slicePort finds the slice port carrying the Service port name; the
+// EndpointSlice controller has already resolved the target port (numeric or
+// named) to the container's number.
+func slicePort(slice *discoveryv1.EndpointSlice, name string) (int, bool) {
+	for _, p := range slice.Ports {
+		if deref(p.Name) == name && p.Port != nil {
+			return int(*p.Port), true
+		}
+	}
+	return 0, false
+}
+
+var (
+	// Deployment pods: <deployment>-<pod-template-hash>-<random suffix>.
+	deploymentPod = regexp.MustCompile(`^([a-z0-9][a-z0-9.-]*)-[a-z0-9]{6,10}-[a-z0-9]{5}$`)
+	// StatefulSet pods: <statefulset>-<ordinal>.
+	statefulSetPod = regexp.MustCompile(`^([a-z0-9][a-z0-9.-]*)-(?:0|[1-9][0-9]*)$`)
+)
+
+// ParseWorkload reads "Deployment/web" or "StatefulSet/db" (kind
+// case-insensitive) into a WorkloadRef with the canonical kind.
+func ParseWorkload(field, s string) (*dcm.WorkloadRef, error) {
+	kind, name, ok := strings.Cut(s, "/")
+	if !ok {
+		return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: field, Value: s}
+	}
+	k, err := canonicalKind(kind)
+	if err != nil {
+		return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: field, Value: s}
+	}
+	if err := dcm.ValidateDNSSubdomain(field, name); err != nil {
+		return nil, invalidAt(err, field, s)
+	}
+	return &dcm.WorkloadRef{Kind: k, Name: name}, nil
+}
+
+func canonicalKind(kind string) (string, error) {
+	switch {
+	case strings.EqualFold(kind, WorkloadDeployment):
+		return WorkloadDeployment, nil
+	case strings.EqualFold(kind, WorkloadStatefulSet):
+		return WorkloadStatefulSet, nil
+	}
+	return "", fmt.Errorf("unsupported workload kind %q: want Deployment or StatefulSet", kind)
+}
+
+// Workload finds the workload behind a Service for the what-if planner: the
+// dcm.io/workload annotation, else the pattern of its pods' names (all
+// <x>-<hash>-<suffix> → Deployment x, all <x>-<ordinal> → StatefulSet x),
+// else nil. An invalid annotation is an error (and no guess is made: the
+// author meant something, dcm should not pretend to know what).
+func Workload(svc *corev1.Service, endpointSlices []*discoveryv1.EndpointSlice) (*dcm.WorkloadRef, error) {
+	if svc != nil {
+		if v, ok := svc.Annotations[AnnotationWorkload]; ok {
+			return ParseWorkload("metadata.annotations["+AnnotationWorkload+"]", v)
+		}
+	}
+	var pods []string
+	for _, s := range endpointSlices {
+		for _, ep := range s.Endpoints {
+			if p := podName(ep); p != "" {
+				pods = append(pods, p)
+			}
+		}
+	}
+	if len(pods) == 0 {
+		return nil, nil
+	}
+	for _, w := range []struct {
+		kind string
+		re   *regexp.Regexp
+	}{{WorkloadDeployment, deploymentPod}, {WorkloadStatefulSet, statefulSetPod}} {
+		if name, ok := commonPrefix(pods, w.re); ok {
+			return &dcm.WorkloadRef{Kind: w.kind, Name: name}, nil
+		}
+	}
+	return nil, nil
+}
+
+func commonPrefix(pods []string, re *regexp.Regexp) (string, bool) {
+	var name string
+	for i, p := range pods {
+		m := re.FindStringSubmatch(p)
+		if m == nil || i > 0 && m[1] != name {
+			return "", false
+		}
+		name = m[1]
+	}
+	return name, true
+}
