@@ -45,6 +45,7 @@ const (
 	ReasonPoolExhausted   ReloadReason = "pool-exhausted"
 	ReasonNoDynamic       ReloadReason = "dynamic-unsupported" // HAProxy lacks add server
 	ReasonRuntimeError    ReloadReason = "runtime-error"
+	ReasonDrift           ReloadReason = "drift" // HAProxy lacks a backend dcm manages
 	ReasonHAProxyRestart  ReloadReason = "haproxy-restarted"
 	ReasonManual          ReloadReason = "manual"
 )

@@ -1,0 +1,617 @@
+// Package engine runs dcm's sync loop: desired state from Kubernetes and
+// observed state from HAProxy go into the planner, and the plan goes to
+// HAProxy through the runtime API, or through a reload when it must.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/haproxy"
+	"github.com/dcm-router/dcm/dcm/plan"
+)
+
+// Source is where desired state comes from (dcm/kube in production).
+type Source interface {
+	// Desired returns the current desired state and when the oldest change
+	// not returned before was seen (zero if none).
+	Desired() (dcm.Desired, time.Time)
+	// Changed is signalled when Desired changed; bursts coalesce.
+	Changed() <-chan struct{}
+	// Synced reports whether the initial list from Kubernetes is complete.
+	Synced() bool
+}
+
+// Driver is the HAProxy side (dcm/haproxy in production).
+type Driver interface {
+	Start(ctx context.Context, initial dcm.State) error
+	Apply(ctx context.Context, ops []dcm.Op) error
+	Write(st dcm.State) error
+	Reload(ctx context.Context, st dcm.State) (haproxy.ReloadResult, error)
+	Observe(ctx context.Context) (map[string][]dcm.Server, error)
+	ObserveBackends(ctx context.Context, names []string) (map[string][]dcm.Server, error)
+	Info(ctx context.Context) (haproxy.Info, error)
+	Version() haproxy.Version
+	Events() <-chan haproxy.ProcessEvent
+}
+
+// Config tunes the loop.
+type Config struct {
+	Caps dcm.Caps
+	// ObserveEvery is how often the whole HAProxy state is read back, to
+	// notice drift and refresh figures (sessions, health).
+	ObserveEvery time.Duration
+	// IdlePollEvery is how often servers waiting in maint are checked for
+	// idleness, so that del server follows soon after the last request.
+	IdlePollEvery time.Duration
+	// RetryReloadAfter is the first delay before a failed reload is retried;
+	// it doubles up to a minute.
+	RetryReloadAfter time.Duration
+	// EventBuffer is how many events the hub keeps for clients that resume.
+	EventBuffer int
+}
+
+func (c Config) withDefaults() Config {
+	if c.ObserveEvery <= 0 {
+		c.ObserveEvery = 10 * time.Second
+	}
+	if c.IdlePollEvery <= 0 {
+		c.IdlePollEvery = 200 * time.Millisecond
+	}
+	if c.RetryReloadAfter <= 0 {
+		c.RetryReloadAfter = time.Second
+	}
+	if c.EventBuffer <= 0 {
+		c.EventBuffer = 10000
+	}
+	return c
+}
+
+// Engine owns the picture of HAProxy and keeps it in step with Kubernetes.
+type Engine struct {
+	cfg     Config
+	driver  Driver
+	source  Source
+	metrics *Metrics
+	hub     *Hub
+	log     *slog.Logger
+
+	reloadReq chan dcm.ReloadReason
+
+	mu         sync.Mutex // guards everything below; events are published under it so snapshots and seq agree
+	actual     dcm.State
+	desired    dcm.Desired
+	updates    dcm.Updates
+	lastReload *dcm.ReloadInfo
+	reloads    int
+	started    time.Time
+	pid        int
+	running    bool
+	ready      bool
+	rejected   map[dcm.ObjectRef]dcm.Rejection
+	// retry holds a failed reload: its reasons, when to try again, and the
+	// delay after that (doubling up to a minute).
+	retry struct {
+		reasons []dcm.ReloadReason
+		at      time.Time
+		delay   time.Duration
+	}
+}
+
+// New wires an engine; Run starts it with its source. The source is given
+// to Run because it reports rejected objects to the engine it feeds.
+func New(cfg Config, driver Driver, metrics *Metrics, log *slog.Logger) *Engine {
+	cfg = cfg.withDefaults()
+	e := &Engine{
+		cfg: cfg, driver: driver, metrics: metrics, hub: NewHub(cfg.EventBuffer), log: log,
+		reloadReq: make(chan dcm.ReloadReason, 16),
+		rejected:  map[dcm.ObjectRef]dcm.Rejection{},
+	}
+	return e
+}
+
+// Metrics exposes the collectors (the haproxy client reports command timings to them).
+func (e *Engine) Metrics() *Metrics { return e.metrics }
+
+// Hub is the event hub (the portal's feed subscribes to it).
+func (e *Engine) Hub() *Hub { return e.hub }
+
+// Ready reports whether HAProxy runs the first complete desired state.
+func (e *Engine) Ready() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ready
+}
+
+// RequestReload asks for a reload with a reason (an admin's request, or a test).
+func (e *Engine) RequestReload(reason dcm.ReloadReason) {
+	select {
+	case e.reloadReq <- reason:
+	default: // a burst of requests is one reload
+	}
+}
+
+// Run waits for Kubernetes to be listed, starts HAProxy with the complete
+// desired state, then syncs until ctx is done.
+func (e *Engine) Run(ctx context.Context, source Source) error {
+	e.source = source
+	if err := e.waitSynced(ctx); err != nil {
+		return err
+	}
+	desired, _ := e.source.Desired()
+	initial := plan.Fresh(desired, e.cfg.Caps)
+	if err := e.driver.Start(ctx, initial); err != nil {
+		return fmt.Errorf("start haproxy: %w", err)
+	}
+	e.mu.Lock()
+	e.actual, e.desired = initial, desired
+	e.started, e.running = time.Now(), true
+	e.mu.Unlock()
+	e.refreshInfo(ctx)
+	// Drain cannot be written in a configuration: restore it at runtime.
+	e.sync(ctx, syncRequest{observe: true})
+	e.mu.Lock()
+	e.ready = true
+	e.mu.Unlock()
+	e.publish(dcm.Event{Type: dcm.EventHAProxy, Message: fmt.Sprintf("HAProxy %s started (worker pid %d) with %d backends",
+		e.driver.Version(), e.pid, len(initial.Backends))})
+	return e.loop(ctx)
+}
+
+func (e *Engine) waitSynced(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for !e.source.Synced() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the initial Kubernetes list: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+type syncRequest struct {
+	observe     bool // read the whole state back first
+	observeIdle bool // read back the backends with servers waiting for idle
+	reasons     []dcm.ReloadReason
+}
+
+func (e *Engine) loop(ctx context.Context) error {
+	observe := time.NewTicker(e.cfg.ObserveEvery)
+	defer observe.Stop()
+	for {
+		var idle, retry <-chan time.Time
+		if e.waiting() > 0 {
+			idle = time.After(e.cfg.IdlePollEvery)
+		}
+		if at, ok := e.retryAt(); ok {
+			retry = time.After(time.Until(at))
+		}
+		req := syncRequest{}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-e.source.Changed():
+		case <-observe.C:
+			req.observe = true
+		case <-idle:
+			req.observeIdle = true
+		case r := <-e.reloadReq:
+			req.reasons = []dcm.ReloadReason{r}
+		case ev := <-e.driver.Events():
+			e.processEvent(ctx, ev)
+			if ev.Type != haproxy.ProcessRestarted {
+				continue
+			}
+			req.observe = true
+		case <-retry:
+			req.reasons = e.pendingReasons()
+		}
+		e.sync(ctx, req)
+	}
+}
+
+// retryAt says when a failed reload is due for its retry.
+func (e *Engine) retryAt() (time.Time, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.retry.at, len(e.retry.reasons) > 0
+}
+
+func (e *Engine) pendingReasons() []dcm.ReloadReason {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.retry.reasons)
+}
+
+func (e *Engine) waiting() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, b := range e.actual.Backends {
+		db, ok := e.desired.Backend(b.Name)
+		for _, s := range b.Servers {
+			if s.State == dcm.StateMaint && s.Endpoint != "" && (!ok || !hasEndpoint(db, s.Endpoint)) && !s.Idle() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func hasEndpoint(b dcm.DesiredBackend, name string) bool {
+	_, ok := slices.BinarySearchFunc(b.Endpoints, name, func(e dcm.Endpoint, n string) int {
+		switch {
+		case e.Name < n:
+			return -1
+		case e.Name > n:
+			return 1
+		}
+		return 0
+	})
+	return ok
+}
+
+// sync runs one round of the loop. It reports false when HAProxy could not
+// be brought in step (the next round converges through a reload).
+func (e *Engine) sync(ctx context.Context, req syncRequest) bool {
+	desired, seen := e.source.Desired()
+	if req.observe {
+		if e.observe(ctx, nil) {
+			req.reasons = append(req.reasons, dcm.ReasonDrift)
+		}
+	} else if req.observeIdle {
+		if names := e.waitingBackends(); len(names) > 0 {
+			e.observe(ctx, names)
+		}
+	}
+	e.mu.Lock()
+	actual := e.actual
+	e.desired = desired
+	e.mu.Unlock()
+
+	var p dcm.Plan
+	if len(req.reasons) > 0 {
+		p = plan.Reload(desired, e.cfg.Caps, req.reasons...)
+	} else {
+		p = plan.Compute(actual, desired, e.cfg.Caps)
+	}
+	if p.Empty() {
+		e.mu.Lock()
+		e.updates.Noop++
+		e.mu.Unlock()
+		e.metrics.Updates.WithLabelValues("noop").Inc()
+		return true
+	}
+	if p.Reload {
+		if at, ok := e.retryAt(); ok && time.Now().Before(at) && len(req.reasons) == 0 {
+			// The last reload failed: wait for its retry rather than hammer
+			// HAProxy with the same configuration on every event.
+			e.log.Debug("reload deferred until the retry of the failed one", "at", at)
+			return false
+		}
+		return e.reload(ctx, p, desired, seen)
+	}
+	if err := e.driver.Apply(ctx, p.Ops); err != nil {
+		e.log.Error("runtime update failed; converging through a reload", "ops", len(p.Ops), "err", err)
+		e.publish(dcm.Event{Type: dcm.EventSyncError, Reason: string(dcm.ReasonRuntimeError), Message: err.Error(),
+			Ops: p.Ops, Backends: backendsOf(p.Ops)})
+		// Learn what HAProxy really did before rendering a configuration
+		// that converges from it.
+		e.observe(ctx, nil)
+		return e.reload(ctx, plan.Reload(desired, e.cfg.Caps, dcm.ReasonRuntimeError), desired, seen)
+	}
+	if !seen.IsZero() {
+		e.metrics.EventToApplied.Observe(time.Since(seen).Seconds())
+	}
+	e.commit(p.Next)
+	e.writeFiles(p.Next)
+	e.mu.Lock()
+	e.updates.Dynamic++
+	e.mu.Unlock()
+	e.metrics.Updates.WithLabelValues("dynamic").Inc()
+	e.log.Info("applied at runtime", "ops", len(p.Ops), "waiting", p.Waiting)
+	e.publish(dcm.Event{Type: dcm.EventApplied, Message: fmt.Sprintf("%d runtime commands applied", len(p.Ops)),
+		Ops: p.Ops, Backends: backendsOf(p.Ops)})
+	return true
+}
+
+// reload loads the configuration rendered from p.Next, then applies p.Ops to
+// the new worker (what a file cannot express).
+func (e *Engine) reload(ctx context.Context, p dcm.Plan, desired dcm.Desired, seen time.Time) bool {
+	reasons := p.Reasons
+	start := time.Now()
+	res, err := e.driver.Reload(ctx, p.Next)
+	dur := time.Since(start)
+	info := &dcm.ReloadInfo{Time: start, Reasons: reasons, Duration: dur.Seconds(), OldPID: res.OldPID, NewPID: res.NewPID}
+	if err != nil {
+		info.Error = err.Error()
+		for _, r := range reasons {
+			e.metrics.ReloadFailures.WithLabelValues(string(r)).Inc()
+		}
+		e.mu.Lock()
+		e.lastReload = info
+		e.retry.reasons = reasons
+		e.retry.delay = min(max(e.retry.delay*2, e.cfg.RetryReloadAfter), time.Minute)
+		e.retry.at = time.Now().Add(e.retry.delay)
+		e.mu.Unlock()
+		e.log.Error("reload failed; the old worker keeps serving", "reasons", reasons, "err", err)
+		e.publish(dcm.Event{Type: dcm.EventReload, Reload: info, Reason: "failed",
+			Message: fmt.Sprintf("reload for %v failed, old worker keeps serving: %v", reasons, err)})
+		return false
+	}
+	for _, r := range reasons {
+		e.metrics.Reloads.WithLabelValues(string(r)).Inc()
+	}
+	e.metrics.ReloadDuration.Observe(dur.Seconds())
+	e.commit(plan.AfterReload(p.Next))
+	ok := true
+	if len(p.Ops) > 0 {
+		if err := e.driver.Apply(ctx, p.Ops); err != nil {
+			e.log.Error("restoring runtime state after the reload failed", "err", err)
+			e.publish(dcm.Event{Type: dcm.EventSyncError, Reason: string(dcm.ReasonRuntimeError), Message: err.Error(), Ops: p.Ops})
+			ok = false
+		} else {
+			e.commit(p.Next)
+		}
+	}
+	if !seen.IsZero() {
+		e.metrics.EventToApplied.Observe(time.Since(seen).Seconds())
+	}
+	e.mu.Lock()
+	e.lastReload = info
+	e.retry.reasons, e.retry.delay = nil, 0
+	e.reloads++
+	e.pid = res.NewPID
+	e.updates.Reload++
+	e.mu.Unlock()
+	e.metrics.Updates.WithLabelValues("reload").Inc()
+	e.log.Info("reloaded", "reasons", reasons, "duration", dur.Round(time.Millisecond), "old_pid", res.OldPID, "new_pid", res.NewPID)
+	e.publish(dcm.Event{Type: dcm.EventReload, Reload: info, Ops: p.Ops,
+		Message: fmt.Sprintf("reloaded in %s for %v (worker %d → %d)", dur.Round(time.Millisecond), reasons, res.OldPID, res.NewPID)})
+	e.observe(ctx, nil)
+	return ok
+}
+
+func (e *Engine) writeFiles(st dcm.State) {
+	start := time.Now()
+	if err := e.driver.Write(st); err != nil {
+		// The runtime is right but the files are not: a reload now would
+		// lose state, so make the next sync reload from a fresh render.
+		e.log.Error("writing configuration files failed", "err", err)
+		e.publish(dcm.Event{Type: dcm.EventSyncError, Reason: "write-failed", Message: err.Error()})
+		e.RequestReload(dcm.ReasonRuntimeError)
+		return
+	}
+	e.metrics.ConfigWrite.Observe(time.Since(start).Seconds())
+}
+
+func (e *Engine) commit(st dcm.State) {
+	e.mu.Lock()
+	e.actual = st
+	e.mu.Unlock()
+	e.metrics.setState(st)
+}
+
+func (e *Engine) waitingBackends() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var names []string
+	for _, b := range e.actual.Backends {
+		for _, s := range b.Servers {
+			if s.State == dcm.StateMaint && !s.Idle() {
+				names = append(names, b.Name)
+				break
+			}
+		}
+	}
+	return names
+}
+
+// observe reads HAProxy's view of some backends (all when names is nil) and
+// merges it into the engine's state. It reports true when HAProxy lacks a
+// backend dcm manages, which only a reload can repair.
+func (e *Engine) observe(ctx context.Context, names []string) (missing bool) {
+	var (
+		obs map[string][]dcm.Server
+		err error
+	)
+	if names == nil {
+		obs, err = e.driver.Observe(ctx)
+	} else {
+		obs, err = e.driver.ObserveBackends(ctx, names)
+	}
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			e.log.Warn("observing HAProxy failed", "err", err)
+		}
+		return false
+	}
+	e.mu.Lock()
+	merged, drift, missing := merge(e.actual, obs, names == nil)
+	e.actual = merged
+	e.mu.Unlock()
+	if len(drift) > 0 {
+		e.metrics.PredictionMismatch.Add(float64(len(drift)))
+		e.log.Warn("HAProxy differs from dcm's state; the next sync repairs it", "differences", drift)
+	}
+	e.metrics.setState(merged)
+	return missing
+}
+
+// merge takes HAProxy's figures and admin state as the truth. A server
+// HAProxy lacks is dropped from the state (the planner adds it back); one dcm
+// does not know is kept so the planner retires it. all says obs covers every
+// backend.
+func merge(st dcm.State, obs map[string][]dcm.Server, all bool) (_ dcm.State, drift []string, missing bool) {
+	out := dcm.State{Backends: slices.Clone(st.Backends)}
+	for i, b := range out.Backends {
+		seen, ok := obs[b.Name]
+		if !ok {
+			if all {
+				drift = append(drift, b.Name+": backend missing in HAProxy")
+				missing = true
+			}
+			continue
+		}
+		known := make(map[string]dcm.Server, len(b.Servers))
+		for _, s := range b.Servers {
+			known[s.Name] = s
+		}
+		servers := make([]dcm.Server, 0, len(seen))
+		for _, o := range seen {
+			s, ok := known[o.Name]
+			if !ok {
+				drift = append(drift, b.Name+"/"+o.Name+": unknown server")
+				o.Origin = dcm.OriginRuntime
+				servers = append(servers, o)
+				continue
+			}
+			delete(known, o.Name)
+			if s.Addr != o.Addr && o.Addr != "" && s.Addr != "" || s.Port != o.Port && s.Addr != "" || s.Weight != o.Weight || s.State != o.State {
+				drift = append(drift, fmt.Sprintf("%s/%s: dcm has %s:%d w%d %s, HAProxy %s:%d w%d %s", b.Name, s.Name,
+					s.Addr, s.Port, s.Weight, s.State, o.Addr, o.Port, o.Weight, o.State))
+			}
+			if s.Addr != "" || o.Addr != "0.0.0.0" {
+				s.Addr, s.Port = o.Addr, o.Port
+			}
+			s.Weight, s.State = o.Weight, o.State
+			s.Health, s.Sessions, s.Queued, s.UsedConn = o.Health, o.Sessions, o.Queued, o.UsedConn
+			s.Unobserved = false
+			servers = append(servers, s)
+		}
+		for name := range known {
+			drift = append(drift, b.Name+"/"+name+": missing in HAProxy")
+		}
+		dcm.SortServers(servers)
+		b.Servers = servers
+		out.Backends[i] = b
+	}
+	slices.Sort(drift)
+	return out, drift, missing
+}
+
+// processEvent records what happened to the HAProxy master. A restarted
+// master loaded the files on disk, which equal the state dcm applied; the
+// observe that follows restores what a file cannot hold (drain).
+func (e *Engine) processEvent(ctx context.Context, ev haproxy.ProcessEvent) {
+	msg := fmt.Sprintf("HAProxy master %d %s", ev.PID, ev.Type)
+	if ev.Err != nil {
+		msg += ": " + ev.Err.Error()
+	}
+	switch ev.Type {
+	case haproxy.ProcessRestarted:
+		e.log.Warn("HAProxy was restarted from the files on disk", "pid", ev.PID)
+		e.refreshInfo(ctx)
+		e.mu.Lock()
+		e.started, e.running = time.Now(), true
+		e.mu.Unlock()
+	default:
+		e.log.Error("HAProxy master exited unexpectedly", "pid", ev.PID, "err", ev.Err)
+		e.mu.Lock()
+		e.running = false
+		e.mu.Unlock()
+	}
+	e.publish(dcm.Event{Type: dcm.EventHAProxy, Reason: string(ev.Type), Message: msg})
+}
+
+func (e *Engine) refreshInfo(ctx context.Context) {
+	info, err := e.driver.Info(ctx)
+	if err != nil {
+		e.log.Warn("show info failed", "err", err)
+		return
+	}
+	e.mu.Lock()
+	e.pid = info.Pid
+	e.mu.Unlock()
+}
+
+func (e *Engine) publish(ev dcm.Event) dcm.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.hub.Publish(ev)
+}
+
+func backendsOf(ops []dcm.Op) []string {
+	var out []string
+	for _, o := range ops {
+		out = append(out, o.Backend)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Rejected records an object dcm refuses (the kube source calls it).
+func (e *Engine) Rejected(obj dcm.ObjectRef, reason, message string) {
+	e.metrics.Rejected.WithLabelValues(reason).Inc()
+	e.log.Warn("object rejected; everything else keeps serving", "object", obj.String(), "reason", reason, "message", message)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.rejected[obj] = dcm.Rejection{Object: obj, Reason: reason, Message: message}
+	e.hub.Publish(dcm.Event{Type: dcm.EventRejected, Object: &obj, Reason: reason, Message: message})
+}
+
+// Accepted records that a rejected object is valid again or gone.
+func (e *Engine) Accepted(obj dcm.ObjectRef) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.rejected[obj]; !ok {
+		return
+	}
+	delete(e.rejected, obj)
+	e.hub.Publish(dcm.Event{Type: dcm.EventAccepted, Object: &obj, Message: obj.String() + " is accepted again"})
+}
+
+// Action records what someone did through the API or portal.
+func (e *Engine) Action(actor, message string, obj dcm.ObjectRef) {
+	e.log.Info("action", "actor", actor, "message", message)
+	e.publish(dcm.Event{Type: dcm.EventAction, Actor: actor, Message: message, Object: &obj})
+}
+
+// Snapshot is the whole picture at the current seq.
+func (e *Engine) Snapshot() dcm.Snapshot {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	routes := make([]dcm.Route, 0, len(e.desired.Backends))
+	for _, b := range e.desired.Backends {
+		routes = append(routes, b.Route)
+	}
+	rejected := make([]dcm.Rejection, 0, len(e.rejected))
+	for _, r := range e.rejected {
+		rejected = append(rejected, r)
+	}
+	slices.SortFunc(rejected, func(a, b dcm.Rejection) int {
+		switch {
+		case a.Object.String() < b.Object.String():
+			return -1
+		case a.Object.String() > b.Object.String():
+			return 1
+		}
+		return 0
+	})
+	var last *dcm.ReloadInfo
+	if e.lastReload != nil {
+		c := *e.lastReload
+		last = &c
+	}
+	return dcm.Snapshot{
+		Seq:  e.hub.Seq(),
+		Mode: e.cfg.Caps.Mode,
+		Caps: e.cfg.Caps,
+		HAProxy: dcm.HAProxyInfo{
+			Version: e.driver.Version().String(), PID: e.pid, Started: e.started, Reloads: e.reloads, Running: e.running,
+		},
+		Updates:    e.updates,
+		LastReload: last,
+		Routes:     routes,
+		Backends:   e.actual.Backends,
+		Rejected:   rejected,
+	}
+}

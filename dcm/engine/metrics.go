@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// Metrics are dcm's own Prometheus collectors (DESIGN §8). Per-server traffic
+// stays with HAProxy's exporter, so no series here grows with the number of
+// servers.
+type Metrics struct {
+	Updates            *prometheus.CounterVec
+	Reloads            *prometheus.CounterVec
+	ReloadFailures     *prometheus.CounterVec
+	ReloadDuration     prometheus.Histogram
+	ConfigWrite        prometheus.Histogram
+	RuntimeCommand     *prometheus.HistogramVec
+	RuntimeErrors      *prometheus.CounterVec
+	EventToApplied     prometheus.Histogram
+	Servers            *prometheus.GaugeVec
+	Backends           *prometheus.GaugeVec
+	Rejected           *prometheus.CounterVec
+	PredictionMismatch prometheus.Counter
+}
+
+// NewMetrics creates the collectors and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	fast := []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
+	m := &Metrics{
+		Updates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dcm_updates_total", Help: "Syncs by what they needed: nothing, runtime commands only, or a reload.",
+		}, []string{"result"}),
+		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dcm_reloads_total", Help: "HAProxy reloads by reason.",
+		}, []string{"reason"}),
+		ReloadFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dcm_reload_failures_total", Help: "Reloads that failed (the old worker kept serving), by reason of the reload.",
+		}, []string{"reason"}),
+		ReloadDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "dcm_reload_duration_seconds", Help: "From validating the new configuration to the new worker answering.",
+			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
+		ConfigWrite: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "dcm_config_write_duration_seconds", Help: "Rendering and atomically writing haproxy.cfg and map files.",
+			Buckets: fast,
+		}),
+		RuntimeCommand: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "dcm_runtime_command_duration_seconds", Help: "Admin socket commands, by command verb.",
+			Buckets: fast,
+		}, []string{"command"}),
+		RuntimeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dcm_runtime_errors_total", Help: "Admin socket commands that failed, by command verb.",
+		}, []string{"command"}),
+		EventToApplied: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "dcm_event_to_applied_seconds", Help: "From a Kubernetes event seen by an informer to HAProxy acknowledging the change.",
+			Buckets: fast,
+		}),
+		Servers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dcm_servers", Help: "HAProxy servers managed by dcm, by admin state.",
+		}, []string{"state"}),
+		Backends: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dcm_backends", Help: "HAProxy backends managed by dcm, by route kind.",
+		}, []string{"kind"}),
+		Rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dcm_rejected_objects_total", Help: "Kubernetes objects refused because a field cannot safely reach HAProxy, by reason.",
+		}, []string{"reason"}),
+		PredictionMismatch: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dcm_prediction_mismatch_total", Help: "Observations of HAProxy that differ from the state the planner predicted.",
+		}),
+	}
+	reg.MustRegister(m.Updates, m.Reloads, m.ReloadFailures, m.ReloadDuration, m.ConfigWrite, m.RuntimeCommand,
+		m.RuntimeErrors, m.EventToApplied, m.Servers, m.Backends, m.Rejected, m.PredictionMismatch)
+	for _, r := range []string{"noop", "dynamic", "reload"} {
+		m.Updates.WithLabelValues(r)
+	}
+	return m
+}
+
+// ObserveCommand records one admin socket command; it is the hook the
+// haproxy client calls.
+func (m *Metrics) ObserveCommand(command string, d time.Duration, err error) {
+	verb := CommandVerb(command)
+	m.RuntimeCommand.WithLabelValues(verb).Observe(d.Seconds())
+	if err != nil {
+		m.RuntimeErrors.WithLabelValues(verb).Inc()
+	}
+}
+
+// CommandVerb keeps the words of a command that name it ("set server",
+// "show stat"), so the label never carries backend or server names.
+func CommandVerb(command string) string {
+	f := strings.Fields(command)
+	switch {
+	case len(f) == 0:
+		return "unknown"
+	case len(f) == 1:
+		return f[0]
+	}
+	return f[0] + " " + f[1]
+}
+
+func (m *Metrics) setState(st dcm.State) {
+	for state, n := range st.ServerCounts() {
+		m.Servers.WithLabelValues(string(state)).Set(float64(n))
+	}
+	kinds := map[dcm.RouteKind]int{dcm.KindHTTP: 0}
+	for _, b := range st.Backends {
+		kinds[b.Kind]++
+	}
+	for k, n := range kinds {
+		m.Backends.WithLabelValues(string(k)).Set(float64(n))
+	}
+}
