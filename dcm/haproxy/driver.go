@@ -42,6 +42,9 @@ type Driver struct {
 	cfg DriverConfig
 	log *slog.Logger
 
+	renderMu sync.Mutex // the renderer's cache is its own: rendering never waits for HAProxy
+	renderer *Renderer
+
 	mu      sync.Mutex
 	version Version
 	proc    *Process
@@ -65,7 +68,7 @@ func NewDriver(cfg DriverConfig, logger *slog.Logger) *Driver {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Driver{cfg: cfg, log: logger}
+	return &Driver{cfg: cfg, log: logger, renderer: NewRenderer(cfg.Settings)}
 }
 
 // Start detects the version, renders and validates initial, writes the
@@ -85,7 +88,7 @@ func (d *Driver) Start(ctx context.Context, initial dcm.State) error {
 		return err
 	}
 	d.version = v
-	files, err := Render(d.cfg.Settings, initial)
+	files, err := d.render(initial)
 	if err != nil {
 		return fmt.Errorf("render initial configuration: %w", err)
 	}
@@ -95,7 +98,7 @@ func (d *Driver) Start(ctx context.Context, initial dcm.State) error {
 	if err := Validate(ctx, d.cfg.Binary, d.cfg.WorkDir, files); err != nil {
 		return fmt.Errorf("initial configuration: %w", err)
 	}
-	if err := WriteFiles(d.cfg.WorkDir, files); err != nil {
+	if err := WriteFiles(d.cfg.WorkDir, files, Files{}); err != nil {
 		return err
 	}
 	d.files = files
@@ -179,16 +182,24 @@ func (d *Driver) Apply(ctx context.Context, ops []dcm.Op) error {
 	return nil
 }
 
+// render renders st, re-rendering only the backends that changed.
+func (d *Driver) render(st dcm.State) (Files, error) {
+	d.renderMu.Lock()
+	defer d.renderMu.Unlock()
+	return d.renderer.Render(st)
+}
+
 // Write renders st and writes it to disk, so that a reload or a restart
 // reproduces the runtime state. A rendering error writes nothing.
 func (d *Driver) Write(st dcm.State) error {
-	files, err := Render(d.cfg.Settings, st)
+	files, err := d.render(st)
 	if err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := WriteFiles(d.cfg.WorkDir, files); err != nil {
+	if err := WriteFiles(d.cfg.WorkDir, files, d.files); err != nil {
+		d.files = Files{} // what is on disk is unknown now: write everything next time
 		return err
 	}
 	d.files = files
@@ -199,7 +210,7 @@ func (d *Driver) Write(st dcm.State) error {
 // written nor loaded: the old worker keeps serving), writes it, reloads and
 // reconnects the admin client to the new worker.
 func (d *Driver) Reload(ctx context.Context, st dcm.State) (ReloadResult, error) {
-	files, err := Render(d.cfg.Settings, st)
+	files, err := d.render(st)
 	if err != nil {
 		return ReloadResult{}, fmt.Errorf("reload: %w", err)
 	}
@@ -216,7 +227,7 @@ func (d *Driver) reloadLocked(ctx context.Context, files Files) (ReloadResult, e
 		return ReloadResult{}, fmt.Errorf("reload: %w", err)
 	}
 	prev := d.files
-	if err := WriteFiles(d.cfg.WorkDir, files); err != nil {
+	if err := WriteFiles(d.cfg.WorkDir, files, prev); err != nil {
 		return ReloadResult{}, fmt.Errorf("reload: %w", err)
 	}
 	// The old worker's connection would keep talking to the old worker.
@@ -225,7 +236,7 @@ func (d *Driver) reloadLocked(ctx context.Context, files Files) (ReloadResult, e
 	if err != nil {
 		if errors.Is(err, ErrReloadRejected) && prev.Config != nil {
 			// Keep the disk equal to what the surviving worker runs.
-			if werr := WriteFiles(d.cfg.WorkDir, prev); werr != nil {
+			if werr := WriteFiles(d.cfg.WorkDir, prev, files); werr != nil {
 				err = errors.Join(err, fmt.Errorf("restore previous files: %w", werr))
 			}
 		}
@@ -319,17 +330,37 @@ func (d *Driver) Observe(ctx context.Context) (map[string][]dcm.Server, error) {
 // ObserveBackends is Observe limited to some backends, in one batch. A
 // backend HAProxy does not know is absent from the result.
 func (d *Driver) ObserveBackends(ctx context.Context, names []string) (map[string][]dcm.Server, error) {
-	cmds := make([]Command, 0, 2*len(names))
+	return d.observeBackends(ctx, names, true)
+}
+
+// ObserveStates is ObserveBackends without the traffic figures: admin state,
+// address, weight and a health derived from the operational state, from
+// `show servers state` alone. It is several times cheaper than show stat
+// (which walks every proxy for each backend asked), so the periodic drift
+// check uses it; Sessions, Queued and UsedConn are left zero.
+func (d *Driver) ObserveStates(ctx context.Context, names []string) (map[string][]dcm.Server, error) {
+	return d.observeBackends(ctx, names, false)
+}
+
+func (d *Driver) observeBackends(ctx context.Context, names []string, traffic bool) (map[string][]dcm.Server, error) {
+	per := 1
+	if traffic {
+		per = 2
+	}
+	cmds := make([]Command, 0, per*len(names))
 	for _, n := range names {
 		state, err := ServersStateCommand(n)
 		if err != nil {
 			return nil, fmt.Errorf("observe: %w", err)
 		}
-		stat, err := StatCommand(n)
-		if err != nil {
-			return nil, fmt.Errorf("observe: %w", err)
+		cmds = append(cmds, state)
+		if traffic {
+			stat, err := StatCommand(n)
+			if err != nil {
+				return nil, fmt.Errorf("observe: %w", err)
+			}
+			cmds = append(cmds, stat)
 		}
-		cmds = append(cmds, state, stat)
 	}
 	if len(cmds) == 0 {
 		return map[string][]dcm.Server{}, nil
@@ -345,11 +376,15 @@ func (d *Driver) ObserveBackends(ctx context.Context, names []string) (map[strin
 	}
 	out := map[string][]dcm.Server{}
 	for i, n := range names {
-		st, sr := replies[2*i].Text, replies[2*i+1].Text
+		st := replies[per*i].Text
+		sr := ""
+		if traffic {
+			sr = replies[per*i+1].Text
+		}
 		if missingBackend(st) || missingBackend(sr) {
 			continue
 		}
-		if !cmds[2*i].succeeded(st) || !cmds[2*i+1].succeeded(sr) {
+		if !cmds[per*i].succeeded(st) || traffic && !cmds[per*i+1].succeeded(sr) {
 			return nil, fmt.Errorf("observe %s: %w", n, err)
 		}
 		if managed(n) {
@@ -379,9 +414,11 @@ func merge(out map[string][]dcm.Server, stateText, statText string, only map[str
 	if err != nil {
 		return err
 	}
-	stats, err := ParseStat(statText)
-	if err != nil {
-		return err
+	var stats []StatRow
+	if statText != "" {
+		if stats, err = ParseStat(statText); err != nil {
+			return err
+		}
 	}
 	type key struct{ b, s string }
 	byKey := make(map[key]StatRow, len(stats))
@@ -397,6 +434,8 @@ func merge(out map[string][]dcm.Server, stateText, statText string, only map[str
 		srv := dcm.Server{Name: s.Name, Addr: s.Addr, Port: s.Port, Weight: s.Weight, State: s.State}
 		if r, ok := byKey[key{s.Backend, s.Name}]; ok {
 			srv.Health, srv.Sessions, srv.Queued, srv.UsedConn = r.Status, r.Sessions, r.Queued, r.UsedConn
+		} else {
+			srv.Health = healthOf(s)
 		}
 		out[s.Backend] = append(out[s.Backend], srv)
 	}
@@ -404,6 +443,22 @@ func merge(out map[string][]dcm.Server, stateText, statText string, only map[str
 		dcm.SortServers(out[b])
 	}
 	return nil
+}
+
+// healthOf words a server's state as show stat's status column does, from
+// `show servers state` alone.
+func healthOf(s ServerState) string {
+	switch {
+	case s.State == dcm.StateMaint:
+		return "MAINT"
+	case s.OpState == 0:
+		return "DOWN"
+	case s.State == dcm.StateDrain:
+		return "DRAIN"
+	case s.OpState == 3:
+		return "NOLB"
+	}
+	return "UP"
 }
 
 func (d *Driver) ready() error {

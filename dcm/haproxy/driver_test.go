@@ -539,7 +539,7 @@ func TestAttach(t *testing.T) {
 	// Someone else's master, on a configuration dcm did not write.
 	files, err := Render(settings, dcm.State{})
 	mustf(t, err, "render")
-	mustf(t, WriteFiles(dir, files), "write")
+	mustf(t, WriteFiles(dir, files, Files{}), "write")
 	master := filepath.Join(dir, "other-master.sock")
 	other := NewProcess(ProcessConfig{Binary: bin, ConfigFile: filepath.Join(dir, ConfigName), MasterSocket: master, AdminSocket: settings.AdminSocket}, testLogger(t))
 	ctx, cancel := context.WithCancel(context.Background())

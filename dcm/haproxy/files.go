@@ -20,9 +20,15 @@ const StagingDir = ".staging"
 
 // WriteFiles writes f into dir so that a reload or a crash at any moment
 // finds a consistent set: maps first, then the cfg that reads them, each
-// through a temporary file, fsync and rename. Map files that f no longer
-// has are removed afterwards.
-func WriteFiles(dir string, f Files) error {
+// through a temporary file and a rename. Files whose bytes equal prev (what
+// the directory already holds; zero Files when unknown) are not rewritten.
+// Map files that f no longer has are removed afterwards.
+//
+// There is no fsync: the files must survive a reload, a crash of HAProxy or
+// of dcm, all of which read the page cache; after a crash of the machine
+// dcm starts again and renders everything from Kubernetes. An fsync per
+// endpoint change would cost more than the change itself.
+func WriteFiles(dir string, f Files, prev Files) error {
 	if len(f.Config) == 0 {
 		return errors.New("write haproxy files: empty configuration")
 	}
@@ -38,18 +44,17 @@ func WriteFiles(dir string, f Files) error {
 	}
 	slices.Sort(names)
 	for _, name := range names {
+		if old, ok := prev.Maps[name]; ok && bytes.Equal(old, f.Maps[name]) {
+			continue
+		}
 		if err := writeAtomic(filepath.Join(dir, filepath.FromSlash(name)), f.Maps[name]); err != nil {
 			return fmt.Errorf("write map %s: %w", name, err)
 		}
 	}
-	if err := syncDir(filepath.Join(dir, MapsDir)); err != nil {
-		return fmt.Errorf("write haproxy files: %w", err)
-	}
-	if err := writeAtomic(filepath.Join(dir, ConfigName), f.Config); err != nil {
-		return fmt.Errorf("write %s: %w", ConfigName, err)
-	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("write haproxy files: %w", err)
+	if !bytes.Equal(prev.Config, f.Config) {
+		if err := writeAtomic(filepath.Join(dir, ConfigName), f.Config); err != nil {
+			return fmt.Errorf("write %s: %w", ConfigName, err)
+		}
 	}
 	return removeStaleMaps(dir, f.Maps)
 }
@@ -98,9 +103,6 @@ func writeAtomic(path string, data []byte) error {
 	if err := tmp.Chmod(0o644); err != nil {
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
@@ -108,18 +110,6 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	done = true
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
 	return nil
 }
 
@@ -147,7 +137,7 @@ func Validate(ctx context.Context, bin, dir string, f Files) error {
 	if err := os.MkdirAll(staging, 0o755); err != nil {
 		return fmt.Errorf("validate: %w", err)
 	}
-	if err := WriteFiles(staging, f); err != nil {
+	if err := WriteFiles(staging, f, Files{}); err != nil {
 		return fmt.Errorf("validate: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)

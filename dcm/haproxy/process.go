@@ -65,6 +65,8 @@ type Process struct {
 	log    *slog.Logger
 	master *Master
 	events chan ProcessEvent
+	// forwarders copy HAProxy's stdout and stderr into the log.
+	forwarders sync.WaitGroup
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -150,7 +152,12 @@ func (p *Process) Start(ctx context.Context) error {
 }
 
 // Wait blocks until a started master has been stopped after its context ended.
-func (p *Process) Wait() { <-p.done }
+func (p *Process) Wait() {
+	<-p.done
+	// HAProxy's last lines are logged before Wait returns, so nothing logs
+	// after the caller believes HAProxy is gone.
+	p.forwarders.Wait()
+}
 
 // spawn starts one master and waits for its worker to answer.
 func (p *Process) spawn(ctx context.Context) error {
@@ -183,8 +190,9 @@ func (p *Process) spawn(ctx context.Context) error {
 	_ = outW.Close()
 	_ = errW.Close()
 	t := newTail(20)
-	go forward(p.log, outR, nil)
-	go forward(p.log, errR, t)
+	p.forwarders.Add(2)
+	go func() { defer p.forwarders.Done(); forward(p.log, outR, nil) }()
+	go func() { defer p.forwarders.Done(); forward(p.log, errR, t) }()
 
 	exited := make(chan struct{})
 	p.mu.Lock()
@@ -423,17 +431,23 @@ func forward(log *slog.Logger, r io.ReadCloser, t *tail) {
 		if t != nil {
 			t.add(line)
 		}
-		level := slog.LevelInfo
-		switch {
-		case strings.HasPrefix(line, "[ALERT]"), strings.HasPrefix(line, "[EMERG]"):
-			level = slog.LevelError
-		case strings.HasPrefix(line, "[WARNING]"):
-			level = slog.LevelWarn
-		case strings.HasPrefix(line, "[DEBUG]"):
-			level = slog.LevelDebug
-		}
-		log.Log(context.Background(), level, line)
+		log.Log(context.Background(), lineLevel(line), line)
 	}
+}
+
+// lineLevel maps HAProxy's message levels to slog's. HAProxy reports every
+// state change dcm itself made over the CLI as a WARNING ("… : CLI : Server
+// x is UP/READY"); dcm logs those changes itself, so they are debug output.
+func lineLevel(line string) slog.Level {
+	switch {
+	case strings.HasPrefix(line, "[ALERT]"), strings.HasPrefix(line, "[EMERG]"):
+		return slog.LevelError
+	case strings.Contains(line, ") : CLI : "), strings.HasPrefix(line, "[DEBUG]"):
+		return slog.LevelDebug
+	case strings.HasPrefix(line, "[WARNING]"):
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
 }
 
 // tail keeps the last lines of HAProxy's stderr for error messages.

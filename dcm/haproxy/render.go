@@ -75,29 +75,105 @@ func frontendRouting() []struct{ keyVar, conv, file string } {
 // an error naming the backend or server instead of an unsafe file. Equal
 // inputs give byte-identical output.
 func Render(s Settings, st dcm.State) (Files, error) {
-	if err := s.validate(); err != nil {
-		return Files{}, err
+	return NewRenderer(s).Render(st)
+}
+
+// Renderer renders like Render and remembers what it rendered, so that a
+// change to one backend among thousands renders that backend only. The
+// output is byte-identical to Render's. A Renderer is not safe for
+// concurrent use.
+type Renderer struct {
+	settings Settings
+	global   []byte
+	backends map[string]renderedBackend
+	routes   []routeKey
+	maps     map[string][]byte
+}
+
+// renderedBackend is a backend's text and the fields it was rendered from.
+type renderedBackend struct {
+	balance string
+	servers []dcm.Server
+	text    []byte
+}
+
+// routeKey holds what the maps are rendered from, per backend.
+type routeKey struct {
+	backend, name, namespace, host, path string
+	kind                                 dcm.RouteKind
+	pathType                             dcm.PathType
+	balance                              string
+}
+
+// NewRenderer returns a Renderer with an empty cache.
+func NewRenderer(s Settings) *Renderer {
+	return &Renderer{settings: s, backends: map[string]renderedBackend{}}
+}
+
+// Render renders st.
+func (r *Renderer) Render(st dcm.State) (Files, error) {
+	if r.global == nil {
+		if err := r.settings.validate(); err != nil {
+			return Files{}, err
+		}
+		var g bytes.Buffer
+		renderGlobal(&g, r.settings)
+		r.global = g.Bytes()
 	}
-	backends := slices.Clone(st.Backends)
-	slices.SortStableFunc(backends, func(a, b dcm.Backend) int { return strings.Compare(a.Name, b.Name) })
+	backends := st.Backends
+	if !slices.IsSortedFunc(backends, func(a, b dcm.Backend) int { return strings.Compare(a.Name, b.Name) }) {
+		backends = slices.Clone(backends)
+		slices.SortStableFunc(backends, func(a, b dcm.Backend) int { return strings.Compare(a.Name, b.Name) })
+	}
 	for i, b := range backends {
 		if i > 0 && backends[i-1].Name == b.Name {
 			return Files{}, fmt.Errorf("backend %q appears twice", b.Name)
 		}
 	}
 
-	var cfg bytes.Buffer
-	renderGlobal(&cfg, s)
-	for _, b := range backends {
-		if err := renderBackend(&cfg, b); err != nil {
+	texts := make([][]byte, len(backends))
+	size := len(r.global)
+	next := make(map[string]renderedBackend, len(backends))
+	for i, b := range backends {
+		rb, ok := r.backends[b.Name]
+		if !ok || rb.balance != b.Route.Balance || !slices.EqualFunc(rb.servers, b.Servers, sameRendering) {
+			var w bytes.Buffer
+			if err := renderBackend(&w, b); err != nil {
+				return Files{}, err
+			}
+			rb = renderedBackend{balance: b.Route.Balance, servers: slices.Clone(b.Servers), text: w.Bytes()}
+		}
+		next[b.Name] = rb
+		texts[i] = rb.text
+		size += len(rb.text)
+	}
+	cfg := make([]byte, 0, size)
+	cfg = append(cfg, r.global...)
+	for _, t := range texts {
+		cfg = append(cfg, t...)
+	}
+
+	keys := make([]routeKey, len(backends))
+	for i, b := range backends {
+		rt := b.Route
+		keys[i] = routeKey{backend: b.Name, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
+			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance}
+	}
+	maps := r.maps
+	if maps == nil || !slices.Equal(keys, r.routes) {
+		var err error
+		if maps, err = renderMaps(backends); err != nil {
 			return Files{}, err
 		}
 	}
-	maps, err := renderMaps(backends)
-	if err != nil {
-		return Files{}, err
-	}
-	return Files{Config: cfg.Bytes(), Maps: maps}, nil
+	r.backends, r.routes, r.maps = next, keys, maps
+	return Files{Config: cfg, Maps: maps}, nil
+}
+
+// sameRendering reports whether two servers render the same server line.
+func sameRendering(a, b dcm.Server) bool {
+	return a.Name == b.Name && a.Addr == b.Addr && a.Port == b.Port && a.Weight == b.Weight &&
+		a.State == b.State && a.Check == b.Check && a.Endpoint == b.Endpoint
 }
 
 func renderGlobal(w *bytes.Buffer, s Settings) {

@@ -271,9 +271,9 @@ func TestValidate(t *testing.T) {
 func TestWriteFiles(t *testing.T) {
 	dir := t.TempDir()
 	f := Files{Config: []byte("cfg1\n"), Maps: map[string][]byte{"maps/a.map": []byte("a\n"), "maps/b.map": []byte("b\n")}}
-	mustf(t, WriteFiles(dir, f), "write 1")
+	mustf(t, WriteFiles(dir, f, Files{}), "write 1")
 	f2 := Files{Config: []byte("cfg2\n"), Maps: map[string][]byte{"maps/a.map": []byte("a2\n")}}
-	mustf(t, WriteFiles(dir, f2), "write 2")
+	mustf(t, WriteFiles(dir, f2, f), "write 2")
 	read := func(p string) string {
 		b, err := os.ReadFile(filepath.Join(dir, p))
 		if err != nil {
@@ -293,8 +293,19 @@ func TestWriteFiles(t *testing.T) {
 			t.Errorf("temp file left: %s", e.Name())
 		}
 	}
+	// Unchanged files are not rewritten: the rename would give a new inode.
+	before, _ := os.Stat(filepath.Join(dir, "maps/a.map"))
+	f3 := Files{Config: []byte("cfg3\n"), Maps: f2.Maps}
+	mustf(t, WriteFiles(dir, f3, f2), "write 3")
+	after, _ := os.Stat(filepath.Join(dir, "maps/a.map"))
+	if !os.SameFile(before, after) {
+		t.Error("an unchanged map was rewritten")
+	}
+	if read(ConfigName) != "cfg3\n" {
+		t.Errorf("changed cfg not written: %q", read(ConfigName))
+	}
 	for _, name := range []string{"../x.map", "maps/../../x.map", "/etc/x.map", "maps/x.cfg", "maps/sub/x.map", "maps/a b.map"} {
-		if err := WriteFiles(dir, Files{Config: []byte("x"), Maps: map[string][]byte{name: nil}}); err == nil {
+		if err := WriteFiles(dir, Files{Config: []byte("x"), Maps: map[string][]byte{name: nil}}, Files{}); err == nil {
 			t.Errorf("map name %q accepted", name)
 		}
 	}

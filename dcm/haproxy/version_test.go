@@ -2,6 +2,7 @@ package haproxy
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,5 +107,23 @@ func TestDetectVersionReal(t *testing.T) {
 	}
 	if !v.AtLeast(2, 6) {
 		t.Errorf("installed haproxy %v", v)
+	}
+}
+
+func TestLineLevel(t *testing.T) {
+	tests := []struct {
+		line string
+		want slog.Level
+	}{
+		{"[ALERT]    (8898) : Current worker (8900) exited with code 143 (Terminated)", slog.LevelError},
+		{"[ALERT]    (2836) : CLI : 'server be/d1' : Already exists a server with the same name in backend.", slog.LevelError},
+		{"[WARNING]  (8900) : CLI : Server be/s is UP/READY (leaving forced maintenance).", slog.LevelDebug},
+		{"[WARNING]  (2836) : Server be/s0 is DOWN, reason: Layer4 connection problem", slog.LevelWarn},
+		{"[NOTICE]   (2833) : Loading success.", slog.LevelInfo},
+	}
+	for _, tt := range tests {
+		if got := lineLevel(tt.line); got != tt.want {
+			t.Errorf("lineLevel(%q) = %v, want %v", tt.line, got, tt.want)
+		}
 	}
 }

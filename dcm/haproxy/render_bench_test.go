@@ -1,0 +1,114 @@
+package haproxy
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+func bigState(routes, servers int) dcm.State {
+	var st dcm.State
+	for r := range routes {
+		rt := dcm.Route{Namespace: "bench", Name: fmt.Sprintf("app%04d", r), Kind: dcm.KindHTTP,
+			Host: fmt.Sprintf("app%04d.bench", r), Path: "/", PathType: dcm.PathPrefix, Balance: "roundrobin"}
+		be := dcm.Backend{Name: rt.BackendName(), Kind: dcm.KindHTTP, Route: rt}
+		for e := range servers {
+			be.Servers = append(be.Servers, dcm.Server{Name: fmt.Sprintf("app%04d-%d:http", r, e),
+				Addr: fmt.Sprintf("10.%d.%d.%d", r/250, r%250, e+1), Port: 8080, Weight: 1, State: dcm.StateReady})
+		}
+		st.Backends = append(st.Backends, be)
+	}
+	return st
+}
+
+// TestRendererEqualsRender: the caching renderer gives byte-identical files
+// to a fresh Render after every step of a random sequence of changes.
+func TestRendererEqualsRender(t *testing.T) {
+	settings := Settings{AdminSocket: "/run/dcm/admin.sock", HTTPBind: "127.0.0.1:8000"}
+	r := NewRenderer(settings)
+	rng := rand.New(rand.NewPCG(1, 2))
+	st := bigState(20, 4)
+	states := []dcm.AdminState{dcm.StateReady, dcm.StateDrain, dcm.StateMaint}
+	for step := range 300 {
+		backends := slices.Clone(st.Backends)
+		i := rng.IntN(len(backends))
+		b := backends[i]
+		b.Servers = slices.Clone(b.Servers)
+		switch rng.IntN(6) {
+		case 0:
+			b.Servers[rng.IntN(len(b.Servers))].Weight = 1 + rng.IntN(10)
+		case 1:
+			b.Servers[rng.IntN(len(b.Servers))].State = states[rng.IntN(3)]
+		case 2:
+			b.Servers[rng.IntN(len(b.Servers))].Port = 8000 + rng.IntN(100)
+		case 3:
+			b.Route.Path = fmt.Sprintf("/p%d", rng.IntN(5))
+		case 4:
+			b.Route.Balance = []string{dcm.BalanceRoundRobin, dcm.BalanceLeastConn}[rng.IntN(2)]
+		case 5:
+			b.Servers[rng.IntN(len(b.Servers))].Check = rng.IntN(2) == 0
+		}
+		backends[i] = b
+		if rng.IntN(10) == 0 { // a backend comes or goes
+			if rng.IntN(2) == 0 && len(backends) > 1 {
+				backends = slices.Delete(backends, i, i+1)
+			} else {
+				nb := bigState(21+step, 3).Backends[20+step]
+				backends = append(backends, nb)
+				dcm.SortBackends(backends)
+			}
+		}
+		st = dcm.State{Backends: backends}
+		got, err := r.Render(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Render(settings, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Config, want.Config) || !maps.EqualFunc(got.Maps, want.Maps, bytes.Equal) {
+			t.Fatalf("step %d: cached rendering differs from a fresh one", step)
+		}
+	}
+}
+
+func BenchmarkRender1000x10(b *testing.B) {
+	st := bigState(1000, 10)
+	settings := Settings{AdminSocket: "/tmp/a.sock", HTTPBind: "127.0.0.1:8000"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Render(settings, st); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRendererOneChange1000x10: what the engine pays after each
+// runtime batch: one backend of 1,000 changed.
+func BenchmarkRendererOneChange1000x10(b *testing.B) {
+	st := bigState(1000, 10)
+	r := NewRenderer(Settings{AdminSocket: "/tmp/a.sock", HTTPBind: "127.0.0.1:8000"})
+	if _, err := r.Render(st); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		n++
+		backends := slices.Clone(st.Backends)
+		be := backends[n%1000]
+		be.Servers = slices.Clone(be.Servers)
+		be.Servers[0].Weight = 1 + n%2
+		backends[n%1000] = be
+		st = dcm.State{Backends: backends}
+		if _, err := r.Render(st); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
