@@ -36,17 +36,23 @@ type Driver interface {
 	Reload(ctx context.Context, st dcm.State) (haproxy.ReloadResult, error)
 	Observe(ctx context.Context) (map[string][]dcm.Server, error)
 	ObserveBackends(ctx context.Context, names []string) (map[string][]dcm.Server, error)
+	ObserveStates(ctx context.Context, names []string) (map[string][]dcm.Server, error)
 	Info(ctx context.Context) (haproxy.Info, error)
 	Version() haproxy.Version
 	Events() <-chan haproxy.ProcessEvent
+	// Close stops HAProxy (when the driver started it) and waits for it.
+	Close() error
 }
 
 // Config tunes the loop.
 type Config struct {
 	Caps dcm.Caps
-	// ObserveEvery is how often the whole HAProxy state is read back, to
-	// notice drift and refresh figures (sessions, health).
+	// ObserveEvery is how long one pass over the whole HAProxy state takes,
+	// to notice drift and refresh figures (sessions, health). The pass is
+	// made in chunks of ObserveChunk backends so that reading back a large
+	// HAProxy never holds up an endpoint change for long.
 	ObserveEvery time.Duration
+	ObserveChunk int
 	// IdlePollEvery is how often servers waiting in maint are checked for
 	// idleness, so that del server follows soon after the last request.
 	IdlePollEvery time.Duration
@@ -60,6 +66,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.ObserveEvery <= 0 {
 		c.ObserveEvery = 10 * time.Second
+	}
+	if c.ObserveChunk <= 0 {
+		c.ObserveChunk = 25
 	}
 	if c.IdlePollEvery <= 0 {
 		c.IdlePollEvery = 200 * time.Millisecond
@@ -95,6 +104,8 @@ type Engine struct {
 	running    bool
 	ready      bool
 	rejected   map[dcm.ObjectRef]dcm.Rejection
+	// observeCursor is where the periodic observation pass continues.
+	observeCursor int
 	// retry holds a failed reload: its reasons, when to try again, and the
 	// delay after that (doubling up to a minute).
 	retry struct {
@@ -149,6 +160,7 @@ func (e *Engine) Run(ctx context.Context, source Source) error {
 	if err := e.driver.Start(ctx, initial); err != nil {
 		return fmt.Errorf("start haproxy: %w", err)
 	}
+	defer e.driver.Close()
 	e.mu.Lock()
 	e.actual, e.desired = initial, desired
 	e.started, e.running = time.Now(), true
@@ -180,14 +192,15 @@ func (e *Engine) waitSynced(ctx context.Context) error {
 type syncRequest struct {
 	observe     bool // read the whole state back first
 	observeIdle bool // read back the backends with servers waiting for idle
+	observeNext bool // read back the next chunk of the periodic pass
 	reasons     []dcm.ReloadReason
 }
 
 func (e *Engine) loop(ctx context.Context) error {
-	observe := time.NewTicker(e.cfg.ObserveEvery)
-	defer observe.Stop()
+	nextObserve := time.Now().Add(e.observeDelay())
 	for {
 		var idle, retry <-chan time.Time
+		observe := time.After(time.Until(nextObserve))
 		if e.waiting() > 0 {
 			idle = time.After(e.cfg.IdlePollEvery)
 		}
@@ -199,8 +212,9 @@ func (e *Engine) loop(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-e.source.Changed():
-		case <-observe.C:
-			req.observe = true
+		case <-observe:
+			req.observeNext = true
+			nextObserve = time.Now().Add(e.observeDelay())
 		case <-idle:
 			req.observeIdle = true
 		case r := <-e.reloadReq:
@@ -229,6 +243,35 @@ func (e *Engine) pendingReasons() []dcm.ReloadReason {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return slices.Clone(e.retry.reasons)
+}
+
+// observeDelay spreads one observation pass over ObserveEvery.
+func (e *Engine) observeDelay() time.Duration {
+	e.mu.Lock()
+	n := len(e.actual.Backends)
+	e.mu.Unlock()
+	chunks := max(1, (n+e.cfg.ObserveChunk-1)/e.cfg.ObserveChunk)
+	return e.cfg.ObserveEvery / time.Duration(chunks)
+}
+
+// nextChunk returns the backends to observe next and advances the cursor.
+func (e *Engine) nextChunk() ([]string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	bs := e.actual.Backends
+	if len(bs) == 0 {
+		return nil, false
+	}
+	if e.observeCursor >= len(bs) {
+		e.observeCursor = 0
+	}
+	end := min(e.observeCursor+e.cfg.ObserveChunk, len(bs))
+	names := make([]string, 0, end-e.observeCursor)
+	for _, b := range bs[e.observeCursor:end] {
+		names = append(names, b.Name)
+	}
+	e.observeCursor = end
+	return names, true
 }
 
 func (e *Engine) waiting() int {
@@ -265,6 +308,10 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) bool {
 	desired, seen := e.source.Desired()
 	if req.observe {
 		if e.observe(ctx, nil) {
+			req.reasons = append(req.reasons, dcm.ReasonDrift)
+		}
+	} else if req.observeNext {
+		if names, all := e.nextChunk(); len(names) > 0 && e.observeWith(ctx, names, false) && all {
 			req.reasons = append(req.reasons, dcm.ReasonDrift)
 		}
 	} else if req.observeIdle {
@@ -308,8 +355,9 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) bool {
 		e.observe(ctx, nil)
 		return e.reload(ctx, plan.Reload(desired, e.cfg.Caps, dcm.ReasonRuntimeError), desired, seen)
 	}
+	acked := time.Now()
 	if !seen.IsZero() {
-		e.metrics.EventToApplied.Observe(time.Since(seen).Seconds())
+		e.metrics.EventToApplied.Observe(acked.Sub(seen).Seconds())
 	}
 	e.commit(p.Next)
 	e.writeFiles(p.Next)
@@ -318,7 +366,7 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) bool {
 	e.mu.Unlock()
 	e.metrics.Updates.WithLabelValues("dynamic").Inc()
 	e.log.Info("applied at runtime", "ops", len(p.Ops), "waiting", p.Waiting)
-	e.publish(dcm.Event{Type: dcm.EventApplied, Message: fmt.Sprintf("%d runtime commands applied", len(p.Ops)),
+	e.publish(dcm.Event{Type: dcm.EventApplied, Time: acked, Message: fmt.Sprintf("%d runtime commands applied", len(p.Ops)),
 		Ops: p.Ops, Backends: backendsOf(p.Ops)})
 	return true
 }
@@ -419,14 +467,23 @@ func (e *Engine) waitingBackends() []string {
 // merges it into the engine's state. It reports true when HAProxy lacks a
 // backend dcm manages, which only a reload can repair.
 func (e *Engine) observe(ctx context.Context, names []string) (missing bool) {
+	return e.observeWith(ctx, names, true)
+}
+
+// observeWith is observe; without traffic it reads only admin state,
+// address, weight and health (cheap), and keeps the traffic figures dcm had.
+func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) (missing bool) {
 	var (
 		obs map[string][]dcm.Server
 		err error
 	)
-	if names == nil {
+	switch {
+	case names == nil:
 		obs, err = e.driver.Observe(ctx)
-	} else {
+	case traffic:
 		obs, err = e.driver.ObserveBackends(ctx, names)
+	default:
+		obs, err = e.driver.ObserveStates(ctx, names)
 	}
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
@@ -435,7 +492,7 @@ func (e *Engine) observe(ctx context.Context, names []string) (missing bool) {
 		return false
 	}
 	e.mu.Lock()
-	merged, drift, missing := merge(e.actual, obs, names == nil)
+	merged, drift, missing := merge(e.actual, obs, names, traffic)
 	e.actual = merged
 	e.mu.Unlock()
 	if len(drift) > 0 {
@@ -448,14 +505,25 @@ func (e *Engine) observe(ctx context.Context, names []string) (missing bool) {
 
 // merge takes HAProxy's figures and admin state as the truth. A server
 // HAProxy lacks is dropped from the state (the planner adds it back); one dcm
-// does not know is kept so the planner retires it. all says obs covers every
-// backend.
-func merge(st dcm.State, obs map[string][]dcm.Server, all bool) (_ dcm.State, drift []string, missing bool) {
+// does not know is kept so the planner retires it. names are the backends
+// obs was asked for (nil: all of them); one of them missing from obs is
+// reported, since only a reload can bring a backend back. Without traffic,
+// obs carries no sessions figures: the ones dcm had are kept, and a server
+// changed since its last traffic observation stays unproven idle.
+func merge(st dcm.State, obs map[string][]dcm.Server, names []string, traffic bool) (_ dcm.State, drift []string, missing bool) {
+	asked := func(string) bool { return true }
+	if names != nil {
+		set := make(map[string]bool, len(names))
+		for _, n := range names {
+			set[n] = true
+		}
+		asked = func(n string) bool { return set[n] }
+	}
 	out := dcm.State{Backends: slices.Clone(st.Backends)}
 	for i, b := range out.Backends {
 		seen, ok := obs[b.Name]
 		if !ok {
-			if all {
+			if asked(b.Name) {
 				drift = append(drift, b.Name+": backend missing in HAProxy")
 				missing = true
 			}
@@ -471,6 +539,7 @@ func merge(st dcm.State, obs map[string][]dcm.Server, all bool) (_ dcm.State, dr
 			if !ok {
 				drift = append(drift, b.Name+"/"+o.Name+": unknown server")
 				o.Origin = dcm.OriginRuntime
+				o.Unobserved = !traffic
 				servers = append(servers, o)
 				continue
 			}
@@ -482,9 +551,11 @@ func merge(st dcm.State, obs map[string][]dcm.Server, all bool) (_ dcm.State, dr
 			if s.Addr != "" || o.Addr != "0.0.0.0" {
 				s.Addr, s.Port = o.Addr, o.Port
 			}
-			s.Weight, s.State = o.Weight, o.State
-			s.Health, s.Sessions, s.Queued, s.UsedConn = o.Health, o.Sessions, o.Queued, o.UsedConn
-			s.Unobserved = false
+			s.Weight, s.State, s.Health = o.Weight, o.State, o.Health
+			if traffic {
+				s.Sessions, s.Queued, s.UsedConn = o.Sessions, o.Queued, o.UsedConn
+				s.Unobserved = false
+			}
 			servers = append(servers, s)
 		}
 		for name := range known {

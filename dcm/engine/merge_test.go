@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+func TestMerge(t *testing.T) {
+	known := dcm.State{Backends: []dcm.Backend{
+		{Name: "be_http:a:x", Servers: []dcm.Server{
+			{Name: "p1:http", Addr: "10.0.0.1", Port: 80, Weight: 1, State: dcm.StateReady, Origin: dcm.OriginRuntime, Pod: "p1", Endpoint: "p1:http", Sessions: 4},
+			{Name: "p2:http", Addr: "10.0.0.2", Port: 80, Weight: 1, State: dcm.StateMaint, Pod: "p2", Endpoint: "p2:http", Unobserved: true, Sessions: 3},
+		}},
+		{Name: "be_http:a:y"},
+	}}
+	tests := []struct {
+		name        string
+		obs         map[string][]dcm.Server
+		names       []string
+		traffic     bool
+		wantDrift   int
+		wantMissing bool
+		check       func(t *testing.T, st dcm.State)
+	}{
+		{
+			name: "figures refreshed, dcm's bookkeeping kept",
+			obs: map[string][]dcm.Server{"be_http:a:x": {
+				{Name: "p1:http", Addr: "10.0.0.1", Port: 80, Weight: 1, State: dcm.StateReady, Health: "UP", Sessions: 2},
+				{Name: "p2:http", Addr: "10.0.0.2", Port: 80, Weight: 1, State: dcm.StateMaint, Health: "MAINT"},
+			}, "be_http:a:y": {}},
+			traffic: true,
+			check: func(t *testing.T, st dcm.State) {
+				p1, _ := st.Backends[0].Server("p1:http")
+				p2, _ := st.Backends[0].Server("p2:http")
+				if p1.Sessions != 2 || p1.Health != "UP" || p1.Pod != "p1" || p1.Origin != dcm.OriginRuntime {
+					t.Errorf("p1 = %+v", p1)
+				}
+				if !p2.Idle() {
+					t.Errorf("p2 observed with no traffic is not idle: %+v", p2)
+				}
+			},
+		},
+		{
+			name: "state-only observation proves no idleness",
+			obs: map[string][]dcm.Server{"be_http:a:x": {
+				{Name: "p1:http", Addr: "10.0.0.1", Port: 80, Weight: 1, State: dcm.StateReady},
+				{Name: "p2:http", Addr: "10.0.0.2", Port: 80, Weight: 1, State: dcm.StateMaint},
+			}},
+			names: []string{"be_http:a:x"},
+			check: func(t *testing.T, st dcm.State) {
+				p2, _ := st.Backends[0].Server("p2:http")
+				if p2.Idle() || p2.Sessions != 3 {
+					t.Errorf("p2 = %+v: figures lost or idleness assumed", p2)
+				}
+			},
+		},
+		{
+			name: "drift: changed by hand, deleted by hand, added by hand",
+			obs: map[string][]dcm.Server{"be_http:a:x": {
+				{Name: "p1:http", Addr: "10.0.0.1", Port: 80, Weight: 7, State: dcm.StateDrain},
+				{Name: "rogue", Addr: "10.0.0.9", Port: 80, Weight: 1, State: dcm.StateReady},
+			}, "be_http:a:y": {}},
+			traffic:   true,
+			wantDrift: 3,
+			check: func(t *testing.T, st dcm.State) {
+				names := []string{}
+				for _, s := range st.Backends[0].Servers {
+					names = append(names, s.Name)
+				}
+				if !slices.Equal(names, []string{"p1:http", "rogue"}) {
+					t.Errorf("servers %v", names)
+				}
+				if p1, _ := st.Backends[0].Server("p1:http"); p1.Weight != 7 || p1.State != dcm.StateDrain {
+					t.Errorf("HAProxy's word is not taken: %+v", p1)
+				}
+			},
+		},
+		{
+			name:        "a backend HAProxy lacks needs a reload",
+			obs:         map[string][]dcm.Server{"be_http:a:x": {}},
+			traffic:     true,
+			wantDrift:   3,
+			wantMissing: true,
+		},
+		{
+			name:    "a backend not asked for is not missing",
+			obs:     map[string][]dcm.Server{},
+			names:   []string{},
+			traffic: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, drift, missing := merge(known, tt.obs, tt.names, tt.traffic)
+			if len(drift) != tt.wantDrift || missing != tt.wantMissing {
+				t.Errorf("drift %q missing %v, want %d, %v", drift, missing, tt.wantDrift, tt.wantMissing)
+			}
+			if tt.check != nil {
+				tt.check(t, st)
+			}
+			if p1 := known.Backends[0].Servers[0]; p1.Sessions != 4 {
+				t.Error("merge modified its input")
+			}
+		})
+	}
+}
