@@ -1,0 +1,120 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// fakeEngine and fakeScaler stand in for the engine and Kubernetes in this
+// package's unit tests; e2e proves the whole path with the real parts.
+type fakeEngine struct {
+	seq     uint64
+	ready   bool
+	actions []string
+}
+
+func (f *fakeEngine) Snapshot() dcm.Snapshot { return dcm.Snapshot{Seq: f.seq, Mode: dcm.ModeDynamic} }
+func (f *fakeEngine) Ready() bool            { return f.ready }
+func (f *fakeEngine) Action(actor, message string, _ dcm.ObjectRef) {
+	f.actions = append(f.actions, actor+": "+message)
+}
+
+type fakeScaler struct {
+	calls []string
+	err   error
+}
+
+func (f *fakeScaler) SetScale(_ context.Context, ns, kind, name string, replicas int32) error {
+	f.calls = append(f.calls, ns+"/"+kind+"/"+name)
+	return f.err
+}
+
+const token = "0123456789abcdef0123456789abcdef"
+
+func TestAPI(t *testing.T) {
+	tests := []struct {
+		name       string
+		method     string
+		path       string
+		auth       string
+		body       string
+		scaleErr   error
+		ready      bool
+		wantCode   int
+		wantBody   string
+		wantScaled bool
+	}{
+		{name: "healthz is open", method: "GET", path: "/healthz", wantCode: 200},
+		{name: "readyz before the first sync", method: "GET", path: "/readyz", wantCode: 503},
+		{name: "readyz after", method: "GET", path: "/readyz", ready: true, wantCode: 200},
+		{name: "metrics are open", method: "GET", path: "/metrics", wantCode: 200, wantBody: "go_goroutines"},
+		{name: "snapshot needs a token", method: "GET", path: "/api/v1/snapshot", wantCode: 401},
+		{name: "a wrong token", method: "GET", path: "/api/v1/snapshot", auth: "Bearer nope", wantCode: 401},
+		{name: "snapshot", method: "GET", path: "/api/v1/snapshot", auth: "Bearer " + token, wantCode: 200, wantBody: `"seq":7`},
+		{name: "scale needs a token", method: "POST", path: "/api/v1/scale", body: `{"namespace":"demo","kind":"Deployment","name":"web","replicas":3}`, wantCode: 401},
+		{name: "scale", method: "POST", path: "/api/v1/scale", auth: "Bearer " + token,
+			body: `{"namespace":"demo","kind":"Deployment","name":"web","replicas":3}`, wantCode: 202, wantScaled: true},
+		{name: "scale at the seq of the preview", method: "POST", path: "/api/v1/scale", auth: "Bearer " + token,
+			body: `{"namespace":"demo","kind":"Deployment","name":"web","replicas":3,"expectSeq":7}`, wantCode: 202, wantScaled: true},
+		{name: "stale preview", method: "POST", path: "/api/v1/scale", auth: "Bearer " + token,
+			body: `{"namespace":"demo","kind":"Deployment","name":"web","replicas":3,"expectSeq":6}`, wantCode: 409, wantBody: `"seq":7`},
+		{name: "bad kind", method: "POST", path: "/api/v1/scale", auth: "Bearer " + token,
+			body: `{"namespace":"demo","kind":"Pod","name":"web","replicas":3}`, wantCode: 400},
+		{name: "hostile name", method: "POST", path: "/api/v1/scale", auth: "Bearer " + token,
+			body: `{"namespace":"demo","kind":"Deployment","name":"web;rm","replicas":3}`, wantCode: 400},
+		{name: "replicas missing", method: "POST", path: "/api/v1/scale", auth: "Bearer " + token,
+			body: `{"namespace":"demo","kind":"Deployment","name":"web"}`, wantCode: 400},
+		{name: "too many replicas", method: "POST", path: "/api/v1/scale", auth: "Bearer " + token,
+			body: `{"namespace":"demo","kind":"Deployment","name":"web","replicas":100000}`, wantCode: 400},
+		{name: "not JSON", method: "POST", path: "/api/v1/scale", auth: "Bearer " + token, body: `{`, wantCode: 400},
+		{name: "oversized body", method: "POST", path: "/api/v1/scale", auth: "Bearer " + token,
+			body: `{"namespace":"` + strings.Repeat("a", 70000) + `"}`, wantCode: 413},
+		{name: "Kubernetes refuses", method: "POST", path: "/api/v1/scale", auth: "Bearer " + token, scaleErr: errors.New("forbidden"),
+			body: `{"namespace":"demo","kind":"Deployment","name":"web","replicas":3}`, wantCode: 502, wantBody: "forbidden", wantScaled: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eng := &fakeEngine{seq: 7, ready: tt.ready}
+			sc := &fakeScaler{err: tt.scaleErr}
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(prometheus.NewGoCollector())
+			h := New(Deps{Engine: eng, Scaler: sc, Gatherer: reg, Token: token, Log: slog.New(slog.DiscardHandler)})
+			req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
+			req.Header.Set("Content-Type", "application/json")
+			if tt.auth != "" {
+				req.Header.Set("Authorization", tt.auth)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			body, _ := io.ReadAll(rec.Body)
+			if rec.Code != tt.wantCode {
+				t.Errorf("HTTP %d, want %d: %s", rec.Code, tt.wantCode, body)
+			}
+			if !strings.Contains(string(body), tt.wantBody) {
+				t.Errorf("body %q lacks %q", body, tt.wantBody)
+			}
+			if scaled := len(sc.calls) > 0; scaled != tt.wantScaled {
+				t.Errorf("scaled = %v, want %v", scaled, tt.wantScaled)
+			}
+			if tt.wantCode == 202 && len(eng.actions) != 1 {
+				t.Errorf("the scale was not recorded in the audit log: %v", eng.actions)
+			}
+			if rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+				t.Error("security headers missing")
+			}
+			if tt.wantCode == http.StatusUnauthorized && rec.Header().Get("WWW-Authenticate") == "" {
+				t.Error("401 without WWW-Authenticate")
+			}
+		})
+	}
+}
