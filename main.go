@@ -1,24 +1,332 @@
+// Command dcm keeps a running HAProxy in step with Kubernetes through
+// HAProxy's runtime API, reloading only when HAProxy cannot change something
+// at runtime. main only reads flags and wires the parts together.
 package main
 
 import (
-	_ "github.com/labstack/echo/v4"
-	_ "github.com/prometheus/client_golang/prometheus"
-	_ "github.com/prometheus/client_golang/prometheus/promhttp"
-	_ "github.com/spf13/pflag"
-	_ "k8s.io/client-go/informers"
-	_ "k8s.io/client-go/kubernetes"
-	_ "k8s.io/client-go/kubernetes/fake"
-	_ "k8s.io/client-go/tools/clientcmd"
-	_ "k8s.io/client-go/util/workqueue"
-	_ "k8s.io/client-go/tools/cache"
-	_ "k8s.io/client-go/tools/record"
-	_ "k8s.io/client-go/rest"
-	_ "k8s.io/api/discovery/v1"
-	_ "k8s.io/api/networking/v1"
-	_ "k8s.io/api/apps/v1"
-	_ "k8s.io/api/autoscaling/v1"
-	_ "k8s.io/client-go/testing"
-	_ "github.com/labstack/echo/v4/middleware"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/demo"
+	"github.com/dcm-router/dcm/dcm/engine"
+	"github.com/dcm-router/dcm/dcm/haproxy"
+	"github.com/dcm-router/dcm/dcm/kube"
+	"github.com/dcm-router/dcm/server"
 )
 
-func main() {}
+type options struct {
+	kubeconfig    string
+	demo          bool
+	listen        string
+	httpBind      string
+	httpsBind     string
+	haproxyBin    string
+	masterSocket  string
+	workDir       string
+	mode          string
+	slots         int
+	poolSize      int
+	namespaces    []string
+	ingressClass  string
+	authTokenFile string
+	logLevel      string
+	demoReady     time.Duration
+	demoPreStop   time.Duration
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := pflag.NewFlagSet("dcm", pflag.ContinueOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, then in-cluster config, else the embedded demo")
+	fs.BoolVar(&o.demo, "demo", false, "run the embedded demo: an in-memory cluster whose pods are local HTTP servers")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address of the portal, API and metrics")
+	fs.StringVar(&o.httpBind, "http-bind", "127.0.0.1:8000", "address of HAProxy's HTTP frontend")
+	fs.StringVar(&o.httpsBind, "https-bind", "127.0.0.1:8443", "address of HAProxy's HTTPS frontend (TLS routes)")
+	fs.StringVar(&o.haproxyBin, "haproxy-bin", "haproxy", "HAProxy binary (2.6 or newer)")
+	fs.StringVar(&o.masterSocket, "haproxy-master-socket", "", "attach to a running HAProxy master through this socket instead of starting one")
+	fs.StringVar(&o.workDir, "work-dir", "", "directory for haproxy.cfg, map files and sockets (default: a directory under the user cache)")
+	fs.StringVar(&o.mode, "mode", string(dcm.ModeDynamic), "how changes reach HAProxy: dynamic (runtime API), slots (pre-allocated slots, reload when full) or reload (reload on every change)")
+	fs.IntVar(&o.slots, "slots", 8, "free server slots per backend in --mode=slots")
+	fs.IntVar(&o.poolSize, "pool-size", 0, "spare backends per route kind for new routes without reload (not used yet: new routes reload)")
+	fs.StringSliceVar(&o.namespaces, "namespace", nil, "watch only these namespaces (repeatable; default all)")
+	fs.StringVar(&o.ingressClass, "ingress-class", "", "serve only Ingresses of this class (default: all)")
+	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file holding the API bearer token (default: a random token printed at start)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&o.demoReady, "demo-readiness-delay", 500*time.Millisecond, "demo: time from pod start to ready")
+	fs.DurationVar(&o.demoPreStop, "demo-prestop-delay", time.Second, "demo: time a terminating pod keeps accepting before it shuts down")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if _, err := dcm.ParseMode(o.mode); err != nil {
+		return o, err
+	}
+	if o.mode == string(dcm.ModeSlots) && o.slots < 1 {
+		return o, errors.New("--slots must be at least 1 in --mode=slots")
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, pflag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dcm:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "dcm:", err)
+		os.Exit(1)
+	}
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// kubeClient returns a client for the real cluster, or nil when dcm should
+// run the demo.
+func kubeClient(o options) (kubernetes.Interface, error) {
+	if o.demo {
+		return nil, nil
+	}
+	var cfg *rest.Config
+	var err error
+	switch path := o.kubeconfig; {
+	case path != "" || os.Getenv("KUBECONFIG") != "":
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = path
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	default:
+		cfg, err = rest.InClusterConfig()
+		if errors.Is(err, rest.ErrNotInCluster) {
+			return nil, nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes config: %w", err)
+	}
+	cfg.UserAgent = "dcm"
+	return kubernetes.NewForConfig(cfg)
+}
+
+func token(path string) (string, bool, error) {
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", false, fmt.Errorf("--auth-token-file: %w", err)
+		}
+		t := strings.TrimSpace(string(b))
+		if len(t) < 16 {
+			return "", false, fmt.Errorf("--auth-token-file %s: the token must be at least 16 characters", path)
+		}
+		return t, false, nil
+	}
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", false, fmt.Errorf("random token: %w", err)
+	}
+	return hex.EncodeToString(b), true, nil
+}
+
+func workDir(dir string) (string, error) {
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("--work-dir not set and no user cache dir: %w", err)
+		}
+		dir = filepath.Join(base, "dcm")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("--work-dir: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("--work-dir: %w", err)
+	}
+	return dir, nil
+}
+
+func run(ctx context.Context, o options, out io.Writer) error {
+	log, err := newLogger(o.logLevel)
+	if err != nil {
+		return err
+	}
+	dir, err := workDir(o.workDir)
+	if err != nil {
+		return err
+	}
+	tok, generated, err := token(o.authTokenFile)
+	if err != nil {
+		return err
+	}
+	version, err := haproxy.DetectVersion(ctx, o.haproxyBin)
+	if err != nil {
+		return err
+	}
+	client, err := kubeClient(o)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 4)
+	parts := 0 // goroutines that report on errs when they end
+	var cluster *demo.Cluster
+	if client == nil {
+		cluster, err = demo.New(demo.Options{Apps: demo.DefaultApps(), ReadinessDelay: o.demoReady, PreStopDelay: o.demoPreStop}, log.With("part", "demo"))
+		if err != nil {
+			return fmt.Errorf("demo cluster: %w", err)
+		}
+		client = cluster.Client()
+		parts++
+		go func() { errs <- wrap("demo", cluster.Run(ctx)) }()
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := engine.NewMetrics(reg)
+	caps := haproxy.CapsFor(version, dcm.Mode(o.mode), o.slots)
+	driver := haproxy.NewDriver(haproxy.DriverConfig{
+		Binary:       o.haproxyBin,
+		WorkDir:      dir,
+		MasterSocket: o.masterSocket,
+		Settings:     haproxy.Settings{AdminSocket: filepath.Join(dir, "admin.sock"), HTTPBind: o.httpBind},
+		Observer:     metrics.ObserveCommand,
+	}, log.With("part", "haproxy"))
+	eng := engine.New(engine.Config{Caps: caps}, driver, metrics, log.With("part", "engine"))
+	source := kube.NewSource(client, kube.Options{IngressClass: o.ingressClass, Namespaces: o.namespaces}, eng, log.With("part", "kube"))
+	parts += 2
+	go func() { errs <- wrap("kubernetes", source.Run(ctx)) }()
+	go func() { errs <- wrap("engine", eng.Run(ctx, source)) }()
+
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           server.New(server.Deps{Engine: eng, Scaler: kube.NewScaler(client), Gatherer: reg, Token: tok, Log: log.With("part", "server")}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	parts++
+	go func() { errs <- wrap("portal", ignoreClosed(srv.Serve(ln))) }()
+
+	var first error
+	reported := 0
+	select {
+	case <-ready(ctx, eng):
+		printBanner(out, o, ln.Addr().String(), tok, generated, cluster != nil, dir)
+		select {
+		case <-ctx.Done():
+		case first = <-errs:
+			reported++
+		}
+	case <-ctx.Done():
+	case first = <-errs:
+		reported++
+		if first == nil {
+			first = errors.New("stopped before HAProxy was ready")
+		}
+	}
+	return stopAll(cancel, srv, errs, parts-reported, first)
+}
+
+// stopAll cancels every part and waits (bounded) until each has ended, so
+// HAProxy and the demo's pods are gone when dcm exits. n is the number of
+// parts still to report; first is the error that ended the run, if any.
+func stopAll(cancel context.CancelFunc, srv *http.Server, errs <-chan error, n int, first error) error {
+	cancel()
+	shutdown, done := context.WithTimeout(context.Background(), 10*time.Second)
+	defer done()
+	_ = srv.Shutdown(shutdown)
+	for ; n > 0; n-- {
+		select {
+		case err := <-errs:
+			if first == nil {
+				first = err
+			}
+		case <-shutdown.Done():
+			return errors.Join(first, errors.New("some parts did not stop within 10s"))
+		}
+	}
+	return first
+}
+
+// ready is closed once the engine runs HAProxy with the first complete state.
+func ready(ctx context.Context, eng *engine.Engine) <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for !eng.Ready() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+		close(c)
+	}()
+	return c
+}
+
+func printBanner(out io.Writer, o options, portal, tok string, generated, isDemo bool, dir string) {
+	fmt.Fprintf(out, "\ndcm is running (mode %s); HAProxy files in %s\n", o.mode, dir)
+	fmt.Fprintf(out, "  portal and API:  http://%s/\n", portal)
+	if generated {
+		fmt.Fprintf(out, "  admin token:     %s\n", tok)
+	} else {
+		fmt.Fprintf(out, "  admin token:     from %s\n", o.authTokenFile)
+	}
+	fmt.Fprintf(out, "  snapshot:        curl -H 'Authorization: Bearer %s' http://%s/api/v1/snapshot\n", tok, portal)
+	if isDemo {
+		fmt.Fprintf(out, "  through HAProxy: curl -H 'Host: web.demo.localhost' http://%s/\n", o.httpBind)
+		fmt.Fprintf(out, "  scale web to 5:  curl -X POST -H 'Authorization: Bearer %s' -d '{\"namespace\":\"demo\",\"kind\":\"Deployment\",\"name\":\"web\",\"replicas\":5}' -H 'Content-Type: application/json' http://%s/api/v1/scale\n", tok, portal)
+	}
+	fmt.Fprintln(out)
+}
+
+func wrap(part string, err error) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", part, err)
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,49 @@
+# dcm — make run starts the embedded demo, make test runs everything CI runs.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/dcm
+WORK ?= .work/demo
+# Debian's packages the project needs: HAProxy to drive, curl for the README's lines.
+APT_PACKAGES := haproxy curl
+
+.PHONY: all deps build run test unit vet fmt-check bench clean
+
+all: build
+
+## deps: install what is missing (Debian packages as root, Go modules)
+deps:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "run make deps as root to install:$$missing" >&2; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@haproxy -v | head -1
+	@$(GO) mod download
+
+## build: the dcm binary
+build:
+	$(GO) build -o $(BIN) .
+
+## run: build and start the embedded demo (in-memory cluster, real HAProxy, local pods)
+run: deps build
+	./$(BIN) --demo --work-dir $(WORK)
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## test: everything CI runs (unit, integration with the real haproxy binary, e2e)
+test: deps fmt-check vet
+	$(GO) test -count=1 -timeout 20m ./...
+
+## bench: the benchmarks (planner, runtime API round trip, event to HAProxy reply)
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./dcm/...
+
+clean:
+	rm -rf bin .work

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{args: nil},
+		{args: []string{"--mode=slots", "--slots=1"}},
+		{args: []string{"--mode=reload", "--namespace=a", "--namespace=b"}},
+		{args: []string{"--mode=fast"}, wantErr: "unknown mode"},
+		{args: []string{"--mode=slots", "--slots=0"}, wantErr: "--slots"},
+		{args: []string{"extra"}, wantErr: "unexpected arguments"},
+		{args: []string{"--no-such-flag"}, wantErr: "unknown flag"},
+	}
+	for _, tt := range tests {
+		_, err := parseFlags(tt.args)
+		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("parseFlags(%q) = %v, want error containing %q", tt.args, err, tt.wantErr)
+		}
+	}
+}
+
+// TestRunNeedsUsableHAProxy: a missing or too old haproxy stops dcm at once
+// with an error that says what to do.
+func TestRunNeedsUsableHAProxy(t *testing.T) {
+	old := filepath.Join(t.TempDir(), "haproxy")
+	if err := os.WriteFile(old, []byte("#!/bin/sh\necho 'HAProxy version 1.8.30 2021/04/12 - https://haproxy.org/'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		bin  string
+		want []string
+	}{
+		{bin: filepath.Join(t.TempDir(), "missing-haproxy"), want: []string{"not found", "make deps", "--haproxy-bin"}},
+		{bin: old, want: []string{"1.8.30", "2.6"}},
+	}
+	for _, tt := range tests {
+		o, err := parseFlags([]string{"--demo", "--haproxy-bin", tt.bin, "--work-dir", t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = run(context.Background(), o, io.Discard)
+		if err == nil {
+			t.Fatalf("run with haproxy %s succeeded", tt.bin)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("error %q does not mention %q", err, w)
+			}
+		}
+	}
+}
