@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/demo"
@@ -183,6 +184,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// client-go reports watch failures and retries through klog.
+	klog.SetSlogLogger(log.With("part", "client-go"))
 	dir, err := workDir(o.workDir)
 	if err != nil {
 		return err
@@ -303,7 +306,7 @@ func ready(ctx context.Context, eng *engine.Engine) <-chan struct{} {
 
 func printBanner(out io.Writer, o options, portal, tok string, generated, isDemo bool, dir string) {
 	fmt.Fprintf(out, "\ndcm is running (mode %s); HAProxy files in %s\n", o.mode, dir)
-	fmt.Fprintf(out, "  portal and API:  http://%s/\n", portal)
+	fmt.Fprintf(out, "  API, metrics:    http://%s/api/v1/snapshot  http://%s/metrics\n", portal, portal)
 	if generated {
 		fmt.Fprintf(out, "  admin token:     %s\n", tok)
 	} else {

@@ -53,7 +53,7 @@ func TestBinaryDemo(t *testing.T) {
 	})
 
 	banner := readBanner(t, stdout)
-	portal := match(t, banner, `portal and API:\s+http://(\S+)/`)
+	portal := match(t, banner, `API, metrics:\s+http://(\S+)/api`)
 	token := match(t, banner, `admin token:\s+(\S+)`)
 	if !strings.Contains(banner, "curl -H 'Host: web.demo.localhost' http://"+httpAddr+"/") {
 		t.Errorf("the banner lacks the curl line through HAProxy:\n%s", banner)
