@@ -40,10 +40,15 @@ fmt-check:
 ## test: everything CI runs (unit, integration with the real haproxy binary, e2e)
 test: deps fmt-check vet
 	$(GO) test -count=1 -timeout 20m ./...
+	# The race detector on the packages that do not pull in client-go (it
+	# would add ten minutes of compiling on two cores).
+	$(GO) test -race -count=1 -timeout 10m ./dcm/engine/ ./dcm/haproxy/ ./dcm/plan/ ./server/
 
-## bench: the benchmarks (planner, runtime API round trip, event to HAProxy reply)
+## bench: planner, renderer, runtime API round trip, and event to HAProxy reply at 1,000 routes
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./dcm/...
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./dcm/plan/
+	$(GO) test -run '^$$' -bench . ./dcm/haproxy/
+	$(GO) test -run '^$$' -bench EventToHAProxy -benchtime 500x ./e2e/
 
 clean:
 	rm -rf bin .work
