@@ -339,9 +339,10 @@ func (h *harness) draining(ns, svc, pod string) {
 		ep, ok := eps[pod]
 		return ok && !ep.ready && ep.serving && ep.terminating, fmt.Sprintf("%+v", ep)
 	})
-	if !h.rec.sawDraining(pod) {
-		h.t.Errorf("the slice watch never saw %s draining", pod)
-	}
+	// The watch delivers the same write a moment after a List returns it.
+	waitFor(h.t, 2*time.Second, "the slice watch to see "+pod+" draining", func() (bool, string) {
+		return h.rec.sawDraining(pod), ""
+	})
 }
 
 func (h *harness) refuses(addr string) bool {
@@ -424,9 +425,8 @@ func TestScaleThroughScaleSubresource(t *testing.T) {
 			if _, kept := eps[pod]; kept {
 				continue
 			}
-			if !h.rec.sawDraining(pod) {
-				t.Errorf("scale to %d: removed pod %s never showed as ready=false serving=true terminating=true", step.replicas, pod)
-			}
+			waitFor(t, 2*time.Second, fmt.Sprintf("scale to %d: the slice watch to have seen removed pod %s as ready=false serving=true terminating=true", step.replicas, pod),
+				func() (bool, string) { return h.rec.sawDraining(pod), "" })
 			waitFor(t, 5*time.Second, ep.addr+" to stop listening", func() (bool, string) { return h.refuses(ep.addr), "" })
 		}
 		if slow != nil {
