@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -249,6 +250,10 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	reported := 0
 	select {
 	case <-ready(ctx, eng):
+		if cluster != nil {
+			// The curl lines of the banner should answer with a pod name.
+			demoServing(ctx, eng, 15*time.Second)
+		}
 		printBanner(out, o, ln.Addr().String(), tok, generated, cluster != nil, dir)
 		select {
 		case <-ctx.Done():
@@ -302,6 +307,23 @@ func ready(ctx context.Context, eng *engine.Engine) <-chan struct{} {
 		close(c)
 	}()
 	return c
+}
+
+// demoServing waits, bounded, until every demo route has a ready server.
+func demoServing(ctx context.Context, eng *engine.Engine, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		serving := true
+		for _, b := range eng.Snapshot().Backends {
+			if !slices.ContainsFunc(b.Servers, func(s dcm.Server) bool { return s.State == dcm.StateReady }) {
+				serving = false
+			}
+		}
+		if serving {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func printBanner(out io.Writer, o options, portal, tok string, generated, isDemo bool, dir string) {
