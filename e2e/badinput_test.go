@@ -109,17 +109,20 @@ func TestHostileObjectsAreRejectedAlone(t *testing.T) {
 			t.Errorf("EndpointSlice %s not listed as rejected", sl.Name)
 		}
 	}
-	rec.mu.Lock()
-	events := 0
-	for _, ev := range rec.events {
-		if ev.Type == dcm.EventRejected {
-			events++
+	s.eventually("a rejected event per object", 5*time.Second, func() error {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		events := 0
+		for _, ev := range rec.events {
+			if ev.Type == dcm.EventRejected {
+				events++
+			}
 		}
-	}
-	rec.mu.Unlock()
-	if events < want {
-		t.Errorf("%d rejected events, want %d", events, want)
-	}
+		if events < want {
+			return fmt.Errorf("%d rejected events, want %d", events, want)
+		}
+		return nil
+	})
 
 	// Nothing of them reached HAProxy's files.
 	for _, name := range []string{"haproxy.cfg", "maps/host_exact.map", "maps/host_prefix.map"} {
