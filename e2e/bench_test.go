@@ -19,6 +19,7 @@ import (
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/kube"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 // seenSource passes the kube source through and keeps the informer time of
@@ -110,7 +111,7 @@ func BenchmarkEventToHAProxy1000Routes(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	log := testLogger(b)
+	log := testkit.Logger(b)
 	src := &seenSource{Source: kube.NewSource(client, kube.Options{}, nil, log)}
 	runCtx, cancel := context.WithCancel(ctx)
 	srcDone := make(chan struct{})

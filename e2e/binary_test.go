@@ -16,27 +16,28 @@ import (
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 // TestBinaryDemo runs dcm as make run does (built binary, --demo) and uses
 // only what a user has: the printed banner, curl-like requests through
 // HAProxy, the bearer-token API and the metrics endpoint.
 func TestBinaryDemo(t *testing.T) {
-	requireHAProxy(t)
+	testkit.HAProxy(t)
 	bin := filepath.Join(t.TempDir(), "dcm")
 	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "..")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	dir := shortDir(t)
-	httpAddr := freeAddr(t)
+	dir := testkit.ShortDir(t)
+	httpAddr := testkit.FreeAddr(t)
 	cmd := exec.Command(bin, "--demo", "--work-dir", dir, "--listen", "127.0.0.1:0", "--http-bind", httpAddr,
 		"--demo-readiness-delay", "100ms", "--demo-prestop-delay", "200ms")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = testWriter{t}
+	cmd.Stderr = testkit.Writer{TB: t}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,16 +2,14 @@ package e2e
 
 import (
 	"context"
-	"io"
-	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/haproxy"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 // staticSource is a desired state the test sets by hand: it stands in for
@@ -50,32 +48,12 @@ func (s *staticSource) set(d dcm.Desired) {
 }
 
 // pod is a local HTTP server answering its name, slowly on /slow?ms=N.
-type pod struct {
-	name string
-	addr string
-	port int
-}
+type pod testkit.Backend
 
-func startPod(t *testing.T, ip, name string) pod {
-	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		t.Fatalf("listen on %s: %v", ip, err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ms, err := strconv.Atoi(r.URL.Query().Get("ms")); err == nil {
-			time.Sleep(time.Duration(ms) * time.Millisecond)
-		}
-		io.WriteString(w, name+"\n")
-	}), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	a := l.Addr().(*net.TCPAddr)
-	return pod{name: name, addr: a.IP.String(), port: a.Port}
-}
+func startPod(t *testing.T, ip, name string) pod { return pod(testkit.StartBackend(t, ip, name)) }
 
 func (p pod) endpoint(st dcm.AdminState) dcm.Endpoint {
-	return dcm.Endpoint{Name: p.name + ":http", Addr: p.addr, Port: p.port, Weight: 1, State: st, Pod: p.name}
+	return dcm.Endpoint{Name: p.Name + ":http", Addr: p.Addr, Port: p.Port, Weight: 1, State: st, Pod: p.Name}
 }
 
 var appRoute = dcm.Route{Namespace: "test", Name: "app", Source: dcm.SourceIngress, Kind: dcm.KindHTTP,

@@ -7,11 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -27,53 +23,8 @@ import (
 	"github.com/dcm-router/dcm/dcm/engine"
 	"github.com/dcm-router/dcm/dcm/haproxy"
 	"github.com/dcm-router/dcm/dcm/kube"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
-
-// requireHAProxy skips only when the real binary is genuinely absent.
-func requireHAProxy(tb testing.TB) string {
-	tb.Helper()
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
-		tb.Skipf("haproxy binary not found on PATH (%v): install Debian's haproxy package with make deps", err)
-	}
-	return bin
-}
-
-// shortDir is a per-test directory short enough for unix socket paths.
-func shortDir(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.MkdirTemp("", "dcm-e2e")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-type testWriter struct{ tb testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.tb.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-func testLogger(tb testing.TB) *slog.Logger {
-	level := slog.LevelWarn
-	if os.Getenv("DCM_TEST_LOG") != "" {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(testWriter{tb}, &slog.HandlerOptions{Level: level}))
-}
 
 // stackOptions choose what a test runs.
 type stackOptions struct {
@@ -103,13 +54,13 @@ type stack struct {
 
 func startStack(tb testing.TB, o stackOptions) *stack {
 	tb.Helper()
-	bin := requireHAProxy(tb)
+	bin := testkit.HAProxy(tb)
 	if o.caps.Mode == "" {
 		o.caps = dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
 	}
-	log := testLogger(tb)
+	log := testkit.Logger(tb)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &stack{t: tb, dir: shortDir(tb), httpAddr: freeAddr(tb), reg: prometheus.NewRegistry(),
+	s := &stack{t: tb, dir: testkit.ShortDir(tb), httpAddr: testkit.FreeAddr(tb), reg: prometheus.NewRegistry(),
 		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	var wg sync.WaitGroup
 	tb.Cleanup(func() {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 // TestReadReplyStream splits a prompt-mode stream captured from HAProxy
@@ -142,7 +143,7 @@ func TestCommandFor(t *testing.T) {
 // answers every line of later ones with an empty prompt-mode reply.
 func fakeAdmin(t *testing.T, hang int32) (string, *atomic.Int32) {
 	t.Helper()
-	path := filepath.Join(workDir(t), "fake.sock")
+	path := filepath.Join(testkit.ShortDir(t), "fake.sock")
 	l, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)

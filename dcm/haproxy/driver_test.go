@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 func observeOne(t *testing.T, d *Driver, backend string) map[string]dcm.Server {
@@ -55,9 +56,9 @@ func commandErrors(err error) []*CommandError {
 func TestApplyLifecycle(t *testing.T) {
 	t.Parallel()
 	r := route("ns", "life", "life.example", "/", dcm.PathPrefix)
-	base := startEcho(t, "127.0.0.2", "base")
-	one := startEcho(t, "127.0.0.3", "one")
-	two := startEcho(t, "127.0.0.4", "two")
+	base := testkit.StartBackend(t, "127.0.0.2", "base")
+	one := testkit.StartBackend(t, "127.0.0.3", "one")
+	two := testkit.StartBackend(t, "127.0.0.4", "two")
 	be := r.BackendName()
 	d, bind := startDriver(t, state(backendFor(r, serverFor(base, dcm.StateMaint))))
 	ctx := context.Background()
@@ -138,7 +139,7 @@ func TestApplyLifecycle(t *testing.T) {
 func TestApplyFailures(t *testing.T) {
 	t.Parallel()
 	r := route("ns", "fail", "fail.example", "/", dcm.PathPrefix)
-	e := startEcho(t, "127.0.0.2", "e")
+	e := testkit.StartBackend(t, "127.0.0.2", "e")
 	be := r.BackendName()
 	s := serverFor(e, dcm.StateReady)
 	d, _ := startDriver(t, state(backendFor(r, s)))
@@ -191,7 +192,7 @@ func TestApplyFailures(t *testing.T) {
 func TestApplyLargeBatch(t *testing.T) {
 	t.Parallel()
 	r := route("ns", "big", "big.example", "/", dcm.PathPrefix)
-	e := startEcho(t, "127.0.0.2", "e")
+	e := testkit.StartBackend(t, "127.0.0.2", "e")
 	be := r.BackendName()
 	var seen int
 	d, _ := startDriver(t, state(backendFor(r)), func(c *DriverConfig) {
@@ -241,9 +242,9 @@ func TestWriteThenReload(t *testing.T) {
 	t.Parallel()
 	r := route("ns", "wr", "wr.example", "/", dcm.PathPrefix)
 	be := r.BackendName()
-	a := startEcho(t, "127.0.0.2", "a")
-	b := startEcho(t, "127.0.0.3", "b")
-	c := startEcho(t, "127.0.0.4", "c")
+	a := testkit.StartBackend(t, "127.0.0.2", "a")
+	b := testkit.StartBackend(t, "127.0.0.3", "b")
+	c := testkit.StartBackend(t, "127.0.0.4", "c")
 	sa, sb := serverFor(a, dcm.StateReady), serverFor(b, dcm.StateReady)
 	d, bind := startDriver(t, state(backendFor(r, sa, sb)))
 	ctx := context.Background()
@@ -306,7 +307,7 @@ func TestWriteThenReload(t *testing.T) {
 func TestReloadRefusesInvalidConfig(t *testing.T) {
 	t.Parallel()
 	r := route("ns", "ok", "ok.example", "/", dcm.PathPrefix)
-	e := startEcho(t, "127.0.0.2", "ok")
+	e := testkit.StartBackend(t, "127.0.0.2", "ok")
 	st := state(backendFor(r, serverFor(e, dcm.StateReady)))
 	d, bind := startDriver(t, st)
 	ctx := context.Background()
@@ -343,7 +344,7 @@ func TestReloadRefusesInvalidConfig(t *testing.T) {
 func TestReloadRejectedByMaster(t *testing.T) {
 	t.Parallel()
 	r := route("ns", "ok", "ok.example", "/", dcm.PathPrefix)
-	e := startEcho(t, "127.0.0.2", "ok")
+	e := testkit.StartBackend(t, "127.0.0.2", "ok")
 	st := state(backendFor(r, serverFor(e, dcm.StateReady)))
 	d, bind := startDriver(t, st, func(c *DriverConfig) { c.ReloadTimeout = 10 * time.Second })
 	ctx := context.Background()
@@ -353,7 +354,7 @@ func TestReloadRejectedByMaster(t *testing.T) {
 	onDisk, err := os.ReadFile(cfgPath)
 	mustf(t, err, "read cfg")
 
-	busy := startEcho(t, "127.0.0.1", "busy") // a plain listener, without SO_REUSEPORT
+	busy := testkit.StartBackend(t, "127.0.0.1", "busy") // a plain listener, without SO_REUSEPORT
 	settings := d.cfg.Settings
 	settings.HTTPBind = fmt.Sprintf("127.0.0.1:%d", busy.Port)
 	files, err := Render(settings, st)
@@ -389,7 +390,7 @@ func TestReloadRejectedByMaster(t *testing.T) {
 func TestMasterKilledIsRestarted(t *testing.T) {
 	t.Parallel()
 	r := route("ns", "k", "k.example", "/", dcm.PathPrefix)
-	e := startEcho(t, "127.0.0.2", "alive")
+	e := testkit.StartBackend(t, "127.0.0.2", "alive")
 	d, bind := startDriver(t, state(backendFor(r, serverFor(e, dcm.StateReady))))
 	ctx := context.Background()
 	pid := d.proc.PID()
@@ -434,7 +435,7 @@ func TestFreeSlot(t *testing.T) {
 	t.Parallel()
 	r := route("ns", "slots", "slots.example", "/", dcm.PathPrefix)
 	be := r.BackendName()
-	e := startEcho(t, "127.0.0.2", "slotted")
+	e := testkit.StartBackend(t, "127.0.0.2", "slotted")
 	d, bind := startDriver(t, state(backendFor(r, dcm.Server{Name: "slot1", Weight: 1}, dcm.Server{Name: "slot2", Weight: 1})))
 	ctx := context.Background()
 	if s := observeOne(t, d, be)["slot1"]; s.Addr != "0.0.0.0" || s.Port != 1 || s.State != dcm.StateMaint {
@@ -462,8 +463,8 @@ func TestIPv6(t *testing.T) {
 	}
 	r := route("ns", "six", "six.example", "/", dcm.PathPrefix)
 	be := r.BackendName()
-	cfgSrv := startEcho(t, "::1", "six-cfg")
-	rtSrv := startEcho(t, "::1", "six-rt")
+	cfgSrv := testkit.StartBackend(t, "::1", "six-cfg")
+	rtSrv := testkit.StartBackend(t, "::1", "six-rt")
 	s := serverFor(cfgSrv, dcm.StateReady)
 	d, bind := startDriver(t, state(backendFor(r, s)))
 	ctx := context.Background()
@@ -487,7 +488,7 @@ func TestIPv6(t *testing.T) {
 // TestObserveBackends limits observation to some backends, by name.
 func TestObserveBackends(t *testing.T) {
 	t.Parallel()
-	e := startEcho(t, "127.0.0.2", "e")
+	e := testkit.StartBackend(t, "127.0.0.2", "e")
 	r1 := route("ns", "one", "one.example", "/", dcm.PathPrefix)
 	r2 := route("ns", "two", "two.example", "/", dcm.PathPrefix)
 	r3 := route("ns", "empty", "three.example", "/", dcm.PathPrefix)
@@ -511,14 +512,14 @@ func TestObserveBackends(t *testing.T) {
 // and Start reports HAProxy's own words.
 func TestStartFailsWithHAProxyMessage(t *testing.T) {
 	t.Parallel()
-	bin := haproxyBin(t)
-	dir := workDir(t)
-	busy := startEcho(t, "127.0.0.1", "busy")
+	bin := testkit.HAProxy(t)
+	dir := testkit.ShortDir(t)
+	busy := testkit.StartBackend(t, "127.0.0.1", "busy")
 	d := NewDriver(DriverConfig{
 		Binary:   bin,
 		WorkDir:  dir,
 		Settings: Settings{AdminSocket: filepath.Join(dir, "admin.sock"), HTTPBind: fmt.Sprintf("127.0.0.1:%d", busy.Port)},
-	}, testLogger(t))
+	}, testkit.Logger(t))
 	defer d.Close()
 	err := d.Start(context.Background(), dcm.State{})
 	if err == nil {
@@ -532,16 +533,16 @@ func TestStartFailsWithHAProxyMessage(t *testing.T) {
 // TestAttach drives a master started by someone else through its socket.
 func TestAttach(t *testing.T) {
 	t.Parallel()
-	bin := haproxyBin(t)
-	dir := workDir(t)
-	bind := freeAddr(t)
+	bin := testkit.HAProxy(t)
+	dir := testkit.ShortDir(t)
+	bind := testkit.FreeAddr(t)
 	settings := Settings{AdminSocket: filepath.Join(dir, "admin.sock"), HTTPBind: bind}
 	// Someone else's master, on a configuration dcm did not write.
 	files, err := Render(settings, dcm.State{})
 	mustf(t, err, "render")
 	mustf(t, WriteFiles(dir, files, Files{}), "write")
 	master := filepath.Join(dir, "other-master.sock")
-	other := NewProcess(ProcessConfig{Binary: bin, ConfigFile: filepath.Join(dir, ConfigName), MasterSocket: master, AdminSocket: settings.AdminSocket}, testLogger(t))
+	other := NewProcess(ProcessConfig{Binary: bin, ConfigFile: filepath.Join(dir, ConfigName), MasterSocket: master, AdminSocket: settings.AdminSocket}, testkit.Logger(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {
 		cancel()
@@ -550,8 +551,8 @@ func TestAttach(t *testing.T) {
 	mustf(t, other.Start(ctx), "start the other master")
 
 	r := route("ns", "att", "att.example", "/", dcm.PathPrefix)
-	e := startEcho(t, "127.0.0.2", "attached")
-	d := NewDriver(DriverConfig{Binary: bin, WorkDir: dir, Settings: settings, MasterSocket: master}, testLogger(t))
+	e := testkit.StartBackend(t, "127.0.0.2", "attached")
+	d := NewDriver(DriverConfig{Binary: bin, WorkDir: dir, Settings: settings, MasterSocket: master}, testkit.Logger(t))
 	defer d.Close()
 	mustf(t, d.Start(ctx, state(backendFor(r, serverFor(e, dcm.StateReady)))), "attach")
 	if code, body := get(t, bind, "att.example", "/"); code != 200 || body != "attached" {

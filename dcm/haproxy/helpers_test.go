@@ -4,95 +4,23 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
-
-// haproxyBin skips the test only when no haproxy binary is installed.
-func haproxyBin(tb testing.TB) string {
-	tb.Helper()
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
-		tb.Skipf("haproxy binary not found on PATH (%v): install Debian's haproxy package (make deps)", err)
-	}
-	return bin
-}
-
-// workDir is a per-test directory short enough for unix socket paths.
-func workDir(tb testing.TB) string {
-	tb.Helper()
-	dir := tb.TempDir()
-	if len(dir)+len("/admin.sock") < 100 {
-		return dir
-	}
-	dir, err := os.MkdirTemp("", "dcmha")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
-// freeAddr finds a free loopback TCP address.
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// echoServer is a tiny HTTP server on host answering its name.
-type echoServer struct {
-	Name string
-	Addr string
-	Port int
-}
-
-func startEcho(tb testing.TB, host, name string) echoServer {
-	tb.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		tb.Fatalf("listen on %s: %v", host, err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, name)
-	}), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(l)
-	tb.Cleanup(func() { srv.Close() })
-	ap := l.Addr().(*net.TCPAddr)
-	return echoServer{Name: name, Addr: ap.IP.String(), Port: ap.Port}
-}
-
-func testLogger(tb testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct{ tb testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.tb.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // startDriver starts HAProxy serving st; Cleanup stops and reaps it.
 func startDriver(tb testing.TB, st dcm.State, mut ...func(*DriverConfig)) (*Driver, string) {
 	tb.Helper()
-	bin := haproxyBin(tb)
-	dir := workDir(tb)
-	bind := freeAddr(tb)
+	bin := testkit.HAProxy(tb)
+	dir := testkit.ShortDir(tb)
+	bind := testkit.FreeAddr(tb)
 	cfg := DriverConfig{
 		Binary:      bin,
 		WorkDir:     dir,
@@ -102,7 +30,7 @@ func startDriver(tb testing.TB, st dcm.State, mut ...func(*DriverConfig)) (*Driv
 	for _, m := range mut {
 		m(&cfg)
 	}
-	d := NewDriver(cfg, testLogger(tb))
+	d := NewDriver(cfg, testkit.Logger(tb))
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(func() {
 		d.Close()
@@ -143,7 +71,7 @@ func backendFor(r dcm.Route, servers ...dcm.Server) dcm.Backend {
 	return dcm.Backend{Name: r.BackendName(), Kind: r.Kind, Route: r, Servers: servers}
 }
 
-func serverFor(e echoServer, state dcm.AdminState) dcm.Server {
+func serverFor(e testkit.Backend, state dcm.AdminState) dcm.Server {
 	name := "s-" + e.Name
 	return dcm.Server{Name: name, Endpoint: name, Addr: e.Addr, Port: e.Port, Weight: 1, State: state}
 }

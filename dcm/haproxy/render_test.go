@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 var testSettings = Settings{AdminSocket: "/run/dcm/admin.sock", HTTPBind: "127.0.0.1:8000", HardStopAfter: 30 * time.Second}
@@ -236,8 +237,8 @@ func FuzzRender(f *testing.F) {
 }
 
 func TestValidate(t *testing.T) {
-	bin := haproxyBin(t)
-	dir := workDir(t)
+	bin := testkit.HAProxy(t)
+	dir := testkit.ShortDir(t)
 	r := route("ns", "v", "v.example", "/", dcm.PathPrefix)
 	good, err := Render(Settings{AdminSocket: filepath.Join(dir, "admin.sock"), HTTPBind: "127.0.0.1:1"},
 		state(backendFor(r, dcm.Server{Name: "s", Endpoint: "s", Addr: "::1", Port: 80, Weight: 1, State: dcm.StateReady, Check: true}, dcm.Server{Name: "slot1", Weight: 1})))

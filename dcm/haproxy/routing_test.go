@@ -4,12 +4,13 @@ import (
 	"testing"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 // TestRouting drives real traffic through the rendered frontend.
 func TestRouting(t *testing.T) {
 	t.Parallel()
-	echo := func(host, name string) echoServer { return startEcho(t, host, name) }
+	echo := func(host, name string) testkit.Backend { return testkit.StartBackend(t, host, name) }
 	rootA := route("ns", "root-a", "a.example", "/", dcm.PathPrefix)
 	apiA := route("ns", "api-a", "a.example", "/api", dcm.PathPrefix)
 	apiV1A := route("ns", "api-v1-a", "a.example", "/api/v1", dcm.PathPrefix)
@@ -61,7 +62,7 @@ func TestRouting(t *testing.T) {
 func TestRoutingNoRoute(t *testing.T) {
 	t.Parallel()
 	r := route("ns", "only", "a.example", "/app", dcm.PathPrefix)
-	st := state(backendFor(r, serverFor(startEcho(t, "127.0.0.2", "only"), dcm.StateReady)))
+	st := state(backendFor(r, serverFor(testkit.StartBackend(t, "127.0.0.2", "only"), dcm.StateReady)))
 	_, bind := startDriver(t, st)
 	for _, tt := range []struct{ host, path string }{{"unknown.example", "/"}, {"a.example", "/"}, {"a.example", "/apps"}} {
 		code, body := get(t, bind, tt.host, tt.path)

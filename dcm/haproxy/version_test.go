@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 func TestParseVersion(t *testing.T) {
@@ -100,7 +101,7 @@ func TestDetectVersion(t *testing.T) {
 }
 
 func TestDetectVersionReal(t *testing.T) {
-	bin := haproxyBin(t)
+	bin := testkit.HAProxy(t)
 	v, err := DetectVersion(context.Background(), bin)
 	if err != nil {
 		t.Fatal(err)
