@@ -37,11 +37,11 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## test: everything CI runs (unit, integration with the real haproxy binary, e2e)
+## test: everything CI runs (unit, integration with the real haproxy binary, e2e),
+## then the race detector on the packages that do not pull in client-go (there
+## it would add ten minutes of compiling on two cores)
 test: deps fmt-check vet
 	$(GO) test -count=1 -timeout 20m ./...
-	# The race detector on the packages that do not pull in client-go (it
-	# would add ten minutes of compiling on two cores).
 	$(GO) test -race -count=1 -timeout 10m ./dcm/engine/ ./dcm/haproxy/ ./dcm/plan/ ./server/
 
 ## bench: planner, renderer, runtime API round trip, and event to HAProxy reply at 1,000 routes
