@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -197,12 +198,20 @@ type syncRequest struct {
 }
 
 func (e *Engine) loop(ctx context.Context) error {
+	// Deadlines rather than fresh timers per round, so that a steady stream
+	// of Kubernetes events cannot postpone observation for ever.
 	nextObserve := time.Now().Add(e.observeDelay())
+	var nextIdle time.Time
 	for {
 		var idle, retry <-chan time.Time
 		observe := time.After(time.Until(nextObserve))
-		if e.waiting() > 0 {
-			idle = time.After(e.cfg.IdlePollEvery)
+		if len(e.waitingBackends()) > 0 {
+			if nextIdle.IsZero() {
+				nextIdle = time.Now().Add(e.cfg.IdlePollEvery)
+			}
+			idle = time.After(time.Until(nextIdle))
+		} else {
+			nextIdle = time.Time{}
 		}
 		if at, ok := e.retryAt(); ok {
 			retry = time.After(time.Until(at))
@@ -217,6 +226,7 @@ func (e *Engine) loop(ctx context.Context) error {
 			nextObserve = time.Now().Add(e.observeDelay())
 		case <-idle:
 			req.observeIdle = true
+			nextIdle = time.Time{}
 		case r := <-e.reloadReq:
 			req.reasons = []dcm.ReloadReason{r}
 		case ev := <-e.driver.Events():
@@ -255,12 +265,12 @@ func (e *Engine) observeDelay() time.Duration {
 }
 
 // nextChunk returns the backends to observe next and advances the cursor.
-func (e *Engine) nextChunk() ([]string, bool) {
+func (e *Engine) nextChunk() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	bs := e.actual.Backends
 	if len(bs) == 0 {
-		return nil, false
+		return nil
 	}
 	if e.observeCursor >= len(bs) {
 		e.observeCursor = 0
@@ -271,47 +281,25 @@ func (e *Engine) nextChunk() ([]string, bool) {
 		names = append(names, b.Name)
 	}
 	e.observeCursor = end
-	return names, true
-}
-
-func (e *Engine) waiting() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n := 0
-	for _, b := range e.actual.Backends {
-		db, ok := e.desired.Backend(b.Name)
-		for _, s := range b.Servers {
-			if s.State == dcm.StateMaint && s.Endpoint != "" && (!ok || !hasEndpoint(db, s.Endpoint)) && !s.Idle() {
-				n++
-			}
-		}
-	}
-	return n
+	return names
 }
 
 func hasEndpoint(b dcm.DesiredBackend, name string) bool {
-	_, ok := slices.BinarySearchFunc(b.Endpoints, name, func(e dcm.Endpoint, n string) int {
-		switch {
-		case e.Name < n:
-			return -1
-		case e.Name > n:
-			return 1
-		}
-		return 0
-	})
+	_, ok := slices.BinarySearchFunc(b.Endpoints, name, func(e dcm.Endpoint, n string) int { return strings.Compare(e.Name, n) })
 	return ok
 }
 
-// sync runs one round of the loop. It reports false when HAProxy could not
-// be brought in step (the next round converges through a reload).
-func (e *Engine) sync(ctx context.Context, req syncRequest) bool {
+// sync runs one round of the loop. When HAProxy cannot be brought in step
+// the round says so in the log and events, and a later round converges
+// through a reload.
+func (e *Engine) sync(ctx context.Context, req syncRequest) {
 	desired, seen := e.source.Desired()
 	if req.observe {
 		if e.observe(ctx, nil) {
 			req.reasons = append(req.reasons, dcm.ReasonDrift)
 		}
 	} else if req.observeNext {
-		if names, all := e.nextChunk(); len(names) > 0 && e.observeWith(ctx, names, false) && all {
+		if names := e.nextChunk(); len(names) > 0 && e.observeWith(ctx, names, false) {
 			req.reasons = append(req.reasons, dcm.ReasonDrift)
 		}
 	} else if req.observeIdle {
@@ -331,20 +319,23 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) bool {
 		p = plan.Compute(actual, desired, e.cfg.Caps)
 	}
 	if p.Empty() {
-		e.mu.Lock()
-		e.updates.Noop++
-		e.mu.Unlock()
-		e.metrics.Updates.WithLabelValues("noop").Inc()
-		return true
+		if !seen.IsZero() { // a Kubernetes change that HAProxy does not see
+			e.mu.Lock()
+			e.updates.Noop++
+			e.mu.Unlock()
+			e.metrics.Updates.WithLabelValues("noop").Inc()
+		}
+		return
 	}
 	if p.Reload {
 		if at, ok := e.retryAt(); ok && time.Now().Before(at) && len(req.reasons) == 0 {
 			// The last reload failed: wait for its retry rather than hammer
 			// HAProxy with the same configuration on every event.
 			e.log.Debug("reload deferred until the retry of the failed one", "at", at)
-			return false
+			return
 		}
-		return e.reload(ctx, p, desired, seen)
+		e.reload(ctx, p, seen)
+		return
 	}
 	if err := e.driver.Apply(ctx, p.Ops); err != nil {
 		e.log.Error("runtime update failed; converging through a reload", "ops", len(p.Ops), "err", err)
@@ -353,7 +344,8 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) bool {
 		// Learn what HAProxy really did before rendering a configuration
 		// that converges from it.
 		e.observe(ctx, nil)
-		return e.reload(ctx, plan.Reload(desired, e.cfg.Caps, dcm.ReasonRuntimeError), desired, seen)
+		e.reload(ctx, plan.Reload(desired, e.cfg.Caps, dcm.ReasonRuntimeError), seen)
+		return
 	}
 	acked := time.Now()
 	if !seen.IsZero() {
@@ -368,12 +360,11 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) bool {
 	e.log.Info("applied at runtime", "ops", len(p.Ops), "waiting", p.Waiting)
 	e.publish(dcm.Event{Type: dcm.EventApplied, Time: acked, Message: fmt.Sprintf("%d runtime commands applied", len(p.Ops)),
 		Ops: p.Ops, Backends: backendsOf(p.Ops)})
-	return true
 }
 
 // reload loads the configuration rendered from p.Next, then applies p.Ops to
 // the new worker (what a file cannot express).
-func (e *Engine) reload(ctx context.Context, p dcm.Plan, desired dcm.Desired, seen time.Time) bool {
+func (e *Engine) reload(ctx context.Context, p dcm.Plan, seen time.Time) {
 	reasons := p.Reasons
 	start := time.Now()
 	res, err := e.driver.Reload(ctx, p.Next)
@@ -393,19 +384,19 @@ func (e *Engine) reload(ctx context.Context, p dcm.Plan, desired dcm.Desired, se
 		e.log.Error("reload failed; the old worker keeps serving", "reasons", reasons, "err", err)
 		e.publish(dcm.Event{Type: dcm.EventReload, Reload: info, Reason: "failed",
 			Message: fmt.Sprintf("reload for %v failed, old worker keeps serving: %v", reasons, err)})
-		return false
+		return
 	}
 	for _, r := range reasons {
 		e.metrics.Reloads.WithLabelValues(string(r)).Inc()
 	}
 	e.metrics.ReloadDuration.Observe(dur.Seconds())
 	e.commit(plan.AfterReload(p.Next))
-	ok := true
 	if len(p.Ops) > 0 {
+		// Should this fail, the state stays AfterReload and the next sync
+		// plans the same ops again.
 		if err := e.driver.Apply(ctx, p.Ops); err != nil {
 			e.log.Error("restoring runtime state after the reload failed", "err", err)
 			e.publish(dcm.Event{Type: dcm.EventSyncError, Reason: string(dcm.ReasonRuntimeError), Message: err.Error(), Ops: p.Ops})
-			ok = false
 		} else {
 			e.commit(p.Next)
 		}
@@ -425,7 +416,6 @@ func (e *Engine) reload(ctx context.Context, p dcm.Plan, desired dcm.Desired, se
 	e.publish(dcm.Event{Type: dcm.EventReload, Reload: info, Ops: p.Ops,
 		Message: fmt.Sprintf("reloaded in %s for %v (worker %d → %d)", dur.Round(time.Millisecond), reasons, res.OldPID, res.NewPID)})
 	e.observe(ctx, nil)
-	return ok
 }
 
 func (e *Engine) writeFiles(st dcm.State) {
@@ -448,13 +438,18 @@ func (e *Engine) commit(st dcm.State) {
 	e.metrics.setState(st)
 }
 
+// waitingBackends lists the backends with a retired server (its endpoint is
+// gone, it is in maint) that HAProxy has not yet reported idle: they are read
+// back every IdlePollEvery so that del server follows the last request soon.
 func (e *Engine) waitingBackends() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var names []string
 	for _, b := range e.actual.Backends {
+		db, desired := e.desired.Backend(b.Name)
 		for _, s := range b.Servers {
-			if s.State == dcm.StateMaint && !s.Idle() {
+			retired := s.Endpoint != "" && (!desired || !hasEndpoint(db, s.Endpoint))
+			if retired && s.State == dcm.StateMaint && !s.Idle() {
 				names = append(names, b.Name)
 				break
 			}
