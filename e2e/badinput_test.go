@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/e2e/harness"
 )
 
 func ingress(name, host, path string) *networkingv1.Ingress {
@@ -52,11 +53,11 @@ func hostileSlice(name, pod, addr, port string) *discoveryv1.EndpointSlice {
 // space, '#', non-ASCII) are rejected one by one, reported, and never reach
 // HAProxy; every other route keeps serving without a reload.
 func TestHostileObjectsAreRejectedAlone(t *testing.T) {
-	s := startStack(t, stackOptions{})
-	s.waitServes(webHost, "/", "demo", "web", 2)
-	rec := s.subscribe(t)
-	pid := s.workerPID()
-	web := s.startLoad(webHost, "/")
+	s := harness.Start(t, harness.Options{})
+	s.DemoServes(webHost, "/", "demo", "web", 2)
+	rec := s.Subscribe(t)
+	pid := s.WorkerPID()
+	web := s.StartLoad(webHost, "/")
 	ctx := context.Background()
 
 	ingresses := []*networkingv1.Ingress{
@@ -69,7 +70,7 @@ func TestHostileObjectsAreRejectedAlone(t *testing.T) {
 		ingress("evil-host-unicode", "\u0435vil.demo.localhost", "/"),
 	}
 	for _, ing := range ingresses {
-		if _, err := s.client.NetworkingV1().Ingresses("demo").Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+		if _, err := s.Client.NetworkingV1().Ingresses("demo").Create(ctx, ing, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -81,19 +82,19 @@ func TestHostileObjectsAreRejectedAlone(t *testing.T) {
 		hostileSlice("web-evil-hash", "a#b", "127.0.9.5", "http"),
 	}
 	for _, sl := range slices {
-		if _, err := s.client.DiscoveryV1().EndpointSlices("demo").Create(ctx, sl, metav1.CreateOptions{}); err != nil {
+		if _, err := s.Client.DiscoveryV1().EndpointSlices("demo").Create(ctx, sl, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	want := len(ingresses) + len(slices)
-	s.eventually("every hostile object is rejected", 10*time.Second, func() error {
-		if got := s.counter("dcm_rejected_objects_total"); int(got) < want {
+	s.Eventually("every hostile object is rejected", 10*time.Second, func() error {
+		if got := s.Counter("dcm_rejected_objects_total"); int(got) < want {
 			return fmt.Errorf("%v rejections, want %d", got, want)
 		}
 		return nil
 	})
 	rejected := map[string]bool{}
-	for _, r := range s.eng.Snapshot().Rejected {
+	for _, r := range s.Engine.Snapshot().Rejected {
 		rejected[r.Object.Kind+"/"+r.Object.Name] = true
 		if r.Reason == "" || r.Message == "" {
 			t.Errorf("rejection of %s lacks a reason or message: %+v", r.Object, r)
@@ -109,11 +110,9 @@ func TestHostileObjectsAreRejectedAlone(t *testing.T) {
 			t.Errorf("EndpointSlice %s not listed as rejected", sl.Name)
 		}
 	}
-	s.eventually("a rejected event per object", 5*time.Second, func() error {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
+	s.Eventually("a rejected event per object", 5*time.Second, func() error {
 		events := 0
-		for _, ev := range rec.events {
+		for _, ev := range rec.Events() {
 			if ev.Type == dcm.EventRejected {
 				events++
 			}
@@ -126,7 +125,7 @@ func TestHostileObjectsAreRejectedAlone(t *testing.T) {
 
 	// Nothing of them reached HAProxy's files.
 	for _, name := range []string{"haproxy.cfg", "maps/host_exact.map", "maps/host_prefix.map"} {
-		b, err := os.ReadFile(filepath.Join(s.dir, name))
+		b, err := os.ReadFile(filepath.Join(s.Dir, name))
 		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
@@ -136,23 +135,23 @@ func TestHostileObjectsAreRejectedAlone(t *testing.T) {
 			}
 		}
 	}
-	s.waitServes(webHost, "/", "demo", "web", 2)
-	if ok, fail, last := web.finish(); fail > 0 || ok == 0 {
+	s.DemoServes(webHost, "/", "demo", "web", 2)
+	if ok, fail, last := web.Finish(); fail > 0 || ok == 0 {
 		t.Errorf("web failed %d of %d requests while hostile objects arrived (last: %s)", fail, ok+fail, last)
 	}
-	if s.workerPID() != pid {
+	if s.WorkerPID() != pid {
 		t.Error("HAProxy reloaded for objects that were all rejected")
 	}
 
 	// Fixed, an Ingress is accepted and served.
 	fixed := ingress("evil-semicolon", "fixed.demo.localhost", "/")
-	if _, err := s.client.NetworkingV1().Ingresses("demo").Update(ctx, fixed, metav1.UpdateOptions{}); err != nil {
+	if _, err := s.Client.NetworkingV1().Ingresses("demo").Update(ctx, fixed, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.eventually("the fixed Ingress serves", 10*time.Second, func() error {
-		return s.servesExactly("fixed.demo.localhost", "/", s.readyPods("demo", "web"), 4)
+	s.Eventually("the fixed Ingress serves", 10*time.Second, func() error {
+		return s.ServesExactly("fixed.demo.localhost", "/", s.ReadyPods("demo", "web"), 4)
 	})
-	for _, r := range s.eng.Snapshot().Rejected {
+	for _, r := range s.Engine.Snapshot().Rejected {
 		if r.Object.Name == "evil-semicolon" {
 			t.Error("the fixed Ingress is still listed as rejected")
 		}

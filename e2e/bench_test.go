@@ -19,6 +19,7 @@ import (
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/kube"
+	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/internal/testkit"
 )
 
@@ -117,9 +118,9 @@ func BenchmarkEventToHAProxy1000Routes(b *testing.B) {
 	srcDone := make(chan struct{})
 	go func() { defer close(srcDone); _ = src.Source.Run(runCtx) }()
 	b.Cleanup(func() { cancel(); <-srcDone })
-	s := startStack(b, stackOptions{source: src, observeEvery: benchObserveEvery()})
-	pid := s.workerPID()
-	_, _, sub := s.eng.Hub().Subscribe(s.eng.Hub().Seq(), 1000)
+	s := harness.Start(b, harness.Options{Source: src, ObserveEvery: benchObserveEvery()})
+	pid := s.WorkerPID()
+	_, _, sub := s.Engine.Hub().Subscribe(s.Engine.Hub().Seq(), 1000)
 	defer sub.Close()
 	src.take()
 
@@ -148,7 +149,7 @@ func BenchmarkEventToHAProxy1000Routes(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	if s.workerPID() != pid {
+	if s.WorkerPID() != pid {
 		b.Error("HAProxy reloaded during the benchmark")
 	}
 	slices.Sort(latencies)

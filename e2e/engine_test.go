@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"testing"
@@ -9,43 +10,9 @@ import (
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/haproxy"
+	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/internal/testkit"
 )
-
-// staticSource is a desired state the test sets by hand: it stands in for
-// Kubernetes so a test can remove an endpoint while its pod keeps serving,
-// which only dcm can then explain.
-type staticSource struct {
-	mu      sync.Mutex
-	desired dcm.Desired
-	seen    time.Time
-	changed chan struct{}
-}
-
-func newStaticSource(d dcm.Desired) *staticSource {
-	return &staticSource{desired: d, changed: make(chan struct{}, 1)}
-}
-
-func (s *staticSource) Desired() (dcm.Desired, time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	seen := s.seen
-	s.seen = time.Time{}
-	return s.desired, seen
-}
-
-func (s *staticSource) Changed() <-chan struct{} { return s.changed }
-func (s *staticSource) Synced() bool             { return true }
-
-func (s *staticSource) set(d dcm.Desired) {
-	s.mu.Lock()
-	s.desired, s.seen = d, time.Now()
-	s.mu.Unlock()
-	select {
-	case s.changed <- struct{}{}:
-	default:
-	}
-}
 
 // pod is a local HTTP server answering its name, slowly on /slow?ms=N.
 type pod testkit.Backend
@@ -70,10 +37,10 @@ func desiredApp(eps ...dcm.Endpoint) dcm.Desired {
 func TestRemovedServerDeletedOnlyWhenIdle(t *testing.T) {
 	a := startPod(t, "127.0.2.1", "a")
 	b := startPod(t, "127.0.2.2", "b")
-	src := newStaticSource(desiredApp(a.endpoint(dcm.StateReady), b.endpoint(dcm.StateReady)))
-	s := startStack(t, stackOptions{source: src})
+	src := harness.NewStaticSource(desiredApp(a.endpoint(dcm.StateReady), b.endpoint(dcm.StateReady)))
+	s := harness.Start(t, harness.Options{Source: src})
 	be := appRoute.BackendName()
-	rec := s.subscribe(t)
+	rec := s.Subscribe(t)
 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -82,7 +49,7 @@ func TestRemovedServerDeletedOnlyWhenIdle(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			code, _, err := s.get("app.test", "/slow?ms=1200")
+			code, _, err := s.Get("app.test", "/slow?ms=1200")
 			if err != nil || code != http.StatusOK {
 				t.Errorf("slow request: %d %v", code, err)
 			}
@@ -92,32 +59,30 @@ func TestRemovedServerDeletedOnlyWhenIdle(t *testing.T) {
 		}()
 	}
 	time.Sleep(200 * time.Millisecond)
-	src.set(desiredApp(a.endpoint(dcm.StateReady)))
-	s.eventually("b is in maint", 2*time.Second, func() error {
-		sv, ok := s.backend(be).Server("b:http")
+	src.Set(desiredApp(a.endpoint(dcm.StateReady)))
+	s.Eventually("b is in maint", 2*time.Second, func() error {
+		sv, ok := s.Backend(be).Server("b:http")
 		if !ok || sv.State != dcm.StateMaint {
-			return errString("b not in maint yet")
+			return errors.New("b not in maint yet")
 		}
 		return nil
 	})
 	for range 10 {
-		if _, body, _ := s.get("app.test", "/"); body != "a" {
+		if _, body, _ := s.Get("app.test", "/"); body != "a" {
 			t.Fatalf("a new request reached %q after b went to maint", body)
 		}
 	}
-	if _, ok := s.backend(be).Server("b:http"); !ok {
+	if _, ok := s.Backend(be).Server("b:http"); !ok {
 		t.Fatal("b was deleted while requests were in flight")
 	}
 	wg.Wait()
-	s.eventually("b is deleted once idle", 5*time.Second, func() error {
-		if _, ok := s.backend(be).Server("b:http"); ok {
-			return errString("b still there")
+	s.Eventually("b is deleted once idle", 5*time.Second, func() error {
+		if _, ok := s.Backend(be).Server("b:http"); ok {
+			return errors.New("b still there")
 		}
 		return nil
 	})
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	for _, ev := range rec.events {
+	for _, ev := range rec.Events() {
 		for _, op := range ev.Ops {
 			if op.Kind == dcm.OpDelServer && op.Server == "b:http" && ev.Time.Before(finished) {
 				t.Errorf("del server at %s, before the last request finished at %s", ev.Time, finished)
@@ -132,12 +97,12 @@ func TestRemovedServerDeletedOnlyWhenIdle(t *testing.T) {
 func TestRuntimeErrorConvergesThroughReload(t *testing.T) {
 	a := startPod(t, "127.0.2.3", "a")
 	b := startPod(t, "127.0.2.4", "b")
-	src := newStaticSource(desiredApp(a.endpoint(dcm.StateReady), b.endpoint(dcm.StateReady)))
-	s := startStack(t, stackOptions{source: src})
+	src := harness.NewStaticSource(desiredApp(a.endpoint(dcm.StateReady), b.endpoint(dcm.StateReady)))
+	s := harness.Start(t, harness.Options{Source: src})
 	be := appRoute.BackendName()
 
 	// Someone removes b by hand over the admin socket.
-	cli := haproxy.NewClient(s.dir+"/admin.sock", haproxy.ClientOptions{})
+	cli := haproxy.NewClient(s.Dir+"/admin.sock", haproxy.ClientOptions{})
 	defer cli.Close()
 	for _, op := range []dcm.Op{
 		{Kind: dcm.OpSetState, Backend: be, Server: "b:http", State: dcm.StateMaint},
@@ -154,15 +119,15 @@ func TestRuntimeErrorConvergesThroughReload(t *testing.T) {
 	// Before dcm observes it, Kubernetes changes b's weight.
 	heavy := b.endpoint(dcm.StateReady)
 	heavy.Weight = 3
-	src.set(desiredApp(a.endpoint(dcm.StateReady), heavy))
-	s.eventually("a reload for runtime-error", 10*time.Second, func() error {
-		if s.counter("dcm_reloads_total", "reason", string(dcm.ReasonRuntimeError))+
-			s.counter("dcm_reloads_total", "reason", string(dcm.ReasonDrift)) == 0 {
-			return errString("no runtime-error reload")
+	src.Set(desiredApp(a.endpoint(dcm.StateReady), heavy))
+	s.Eventually("a reload for runtime-error", 10*time.Second, func() error {
+		if s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonRuntimeError))+
+			s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonDrift)) == 0 {
+			return errors.New("no runtime-error reload")
 		}
 		return nil
 	})
-	got, err := s.served("app.test", "/", 40)
+	got, err := s.Served("app.test", "/", 40)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,124 +2,95 @@ package e2e
 
 import (
 	"bytes"
-	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/haproxy"
+	"github.com/dcm-router/dcm/e2e/harness"
 )
 
 // TestForcedReloadServesTheSame: after a sequence of runtime changes, a
 // reload loads the files dcm wrote, and they serve exactly what the runtime
 // served: the files always equal the runtime state.
 func TestForcedReloadServesTheSame(t *testing.T) {
-	s := startStack(t, stackOptions{})
+	s := harness.Start(t, harness.Options{})
 	for _, n := range []int32{4, 2, 5} {
-		s.scale("demo", "web", n)
-		s.waitServes(webHost, "/", "demo", "web", int(n))
+		s.Scale("demo", "web", n)
+		s.DemoServes(webHost, "/", "demo", "web", int(n))
 	}
-	s.scale("demo", "shop", 3)
-	s.waitServes(shopHost, "/", "demo", "shop", 3)
-	s.eventually("retired servers are deleted", 10*time.Second, func() error {
-		if n := len(s.backend(webBE).Servers); n != 5 {
-			return errString("servers of gone pods are still there")
+	s.Scale("demo", "shop", 3)
+	s.DemoServes(shopHost, "/", "demo", "shop", 3)
+	s.Eventually("retired servers are deleted", 10*time.Second, func() error {
+		if n := len(s.Backend(webBE).Servers); n != 5 {
+			return errors.New("servers of gone pods are still there")
 		}
 		return nil
 	})
-	before := s.observed(t)
-	pid := s.workerPID()
+	before := s.Observed(t)
+	pid := s.WorkerPID()
 
-	s.eng.RequestReload(dcm.ReasonManual)
-	s.eventually("the manual reload happens", 10*time.Second, func() error {
-		if s.counter("dcm_reloads_total", "reason", "manual") != 1 {
-			return errString("no manual reload yet")
+	s.Engine.RequestReload(dcm.ReasonManual)
+	s.Eventually("the manual reload happens", 10*time.Second, func() error {
+		if s.Counter("dcm_reloads_total", "reason", "manual") != 1 {
+			return errors.New("no manual reload yet")
 		}
 		return nil
 	})
-	if s.workerPID() == pid {
+	if s.WorkerPID() == pid {
 		t.Fatal("the worker PID did not change: no reload happened")
 	}
-	if after := s.observed(t); !slices.Equal(before, after) {
+	if after := s.Observed(t); !slices.Equal(before, after) {
 		t.Errorf("HAProxy's servers changed across the reload\nbefore %v\nafter  %v", before, after)
 	}
-	s.waitServes(webHost, "/", "demo", "web", 5)
-	s.waitServes(shopHost, "/", "demo", "shop", 3)
-	s.waitServes(shopHost, "/api", "demo", "api", 1)
-}
-
-// observed lists HAProxy's servers as "backend/server addr:port weight state".
-func (s *stack) observed(t *testing.T) []string {
-	t.Helper()
-	obs, err := s.driver.Observe(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for b, servers := range obs {
-		for _, sv := range servers {
-			out = append(out, b+"/"+sv.Name+" "+sv.Addr+":"+itoa(sv.Port)+" w"+itoa(sv.Weight)+" "+string(sv.State))
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	if n == 0 {
-		return "0"
-	}
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
+	s.DemoServes(webHost, "/", "demo", "web", 5)
+	s.DemoServes(shopHost, "/", "demo", "shop", 3)
+	s.DemoServes(shopHost, "/api", "demo", "api", 1)
 }
 
 // TestSlotsMode: with one free slot per backend, dcm reloads exactly when a
 // backend runs out of slots, with reason slots-exhausted, and serves right.
 func TestSlotsMode(t *testing.T) {
-	s := startStack(t, stackOptions{caps: dcm.Caps{Mode: dcm.ModeSlots, Slots: 1, AddServer: true}})
-	s.scale("demo", "web", 1)
-	s.waitServes(webHost, "/", "demo", "web", 1)
-	s.eventually("the retired slot is idle and free", 10*time.Second, func() error {
+	s := harness.Start(t, harness.Options{Caps: dcm.Caps{Mode: dcm.ModeSlots, Slots: 1, AddServer: true}})
+	s.Scale("demo", "web", 1)
+	s.DemoServes(webHost, "/", "demo", "web", 1)
+	s.Eventually("the retired slot is idle and free", 10*time.Second, func() error {
 		// The initial render had 2 pods + 1 free slot; the slot of the pod
 		// scaled in is reusable once HAProxy reports it idle.
-		for _, sv := range s.backend(webBE).Servers {
+		for _, sv := range s.Backend(webBE).Servers {
 			if sv.State == dcm.StateDrain || sv.State == dcm.StateMaint && !sv.Idle() {
-				return errString(sv.Name + " still busy")
+				return errors.New(sv.Name + " still busy")
 			}
 		}
 		return nil
 	})
-	base := s.counter("dcm_reloads_total", "reason", string(dcm.ReasonSlotsExhausted))
-	before := s.backend(webBE).Servers
+	base := s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonSlotsExhausted))
+	before := s.Backend(webBE).Servers
 	slots := len(before)
 
 	// Fill every slot: no reload.
-	s.scale("demo", "web", int32(slots))
-	s.waitServes(webHost, "/", "demo", "web", slots)
-	if got := s.counter("dcm_reloads_total", "reason", string(dcm.ReasonSlotsExhausted)); got != base {
+	s.Scale("demo", "web", int32(slots))
+	s.DemoServes(webHost, "/", "demo", "web", slots)
+	if got := s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonSlotsExhausted)); got != base {
 		t.Fatalf("reloaded (%v) while free slots were left (%d slots before: %+v)", got-base, slots, before)
 	}
 	// One more pod than slots: exactly one reload, for slots-exhausted.
-	total := s.reloads()
-	s.scale("demo", "web", int32(slots+1))
-	s.waitServes(webHost, "/", "demo", "web", slots+1)
-	if got := s.counter("dcm_reloads_total", "reason", string(dcm.ReasonSlotsExhausted)); got != base+1 {
+	total := s.Reloads()
+	s.Scale("demo", "web", int32(slots+1))
+	s.DemoServes(webHost, "/", "demo", "web", slots+1)
+	if got := s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonSlotsExhausted)); got != base+1 {
 		t.Errorf("slots-exhausted reloads: %v, want 1", got-base)
 	}
-	if got := s.reloads(); got != total+1 {
+	if got := s.Reloads(); got != total+1 {
 		t.Errorf("reloads: %v, want exactly 1", got-total)
 	}
-	if n := len(s.backend(webBE).Servers); n != slots+2 {
+	if n := len(s.Backend(webBE).Servers); n != slots+2 {
 		t.Errorf("after the reload web has %d slots, want %d (pods + 1 free)", n, slots+2)
 	}
 }
@@ -127,29 +98,29 @@ func TestSlotsMode(t *testing.T) {
 // TestReloadMode: the router without DCM reloads on every endpoint change,
 // each with its reason.
 func TestReloadMode(t *testing.T) {
-	s := startStack(t, stackOptions{caps: dcm.Caps{Mode: dcm.ModeReload, AddServer: true}})
-	s.waitServes(webHost, "/", "demo", "web", 2)
-	rec := s.subscribe(t)
-	pid := s.workerPID()
-	before := s.counter("dcm_reloads_total", "reason", string(dcm.ReasonEndpointsChange))
-	s.scale("demo", "web", 3)
-	s.waitServes(webHost, "/", "demo", "web", 3)
-	s.scale("demo", "web", 1)
-	s.waitServes(webHost, "/", "demo", "web", 1)
+	s := harness.Start(t, harness.Options{Caps: dcm.Caps{Mode: dcm.ModeReload, AddServer: true}})
+	s.DemoServes(webHost, "/", "demo", "web", 2)
+	rec := s.Subscribe(t)
+	pid := s.WorkerPID()
+	before := s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonEndpointsChange))
+	s.Scale("demo", "web", 3)
+	s.DemoServes(webHost, "/", "demo", "web", 3)
+	s.Scale("demo", "web", 1)
+	s.DemoServes(webHost, "/", "demo", "web", 1)
 	// A new pod is added not ready, then made ready; a removed one drains
 	// then goes: at least one reload for each of the two scales.
-	if got := s.counter("dcm_reloads_total", "reason", string(dcm.ReasonEndpointsChange)) - before; got < 2 {
+	if got := s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonEndpointsChange)) - before; got < 2 {
 		t.Errorf("%v endpoints-changed reloads, want at least 2", got)
 	}
-	if s.workerPID() == pid {
+	if s.WorkerPID() == pid {
 		t.Error("worker PID unchanged in reload mode")
 	}
-	for _, r := range rec.reloadReasons() {
+	for _, r := range rec.ReloadReasons() {
 		if r != dcm.ReasonEndpointsChange {
 			t.Errorf("unexpected reload reason %q", r)
 		}
 	}
-	if s.counter("dcm_updates_total", "result", "dynamic") != 0 {
+	if s.Counter("dcm_updates_total", "result", "dynamic") != 0 {
 		t.Error("reload mode applied something at runtime without reloading")
 	}
 }
@@ -157,10 +128,10 @@ func TestReloadMode(t *testing.T) {
 // TestFilesEqualRuntimeAfterEverySync: the cfg on disk lists exactly the
 // servers HAProxy has, after runtime changes alone.
 func TestFilesEqualRuntimeAfterEverySync(t *testing.T) {
-	s := startStack(t, stackOptions{})
-	s.scale("demo", "web", 6)
-	s.waitServes(webHost, "/", "demo", "web", 6)
-	cfg, err := os.ReadFile(filepath.Join(s.dir, haproxy.ConfigName))
+	s := harness.Start(t, harness.Options{})
+	s.Scale("demo", "web", 6)
+	s.DemoServes(webHost, "/", "demo", "web", 6)
+	cfg, err := os.ReadFile(filepath.Join(s.Dir, haproxy.ConfigName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,8 +147,8 @@ func TestFilesEqualRuntimeAfterEverySync(t *testing.T) {
 		}
 	}
 	var inRuntime []string
-	for _, sv := range s.backend(webBE).Servers {
-		inRuntime = append(inRuntime, sv.Name+" "+sv.Addr+":"+itoa(sv.Port))
+	for _, sv := range s.Backend(webBE).Servers {
+		inRuntime = append(inRuntime, sv.Name+" "+sv.Addr+":"+strconv.Itoa(sv.Port))
 	}
 	slices.Sort(inFile)
 	if !slices.Equal(inFile, inRuntime) {
