@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -24,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/dcm-router/dcm/dcm/demo/localpod"
 )
 
 // Defaults of Options.
@@ -192,7 +193,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.PodPort < 1 || o.PodPort > math.MaxUint16 {
 		return o, fmt.Errorf("demo options: pod port %d out of range", o.PodPort)
 	}
-	if _, err := parseAddrPrefix(o.AddrPrefix); err != nil {
+	if _, err := localpod.ParsePrefix(o.AddrPrefix); err != nil {
 		return o, fmt.Errorf("demo options: %w", err)
 	}
 	seen := map[string]bool{}
@@ -230,18 +231,4 @@ func (a App) validate() error {
 		return fmt.Errorf("replicas %d: must not be negative", a.Replicas)
 	}
 	return nil
-}
-
-// parseAddrPrefix reads "a.b." into the two leading octets of pod addresses.
-func parseAddrPrefix(p string) ([2]byte, error) {
-	var out [2]byte
-	if !strings.HasSuffix(p, ".") || strings.Count(p, ".") != 2 {
-		return out, fmt.Errorf("address prefix %q: want two octets and a dot, like 127.0.", p)
-	}
-	a, err := netip.ParseAddr(p + "0.0")
-	if err != nil || !a.Is4() {
-		return out, fmt.Errorf("address prefix %q: want two octets and a dot, like 127.0.", p)
-	}
-	b := a.As4()
-	return [2]byte{b[0], b[1]}, nil
 }

@@ -555,9 +555,6 @@ func TestScaleThroughScaleSubresource(t *testing.T) {
 // TestPlanSlices checks in isolation: more than 100 endpoints take more
 // slices, and scaling back in gives the extra slices up.
 func TestSpillOver(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts 150 servers")
-	}
 	opts := testOptions()
 	opts.Apps = []App{{Namespace: "big", Name: "many", Host: "many.localhost", Path: "/", Replicas: 150}}
 	h := startCluster(t, opts)

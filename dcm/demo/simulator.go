@@ -25,6 +25,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/dcm-router/dcm/dcm/demo/localpod"
 )
 
 // clearActionsEvery bounds the memory of the fake clientset, which otherwise
@@ -67,19 +69,21 @@ type simulator struct {
 	// wg counts the pods' kubelet goroutines.
 	wg sync.WaitGroup
 
+	// pool hands out the pods' addresses; it has a lock of its own.
+	pool *localpod.Pool
+
 	mu   sync.Mutex
 	pods map[string]*pod // by namespace/name
-	pool *addrPool
 }
 
 func newSimulator(client *fake.Clientset, opts Options, names *nameGen, logger *slog.Logger) (*simulator, error) {
-	prefix, err := parseAddrPrefix(opts.AddrPrefix)
+	prefix, err := localpod.ParsePrefix(opts.AddrPrefix)
 	if err != nil {
 		return nil, err
 	}
 	return &simulator{
 		client: client, opts: opts, names: names, log: logger,
-		pods: map[string]*pod{}, pool: newAddrPool(prefix),
+		pods: map[string]*pod{}, pool: localpod.NewPool(prefix),
 	}, nil
 }
 
