@@ -208,7 +208,15 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	errs := make(chan error, 4)
 	parts := 0 // goroutines that report on errs when they end
 	var cluster *demo.Cluster
-	if client == nil {
+	if client != nil {
+		warnings, err := kube.CheckAccess(ctx, client, o.namespaces)
+		if err != nil {
+			return err
+		}
+		for _, w := range warnings {
+			log.Warn("permission missing: the API cannot scale workloads", "permission", w)
+		}
+	} else {
 		cluster, err = demo.New(demo.Options{Apps: demo.DefaultApps(), ReadinessDelay: o.demoReady, PreStopDelay: o.demoPreStop}, log.With("part", "demo"))
 		if err != nil {
 			return fmt.Errorf("demo cluster: %w", err)

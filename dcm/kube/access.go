@@ -1,0 +1,101 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Permission is one verb on one resource that dcm uses.
+type Permission struct {
+	Verb, Group, Resource, Subresource string
+	// Required permissions stop dcm at start when missing; the others only
+	// disable a feature (scaling from the portal), with a warning.
+	Required bool
+}
+
+func (p Permission) String() string {
+	r := p.Resource
+	if p.Subresource != "" {
+		r += "/" + p.Subresource
+	}
+	if p.Group != "" {
+		r += "." + p.Group
+	}
+	return p.Verb + " " + r
+}
+
+// Permissions lists every permission dcm asks the API server for; deploy/
+// grants exactly these.
+func Permissions() []Permission {
+	var out []Permission
+	for _, r := range []struct{ group, resource string }{
+		{"networking.k8s.io", "ingresses"}, {"", "services"}, {"discovery.k8s.io", "endpointslices"},
+	} {
+		for _, verb := range []string{"list", "watch"} {
+			out = append(out, Permission{Verb: verb, Group: r.group, Resource: r.resource, Required: true})
+		}
+	}
+	for _, r := range []string{"deployments", "statefulsets"} {
+		for _, verb := range []string{"get", "update"} {
+			out = append(out, Permission{Verb: verb, Group: "apps", Resource: r, Subresource: "scale"})
+		}
+	}
+	return out
+}
+
+// MissingPermissionError names the permissions dcm needs and lacks.
+type MissingPermissionError struct {
+	Missing []string
+}
+
+func (e *MissingPermissionError) Error() string {
+	return "missing permission: " + strings.Join(e.Missing, "; ") + " (grant them as deploy/rbac.yaml does)"
+}
+
+// CheckAccess asks the API server, with SelfSubjectAccessReviews, whether
+// dcm's identity holds every permission it uses, in each namespace watched
+// (all namespaces when none). It returns a *MissingPermissionError for the
+// required ones that are missing, and the optional ones that are missing as
+// warnings; informers would otherwise retry a forbidden list for ever with
+// nothing but log lines to show for it.
+func CheckAccess(ctx context.Context, client kubernetes.Interface, namespaces []string) (warnings []string, err error) {
+	scopes := namespaces
+	if len(scopes) == 0 {
+		scopes = []string{""}
+	}
+	var missing []string
+	for _, p := range Permissions() {
+		for _, ns := range scopes {
+			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: ns, Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource,
+				},
+			}}
+			res, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("checking permission %s: %w", p, err)
+			}
+			if res.Status.Allowed {
+				continue
+			}
+			where := "in all namespaces"
+			if ns != "" {
+				where = "in namespace " + ns
+			}
+			if p.Required {
+				missing = append(missing, p.String()+" "+where)
+			} else {
+				warnings = append(warnings, p.String()+" "+where)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return warnings, &MissingPermissionError{Missing: missing}
+	}
+	return warnings, nil
+}
