@@ -140,6 +140,8 @@ func kubeClient(o options) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("kubernetes config: %w", err)
 	}
 	cfg.UserAgent = "dcm"
+	// client-go's default of 5 requests a second is for command-line tools.
+	cfg.QPS, cfg.Burst = 50, 100
 	return kubernetes.NewForConfig(cfg)
 }
 

@@ -1,0 +1,69 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// The fake clientset answers the reviews like an authorizer that grants
+// everything but the given verb/resource pairs. The real apiserver's answer
+// is proven in e2e/cluster.
+func denying(denied ...string) *fake.Clientset {
+	c := fake.NewClientset()
+	c.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+		ra := r.Spec.ResourceAttributes
+		key := ra.Verb + " " + ra.Resource
+		if ra.Subresource != "" {
+			key += "/" + ra.Subresource
+		}
+		r.Status.Allowed = true
+		for _, d := range denied {
+			if d == key {
+				r.Status.Allowed = false
+			}
+		}
+		return true, r, nil
+	})
+	return c
+}
+
+func TestCheckAccess(t *testing.T) {
+	tests := []struct {
+		name         string
+		denied       []string
+		namespaces   []string
+		wantMissing  []string
+		wantWarnings int
+	}{
+		{name: "everything granted"},
+		{name: "no watch on slices", denied: []string{"watch endpointslices"},
+			wantMissing: []string{"watch endpointslices.discovery.k8s.io in all namespaces"}},
+		{name: "per namespace", denied: []string{"list ingresses"}, namespaces: []string{"a", "b"},
+			wantMissing: []string{"list ingresses.networking.k8s.io in namespace a", "list ingresses.networking.k8s.io in namespace b"}},
+		{name: "scaling is optional", denied: []string{"update deployments/scale"}, wantWarnings: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			warnings, err := CheckAccess(context.Background(), denying(tt.denied...), tt.namespaces)
+			var missing *MissingPermissionError
+			if len(tt.wantMissing) == 0 {
+				if err != nil {
+					t.Fatalf("CheckAccess: %v", err)
+				}
+			} else if !errors.As(err, &missing) || strings.Join(missing.Missing, ";") != strings.Join(tt.wantMissing, ";") {
+				t.Fatalf("CheckAccess = %v, want missing %q", err, tt.wantMissing)
+			}
+			if len(warnings) != tt.wantWarnings {
+				t.Errorf("warnings %q, want %d", warnings, tt.wantWarnings)
+			}
+		})
+	}
+}
