@@ -120,6 +120,12 @@ func Start(tb testing.TB, o Options) *Stack {
 			s.Cluster, s.Client = cluster, cluster.Client()
 			goRun("demo", cluster.Run)
 		}
+		if s.Cluster == nil {
+			// As main does against a real cluster.
+			if _, err := kube.CheckAccess(ctx, s.Client, o.Namespaces); err != nil {
+				tb.Fatal(err)
+			}
+		}
 		src := kube.NewSource(s.Client, kube.Options{Namespaces: o.Namespaces}, s.Engine, log.With("part", "kube"))
 		goRun("kube", src.Run)
 		source = src

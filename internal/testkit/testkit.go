@@ -82,7 +82,13 @@ type Backend struct {
 // StartBackend listens on ip (any free port) until the test ends.
 func StartBackend(tb testing.TB, ip, name string) Backend {
 	tb.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	return StartBackendOn(tb, ip, 0, name)
+}
+
+// StartBackendOn listens on ip:port until the test ends.
+func StartBackendOn(tb testing.TB, ip string, port int, name string) Backend {
+	tb.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
 	if err != nil {
 		tb.Fatalf("listen on %s: %v", ip, err)
 	}

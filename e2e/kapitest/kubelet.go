@@ -1,0 +1,275 @@
+package kapitest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/dcm-router/dcm/dcm/demo/localpod"
+)
+
+// NodeName is the one node of the test cluster.
+const NodeName = "kapi-node"
+
+// KubeletOptions tune the test kubelet.
+type KubeletOptions struct {
+	// ReadinessDelay is the time from listening to Ready (default 100ms).
+	ReadinessDelay time.Duration
+	// PreStopDelay is how long a terminating pod keeps accepting, as a
+	// preStop hook would while endpoints propagate (default 300ms).
+	PreStopDelay time.Duration
+	// Prefix of the pod addresses, prefix.x.y (default: PodNetwork's, which
+	// EnsurePodNetwork routes to this host).
+	Prefix [2]byte
+}
+
+// Kubelet stands in for the scheduler and the kubelet of one node: it binds
+// unscheduled Pods to its node and turns each into a real HTTP server on
+// its own loopback address answering with the pod name, then reports the
+// Pod Running and Ready with that IP, so that the real endpointslice
+// controller writes real EndpointSlices. A deleted Pod terminates
+// gracefully: it stays serving (terminating) for the preStop delay, shuts
+// down waiting for its requests, and only then is removed.
+type Kubelet struct {
+	client kubernetes.Interface
+	opts   KubeletOptions
+	pool   *localpod.Pool
+	log    *slog.Logger
+
+	mu   sync.Mutex
+	pods map[types.UID]*runningPod
+	wg   sync.WaitGroup
+}
+
+type runningPod struct {
+	ns, name  string
+	uid       types.UID
+	grace     time.Duration
+	terminate chan struct{} // closed when the Pod is being deleted
+	gone      chan struct{} // closed when the Pod object no longer exists
+	once      sync.Once
+	goneOnce  sync.Once
+}
+
+// StartKubelet registers the node and runs the kubelet until ctx ends; it
+// returns once its informer has synced.
+func StartKubelet(ctx context.Context, client kubernetes.Interface, opts KubeletOptions, log *slog.Logger) (*Kubelet, error) {
+	if opts.ReadinessDelay == 0 {
+		opts.ReadinessDelay = 100 * time.Millisecond
+	}
+	if opts.PreStopDelay == 0 {
+		opts.PreStopDelay = 300 * time.Millisecond
+	}
+	if opts.Prefix == [2]byte{} {
+		a := PodNetwork.Addr().As4()
+		opts.Prefix = [2]byte{a[0], a[1]}
+	}
+	k := &Kubelet{client: client, opts: opts, pool: localpod.NewPool(opts.Prefix), log: log, pods: map[types.UID]*runningPod{}}
+	if err := k.registerNode(ctx); err != nil {
+		return nil, err
+	}
+	f := informers.NewSharedInformerFactory(client, 0)
+	inf := f.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { k.observe(ctx, obj) },
+		UpdateFunc: func(_, obj any) { k.observe(ctx, obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				k.deleted(p.UID)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil, fmt.Errorf("kubelet: pod informer did not sync")
+	}
+	return k, nil
+}
+
+// Wait returns once every pod server has stopped (after ctx ended).
+func (k *Kubelet) Wait() { k.wg.Wait() }
+
+func (k *Kubelet) registerNode(ctx context.Context) error {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: NodeName}}
+	created, err := k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		created, err = k.client.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("register node: %w", err)
+	}
+	created.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(), Reason: "KubeletReady"}}
+	created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+	if _, err := k.client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("node status: %w", err)
+	}
+	return nil
+}
+
+func (k *Kubelet) observe(ctx context.Context, obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	switch {
+	case p.Spec.NodeName == "" && p.DeletionTimestamp == nil:
+		// The scheduler's job: bind it here.
+		binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+			Target: corev1.ObjectReference{Kind: "Node", Name: NodeName}}
+		if err := k.client.CoreV1().Pods(p.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsConflict(err) {
+			k.log.Warn("bind pod", "pod", p.Namespace+"/"+p.Name, "err", err)
+		}
+	case p.Spec.NodeName == NodeName:
+		k.mu.Lock()
+		rp, running := k.pods[p.UID]
+		if !running && p.DeletionTimestamp == nil {
+			rp = &runningPod{ns: p.Namespace, name: p.Name, uid: p.UID, terminate: make(chan struct{}), gone: make(chan struct{})}
+			k.pods[p.UID] = rp
+			k.wg.Add(1)
+			go func() {
+				defer k.wg.Done()
+				k.run(ctx, rp, containerPort(p))
+			}()
+		}
+		k.mu.Unlock()
+		if rp != nil && p.DeletionTimestamp != nil {
+			rp.grace = 30 * time.Second
+			if p.DeletionGracePeriodSeconds != nil {
+				rp.grace = time.Duration(*p.DeletionGracePeriodSeconds) * time.Second
+			}
+			rp.once.Do(func() { close(rp.terminate) })
+		}
+	}
+}
+
+func (k *Kubelet) deleted(uid types.UID) {
+	k.mu.Lock()
+	rp, ok := k.pods[uid]
+	k.mu.Unlock()
+	if ok {
+		rp.once.Do(func() { close(rp.terminate) })
+		rp.goneOnce.Do(func() { close(rp.gone) })
+	}
+}
+
+func containerPort(p *corev1.Pod) int {
+	for _, c := range p.Spec.Containers {
+		for _, port := range c.Ports {
+			if port.ContainerPort > 0 {
+				return int(port.ContainerPort)
+			}
+		}
+	}
+	return 8080
+}
+
+// run is the life of one pod.
+func (k *Kubelet) run(ctx context.Context, rp *runningPod, port int) {
+	defer func() {
+		k.mu.Lock()
+		delete(k.pods, rp.uid)
+		k.mu.Unlock()
+	}()
+	log := k.log.With("pod", rp.ns+"/"+rp.name)
+	ln, addr, release, err := k.pool.Listen(ctx, port, rp.terminate, log)
+	if err != nil {
+		k.forceDelete(ctx, rp)
+		return
+	}
+	defer release()
+	srv := localpod.Serve(ln, rp.name, log)
+	k.setStatus(ctx, rp, addr, false)
+	select {
+	case <-time.After(k.opts.ReadinessDelay):
+		k.setStatus(ctx, rp, addr, true)
+	case <-rp.terminate:
+	case <-ctx.Done():
+	}
+	select {
+	case <-rp.terminate:
+	case <-ctx.Done():
+		_ = srv.Stop(ctx, time.Now())
+		return
+	}
+	// Terminating: the endpoint is terminating but serving; keep accepting
+	// for the preStop delay, then stop gracefully within the grace period.
+	select {
+	case <-time.After(k.opts.PreStopDelay):
+	case <-rp.gone:
+	case <-ctx.Done():
+	}
+	if err := srv.Stop(ctx, time.Now().Add(max(rp.grace-k.opts.PreStopDelay, time.Second))); err != nil {
+		log.Warn("pod server stop", "err", err)
+	}
+	k.forceDelete(ctx, rp)
+}
+
+// setStatus reports the pod Running with its IP, Ready or not.
+func (k *Kubelet) setStatus(ctx context.Context, rp *runningPod, addr netip.Addr, ready bool) {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := k.client.CoreV1().Pods(rp.ns).Get(ctx, rp.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.UID != rp.uid {
+			return nil
+		}
+		now := metav1.Now()
+		status := corev1.ConditionFalse
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.HostIP = "127.0.0.1"
+		p.Status.PodIP = addr.String()
+		p.Status.PodIPs = []corev1.PodIP{{IP: addr.String()}}
+		if p.Status.StartTime == nil {
+			p.Status.StartTime = &now
+		}
+		p.Status.Conditions = []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.ContainersReady, Status: status, LastTransitionTime: now},
+			{Type: corev1.PodReady, Status: status, LastTransitionTime: now},
+		}
+		_, err = k.client.CoreV1().Pods(rp.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+		k.log.Warn("pod status", "pod", rp.ns+"/"+rp.name, "err", err)
+	}
+}
+
+// forceDelete removes the Pod object once its server has stopped, as the
+// kubelet does after the containers exit.
+func (k *Kubelet) forceDelete(ctx context.Context, rp *runningPod) {
+	if ctx.Err() != nil {
+		return // the test is over; so is its namespace
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	zero := int64(0)
+	err := k.client.CoreV1().Pods(rp.ns).Delete(ctx, rp.name, metav1.DeleteOptions{
+		GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &rp.uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		k.log.Warn("delete pod", "pod", rp.ns+"/"+rp.name, "err", err)
+	}
+}
