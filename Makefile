@@ -6,7 +6,7 @@ WORK ?= .work/demo
 # Debian's packages the project needs: HAProxy to drive, curl for the README's lines.
 APT_PACKAGES := haproxy curl
 
-.PHONY: all deps build run test unit vet fmt-check bench clean
+.PHONY: all deps build run test vet fmt-check bench kapi clean
 
 all: build
 
@@ -32,15 +32,21 @@ run: deps build
 
 vet:
 	$(GO) vet ./...
+	cd e2e/kapi && $(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+## kapi: the test control plane (etcd + kube-apiserver + controllers), a nested module;
+## about ten minutes cold on two cores, a second when nothing changed
+kapi:
+	e2e/kapi/build.sh
+
 ## test: everything CI runs (unit, integration with the real haproxy binary, e2e),
 ## then the race detector on the packages that do not pull in client-go (there
 ## it would add ten minutes of compiling on two cores)
-test: deps fmt-check vet
+test: deps fmt-check vet kapi
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -race -count=1 -timeout 10m ./dcm/engine/ ./dcm/haproxy/ ./dcm/plan/ ./server/
 
@@ -51,4 +57,4 @@ bench: deps
 	$(GO) test -run '^$$' -bench EventToHAProxy -benchtime 500x ./e2e/
 
 clean:
-	rm -rf bin .work
+	rm -rf bin .work .cache

@@ -1,0 +1,240 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/e2e/harness"
+	"github.com/dcm-router/dcm/e2e/kapitest"
+	"github.com/dcm-router/dcm/internal/testkit"
+)
+
+// startDCM runs dcm on the deploy/ ServiceAccount's token, watching ns.
+func startDCM(t *testing.T, ns string) *harness.Stack {
+	t.Helper()
+	return harness.Start(t, harness.Options{Client: dcmClient(t), Namespaces: []string{ns}})
+}
+
+// TestDeploymentScaleOutAndIn: a Deployment scaled through the API flows
+// through the real deployment, replicaset and endpointslice controllers into
+// HAProxy at runtime: every pod reached, the worker PID never changes.
+func TestDeploymentScaleOutAndIn(t *testing.T) {
+	ns := kapitest.Namespace(t, env.admin)
+	host := "web." + ns + ".test"
+	createApp(t, ns, "web", 1, host, "/")
+	s := startDCM(t, ns)
+	s.Serves(host, "/", 1, readyPods(ns, "web"))
+	pid, reloads := s.WorkerPID(), s.Reloads()
+
+	scale(t, ns, "web", 4)
+	s.Serves(host, "/", 4, readyPods(ns, "web"))
+	scale(t, ns, "web", 1)
+	s.Serves(host, "/", 1, readyPods(ns, "web"))
+
+	if got := s.WorkerPID(); got != pid {
+		t.Errorf("HAProxy worker PID changed from %d to %d", pid, got)
+	}
+	if got := s.Reloads(); got != reloads {
+		t.Errorf("dcm reloaded %v times for endpoint changes", got-reloads)
+	}
+}
+
+// TestScaleToZeroAndBack: 503 with no pod, then 200 from each pod again.
+func TestScaleToZeroAndBack(t *testing.T) {
+	ns := kapitest.Namespace(t, env.admin)
+	host := "zero." + ns + ".test"
+	createApp(t, ns, "zero", 1, host, "/")
+	s := startDCM(t, ns)
+	s.Serves(host, "/", 1, readyPods(ns, "zero"))
+	scale(t, ns, "zero", 0)
+	s.Eventually("503 at zero replicas", 15*time.Second, func() error {
+		return s.ExpectStatus(host, "/", http.StatusServiceUnavailable)
+	})
+	scale(t, ns, "zero", 1)
+	s.Serves(host, "/", 1, readyPods(ns, "zero"))
+	scale(t, ns, "zero", 2)
+	s.Serves(host, "/", 2, readyPods(ns, "zero"))
+}
+
+// TestPodReplacement: a deleted pod is replaced by the ReplicaSet; traffic
+// moves from the old pod to the new one without a reload.
+func TestPodReplacement(t *testing.T) {
+	ns := kapitest.Namespace(t, env.admin)
+	host := "repl." + ns + ".test"
+	createApp(t, ns, "repl", 2, host, "/")
+	s := startDCM(t, ns)
+	s.Serves(host, "/", 2, readyPods(ns, "repl"))
+	pid := s.WorkerPID()
+	before, _ := readyPods(ns, "repl")()
+	victim := before[0]
+	if err := env.admin.CoreV1().Pods(ns).Delete(context.Background(), victim, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Serves(host, "/", 2, func() ([]string, error) {
+		pods, err := readyPods(ns, "repl")()
+		for _, p := range pods {
+			if p == victim {
+				return nil, errors.New("the deleted pod is still ready")
+			}
+		}
+		return pods, err
+	})
+	if s.WorkerPID() != pid {
+		t.Error("HAProxy reloaded for a pod replacement")
+	}
+}
+
+// TestSelectorlessServiceHandEditedSlice: the pods stay alive, so only dcm
+// can explain why removed endpoints stop receiving traffic; requests in
+// flight on them still complete.
+func TestSelectorlessServiceHandEditedSlice(t *testing.T) {
+	ns := kapitest.Namespace(t, env.admin)
+	host := "manual." + ns + ".test"
+	createService(t, ns, "manual", nil)
+	createIngress(t, ns, "manual", host, "/", "manual")
+	backends := []testkit.Backend{
+		testkit.StartBackendOn(t, "10.244.250.1", 8080, "m-a"),
+		testkit.StartBackendOn(t, "10.244.250.2", 8080, "m-b"),
+		testkit.StartBackendOn(t, "10.244.250.3", 8080, "m-c"),
+	}
+	slices := env.admin.DiscoveryV1().EndpointSlices(ns)
+	slice := handSlice(ns, backends)
+	created, err := slices.Create(context.Background(), slice, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startDCM(t, ns)
+	all := []string{"m-a", "m-b", "m-c"}
+	s.Serves(host, "/", 3, func() ([]string, error) { return all, nil })
+	pid := s.WorkerPID()
+
+	var wg sync.WaitGroup
+	codes := make(chan int, 6)
+	for range 6 { // two per pod
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, _, _ := s.Get(host, "/slow?ms=1500")
+			codes <- code
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	kept := handSlice(ns, backends[:1])
+	kept.ResourceVersion = created.ResourceVersion
+	if _, err := slices.Update(context.Background(), kept, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Serves(host, "/", 1, func() ([]string, error) { return []string{"m-a"}, nil })
+	wg.Wait()
+	close(codes)
+	for code := range codes {
+		if code != http.StatusOK {
+			t.Errorf("a request in flight on a removed endpoint got HTTP %d", code)
+		}
+	}
+	if s.WorkerPID() != pid {
+		t.Error("HAProxy reloaded for an EndpointSlice edit")
+	}
+}
+
+// handSlice is an EndpointSlice a user (or another controller) manages for
+// a Service without a selector.
+func handSlice(ns string, backends []testkit.Backend) *discoveryv1.EndpointSlice {
+	sl := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manual-1", Labels: map[string]string{
+			discoveryv1.LabelServiceName: "manual", discoveryv1.LabelManagedBy: "e2e.dcm.io"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}},
+	}
+	for _, b := range backends {
+		sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{
+			Addresses:  []string{b.Addr},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: b.Name},
+		})
+	}
+	return sl
+}
+
+// TestTwoIngressesOneHostAndRouteChanges: two Ingresses share a host with
+// different paths, each path reaches its own pods; an Ingress added and
+// deleted takes effect (with a reload that says why, until pooled backends).
+func TestTwoIngressesOneHostAndRouteChanges(t *testing.T) {
+	ns := kapitest.Namespace(t, env.admin)
+	host := "shared." + ns + ".test"
+	createApp(t, ns, "front", 1, host, "/")
+	createApp(t, ns, "api", 2, host, "/api")
+	s := startDCM(t, ns)
+	rec := s.Subscribe(t)
+	s.Serves(host, "/", 1, readyPods(ns, "front"))
+	s.Serves(host, "/api", 2, readyPods(ns, "api"))
+	s.Serves(host, "/api/v1/x", 2, readyPods(ns, "api"))
+	s.Serves(host, "/apix", 1, readyPods(ns, "front"))
+
+	// A third app on a new host: added, served, removed.
+	extra := "extra." + ns + ".test"
+	createApp(t, ns, "extra", 1, extra, "/")
+	s.Serves(extra, "/", 1, readyPods(ns, "extra"))
+	if err := env.admin.NetworkingV1().Ingresses(ns).Delete(context.Background(), "extra", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Eventually("the deleted route answers 404", 15*time.Second, func() error {
+		return s.ExpectStatus(extra, "/", http.StatusNotFound)
+	})
+	s.Eventually("reloads recorded with their reasons", 5*time.Second, func() error {
+		reasons := rec.ReloadReasons()
+		for _, want := range []dcm.ReloadReason{dcm.ReasonRouteAdded, dcm.ReasonRouteRemoved} {
+			if !slices.Contains(reasons, want) {
+				return fmt.Errorf("no reload with reason %s (reasons: %v)", want, reasons)
+			}
+		}
+		return nil
+	})
+	// The shared host kept working throughout.
+	s.Serves(host, "/api", 2, readyPods(ns, "api"))
+}
+
+// TestAPIServerRestart: the API server goes away and comes back; HAProxy
+// keeps serving meanwhile, dcm relists and converges, and no endpoint is
+// lost or duplicated.
+func TestAPIServerRestart(t *testing.T) {
+	ns := kapitest.Namespace(t, env.admin)
+	host := "restart." + ns + ".test"
+	createApp(t, ns, "restart", 2, host, "/")
+	s := startDCM(t, ns)
+	s.Serves(host, "/", 2, readyPods(ns, "restart"))
+	pid := s.WorkerPID()
+	load := s.StartLoad(host, "/")
+
+	if err := env.cp.Stop(); err != nil {
+		t.Logf("stop: %v", err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := env.cp.Restart(context.Background()); err != nil {
+		t.Fatalf("restart the control plane: %v", err)
+	}
+	scale(t, ns, "restart", 3)
+	s.Serves(host, "/", 3, readyPods(ns, "restart"))
+	if n := len(s.Backend(dcm.BackendName(dcm.KindHTTP, ns, "restart")).Servers); n != 3 {
+		t.Errorf("the backend has %d servers for 3 pods", n)
+	}
+	ok, fail, last := load.Finish()
+	if fail > 0 {
+		t.Errorf("%d of %d requests failed while the API server restarted (last: %s)", fail, ok+fail, last)
+	}
+	if s.WorkerPID() != pid {
+		t.Error("HAProxy reloaded across the API server restart")
+	}
+}

@@ -1,0 +1,86 @@
+// Package cluster proves dcm against a real control plane (e2e/kapi: etcd,
+// kube-apiserver with RBAC, the endpointslice, deployment and replicaset
+// controllers), a test kubelet whose pods are real HTTP servers, and the
+// real haproxy binary. dcm runs with a token of the ServiceAccount that
+// deploy/ defines — never the admin token.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/dcm-router/dcm/e2e/kapitest"
+)
+
+// env is what the tests of this package share: one control plane, its
+// kubelet, and dcm's credentials from deploy/.
+var env struct {
+	cp    *kapitest.ControlPlane
+	admin kubernetes.Interface
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(kapitest.Main(m, func(ctx context.Context, cp *kapitest.ControlPlane) (func(), error) {
+		admin, err := kubernetes.NewForConfig(cp.Admin)
+		if err != nil {
+			return nil, err
+		}
+		env.cp, env.admin = cp, admin
+		if err := kapitest.Apply(ctx, admin, deployFile("rbac.yaml"), deployFile("dcm.yaml")); err != nil {
+			return nil, fmt.Errorf("apply deploy/: %w", err)
+		}
+		removeRoute, err := kapitest.EnsurePodNetwork()
+		if err != nil {
+			return nil, err
+		}
+		kctx, cancel := context.WithCancel(ctx)
+		kubelet, err := kapitest.StartKubelet(kctx, admin, kapitest.KubeletOptions{},
+			slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("part", "kubelet"))
+		if err != nil {
+			cancel()
+			removeRoute()
+			return nil, err
+		}
+		return func() { cancel(); kubelet.Wait(); removeRoute() }, nil
+	}))
+}
+
+func deployFile(name string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "deploy", name)
+}
+
+// serviceAccountConfig is a client config that authenticates as a
+// ServiceAccount, with a token from the TokenRequest API.
+func serviceAccountConfig(t *testing.T, ns, name string) *rest.Config {
+	t.Helper()
+	expiry := int64(3600)
+	tr, err := env.admin.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for %s/%s: %v", ns, name, err)
+	}
+	return &rest.Config{Host: env.cp.Host, BearerToken: tr.Status.Token,
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 50, Burst: 100, Timeout: 30 * time.Second}
+}
+
+// dcmClient is dcm's client: the deploy/ ServiceAccount's token.
+func dcmClient(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(serviceAccountConfig(t, "dcm-system", "dcm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
