@@ -17,4 +17,5 @@ USER 10001
 WORKDIR /var/lib/dcm
 # 8080: API and metrics; 8000: HAProxy's HTTP frontend. Bind beyond loopback in a pod.
 EXPOSE 8080 8000
-ENTRYPOINT ["/usr/local/bin/dcm", "--work-dir=/var/lib/dcm/run", "--listen=0.0.0.0:8080", "--http-bind=0.0.0.0:8000"]
+ENTRYPOINT ["/usr/local/bin/dcm"]
+CMD ["--work-dir=/var/lib/dcm/run", "--listen=0.0.0.0:8080", "--http-bind=0.0.0.0:8000"]
