@@ -104,3 +104,20 @@ func readyPods(ns, app string) func() ([]string, error) {
 		return out, nil
 	}
 }
+
+// dumpPods logs the namespace's pods, for a test that failed.
+func dumpPods(t *testing.T, ns string) {
+	pods, err := env.admin.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Logf("list pods: %v", err)
+		return
+	}
+	for _, p := range pods.Items {
+		t.Logf("pod %s node=%q phase=%s ip=%s deleting=%v conditions=%v", p.Name, p.Spec.NodeName, p.Status.Phase,
+			p.Status.PodIP, p.DeletionTimestamp != nil, p.Status.Conditions)
+	}
+	rs, _ := env.admin.AppsV1().ReplicaSets(ns).List(context.Background(), metav1.ListOptions{})
+	for _, r := range rs.Items {
+		t.Logf("replicaset %s spec=%d status=%+v", r.Name, *r.Spec.Replicas, r.Status)
+	}
+}

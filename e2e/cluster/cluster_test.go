@@ -27,15 +27,23 @@ func startDCM(t *testing.T, ns string) *harness.Stack {
 	return harness.Start(t, harness.Options{Client: dcmClient(t), Namespaces: []string{ns}})
 }
 
+// served deploys one app in a fresh namespace, starts dcm and waits until
+// HAProxy serves every replica.
+func served(t *testing.T, app string, replicas int32) (ns, host string, s *harness.Stack) {
+	t.Helper()
+	ns = kapitest.Namespace(t, env.admin)
+	host = app + "." + ns + ".test"
+	createApp(t, ns, app, replicas, host, "/")
+	s = startDCM(t, ns)
+	s.Serves(host, "/", int(replicas), readyPods(ns, app))
+	return ns, host, s
+}
+
 // TestDeploymentScaleOutAndIn: a Deployment scaled through the API flows
 // through the real deployment, replicaset and endpointslice controllers into
 // HAProxy at runtime: every pod reached, the worker PID never changes.
 func TestDeploymentScaleOutAndIn(t *testing.T) {
-	ns := kapitest.Namespace(t, env.admin)
-	host := "web." + ns + ".test"
-	createApp(t, ns, "web", 1, host, "/")
-	s := startDCM(t, ns)
-	s.Serves(host, "/", 1, readyPods(ns, "web"))
+	ns, host, s := served(t, "web", 1)
 	pid, reloads := s.WorkerPID(), s.Reloads()
 
 	scale(t, ns, "web", 4)
@@ -53,11 +61,7 @@ func TestDeploymentScaleOutAndIn(t *testing.T) {
 
 // TestScaleToZeroAndBack: 503 with no pod, then 200 from each pod again.
 func TestScaleToZeroAndBack(t *testing.T) {
-	ns := kapitest.Namespace(t, env.admin)
-	host := "zero." + ns + ".test"
-	createApp(t, ns, "zero", 1, host, "/")
-	s := startDCM(t, ns)
-	s.Serves(host, "/", 1, readyPods(ns, "zero"))
+	ns, host, s := served(t, "zero", 1)
 	scale(t, ns, "zero", 0)
 	s.Eventually("503 at zero replicas", 15*time.Second, func() error {
 		return s.ExpectStatus(host, "/", http.StatusServiceUnavailable)
@@ -71,11 +75,7 @@ func TestScaleToZeroAndBack(t *testing.T) {
 // TestPodReplacement: a deleted pod is replaced by the ReplicaSet; traffic
 // moves from the old pod to the new one without a reload.
 func TestPodReplacement(t *testing.T) {
-	ns := kapitest.Namespace(t, env.admin)
-	host := "repl." + ns + ".test"
-	createApp(t, ns, "repl", 2, host, "/")
-	s := startDCM(t, ns)
-	s.Serves(host, "/", 2, readyPods(ns, "repl"))
+	ns, host, s := served(t, "repl", 2)
 	pid := s.WorkerPID()
 	before, _ := readyPods(ns, "repl")()
 	victim := before[0]
@@ -210,11 +210,7 @@ func TestTwoIngressesOneHostAndRouteChanges(t *testing.T) {
 // keeps serving meanwhile, dcm relists and converges, and no endpoint is
 // lost or duplicated.
 func TestAPIServerRestart(t *testing.T) {
-	ns := kapitest.Namespace(t, env.admin)
-	host := "restart." + ns + ".test"
-	createApp(t, ns, "restart", 2, host, "/")
-	s := startDCM(t, ns)
-	s.Serves(host, "/", 2, readyPods(ns, "restart"))
+	ns, host, s := served(t, "restart", 2)
 	pid := s.WorkerPID()
 	load := s.StartLoad(host, "/")
 
@@ -225,7 +221,15 @@ func TestAPIServerRestart(t *testing.T) {
 	if err := env.cp.Restart(context.Background()); err != nil {
 		t.Fatalf("restart the control plane: %v", err)
 	}
+	// Every client's reflector (dcm's, the kubelet's, the controllers') backs
+	// off after failed watches, up to 30 s when outages repeat; give them that.
+	s.ConvergeWithin = time.Minute
 	scale(t, ns, "restart", 3)
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpPods(t, ns)
+		}
+	})
 	s.Serves(host, "/", 3, readyPods(ns, "restart"))
 	if n := len(s.Backend(dcm.BackendName(dcm.KindHTTP, ns, "restart")).Servers); n != 3 {
 		t.Errorf("the backend has %d servers for 3 pods", n)

@@ -88,8 +88,10 @@ func TestMissingPermissionIsNamed(t *testing.T) {
 			role = r.DeepCopy()
 		}
 	}
-	// The same role without watch on EndpointSlices.
-	role.Name = "dcm-limited"
+	// The same role without watch on EndpointSlices, for a ServiceAccount of
+	// this test's own namespace (names stay unique when tests run again).
+	ns := kapitest.Namespace(t, env.admin)
+	role.Name = ns + "-limited"
 	for i, r := range role.Rules {
 		if slices.Contains(r.Resources, "endpointslices") {
 			role.Rules[i].Verbs = []string{"list"}
@@ -98,19 +100,19 @@ func TestMissingPermissionIsNamed(t *testing.T) {
 	if _, err := env.admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "dcm-system", Name: "dcm-limited"}}
-	if _, err := env.admin.CoreV1().ServiceAccounts("dcm-system").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dcm-limited"}}
+	if _, err := env.admin.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "dcm-limited"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "dcm-limited"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "dcm-system", Name: "dcm-limited"}},
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "dcm-limited"}},
 	}
 	if _, err := env.admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := serviceAccountConfig(t, "dcm-system", "dcm-limited")
+	cfg := serviceAccountConfig(t, ns, "dcm-limited")
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["kapi"] = &clientcmdapi.Cluster{Server: cfg.Host, InsecureSkipTLSVerify: true}

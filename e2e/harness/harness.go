@@ -57,6 +57,8 @@ type Stack struct {
 	HTTPAddr string // HAProxy's frontend
 	Dir      string // HAProxy's files and sockets
 	HTTP     *http.Client
+	// ConvergeWithin bounds how long Serves waits (default 15s).
+	ConvergeWithin time.Duration
 }
 
 // Start runs the stack until the test ends and waits until HAProxy serves
@@ -69,7 +71,7 @@ func Start(tb testing.TB, o Options) *Stack {
 	}
 	log := testkit.Logger(tb)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Stack{t: tb, Dir: testkit.ShortDir(tb), HTTPAddr: testkit.FreeAddr(tb), Registry: prometheus.NewRegistry(),
+	s := &Stack{t: tb, Dir: testkit.ShortDir(tb), HTTPAddr: testkit.FreeAddr(tb), Registry: prometheus.NewRegistry(), ConvergeWithin: 15 * time.Second,
 		HTTP: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	var wg sync.WaitGroup
 	tb.Cleanup(func() {
@@ -212,7 +214,7 @@ func (s *Stack) DemoServes(host, path, ns, app string, replicas int) {
 // larger sample.
 func (s *Stack) Serves(host, path string, replicas int, ready func() ([]string, error)) {
 	s.t.Helper()
-	s.Eventually(fmt.Sprintf("%s%s serves its %d ready pods", host, path, replicas), 15*time.Second, func() error {
+	s.Eventually(fmt.Sprintf("%s%s serves its %d ready pods", host, path, replicas), s.ConvergeWithin, func() error {
 		want, err := ready()
 		if err != nil {
 			return err
