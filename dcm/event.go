@@ -1,6 +1,12 @@
 package dcm
 
-import "time"
+import (
+	"errors"
+	"time"
+)
+
+// ErrNotFound says an action named a backend or server that does not exist.
+var ErrNotFound = errors.New("not found")
 
 // EventType classifies the audit log.
 type EventType string
@@ -20,6 +26,9 @@ const (
 	EventHAProxy EventType = "haproxy"
 	// EventAction: someone acted through the API or portal.
 	EventAction EventType = "action"
+	// EventObserved: HAProxy reported a server's admin state or health changed
+	// (a health check failed, someone used the admin socket).
+	EventObserved EventType = "observed"
 )
 
 // ObjectRef names a Kubernetes object.
@@ -56,6 +65,10 @@ type Event struct {
 	Actor  string `json:"actor,omitempty"`
 	// Backends the event touched, for filtering.
 	Backends []string `json:"backends,omitempty"`
+	// State holds those backends as they are after the event, so a client
+	// can keep its picture current from events alone. A reload touches
+	// every backend and carries no state: clients take a fresh snapshot.
+	State []Backend `json:"state,omitempty"`
 }
 
 // Rejection is an object dcm currently refuses to serve.
