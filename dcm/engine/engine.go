@@ -43,6 +43,9 @@ type Driver interface {
 	Events() <-chan haproxy.ProcessEvent
 	// Close stops HAProxy (when the driver started it) and waits for it.
 	Close() error
+	// ReadFiles reads the files on disk; Render renders a state without writing it.
+	ReadFiles() (haproxy.Files, error)
+	Render(st dcm.State) (haproxy.Files, error)
 }
 
 // Config tunes the loop.
@@ -93,6 +96,7 @@ type Engine struct {
 	log     *slog.Logger
 
 	reloadReq chan dcm.ReloadReason
+	kicks     chan struct{} // an admin changed an override: sync now
 
 	mu         sync.Mutex // guards everything below; events are published under it so snapshots and seq agree
 	actual     dcm.State
@@ -107,6 +111,8 @@ type Engine struct {
 	rejected   map[dcm.ObjectRef]dcm.Rejection
 	// observeCursor is where the periodic observation pass continues.
 	observeCursor int
+	// overrides are the admins' changes on top of Kubernetes, by endpoint.
+	overrides map[string]override
 	// retry holds a failed reload: its reasons, when to try again, and the
 	// delay after that (doubling up to a minute).
 	retry struct {
@@ -123,7 +129,9 @@ func New(cfg Config, driver Driver, metrics *Metrics, log *slog.Logger) *Engine 
 	e := &Engine{
 		cfg: cfg, driver: driver, metrics: metrics, hub: NewHub(cfg.EventBuffer), log: log,
 		reloadReq: make(chan dcm.ReloadReason, 16),
+		kicks:     make(chan struct{}, 1),
 		rejected:  map[dcm.ObjectRef]dcm.Rejection{},
+		overrides: map[string]override{},
 	}
 	return e
 }
@@ -139,6 +147,30 @@ func (e *Engine) Ready() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.ready
+}
+
+func (e *Engine) kick() {
+	select {
+	case e.kicks <- struct{}{}:
+	default:
+	}
+}
+
+// Reload asks for a reload with reason manual (the portal's button).
+func (e *Engine) Reload(actor string) {
+	e.log.Info("reload requested", "actor", actor)
+	e.RequestReload(dcm.ReasonManual)
+}
+
+// Subscribe returns the events after since and a subscription to the
+// later ones (see Hub.Subscribe).
+func (e *Engine) Subscribe(since uint64, queue int) ([]dcm.Event, bool, *Subscription) {
+	return e.hub.Subscribe(since, queue)
+}
+
+// Events returns the events after since that the hub still keeps.
+func (e *Engine) Events(since uint64) ([]dcm.Event, bool) {
+	return e.hub.Since(since)
 }
 
 // RequestReload asks for a reload with a reason (an admin's request, or a test).
@@ -221,6 +253,7 @@ func (e *Engine) loop(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-e.source.Changed():
+		case <-e.kicks:
 		case <-observe:
 			req.observeNext = true
 			nextObserve = time.Now().Add(e.observeDelay())
@@ -310,6 +343,8 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 	e.mu.Lock()
 	actual := e.actual
 	e.desired = desired
+	pruneOverrides(desired, e.overrides)
+	desired = withOverrides(desired, e.overrides)
 	e.mu.Unlock()
 
 	var p dcm.Plan
@@ -358,8 +393,9 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 	e.mu.Unlock()
 	e.metrics.Updates.WithLabelValues("dynamic").Inc()
 	e.log.Info("applied at runtime", "ops", len(p.Ops), "waiting", p.Waiting)
+	touched := backendsOf(p.Ops)
 	e.publish(dcm.Event{Type: dcm.EventApplied, Time: acked, Message: fmt.Sprintf("%d runtime commands applied", len(p.Ops)),
-		Ops: p.Ops, Backends: backendsOf(p.Ops)})
+		Ops: p.Ops, Backends: touched, State: backendsNamed(p.Next, touched)})
 }
 
 // reload loads the configuration rendered from p.Next, then applies p.Ops to
@@ -487,8 +523,13 @@ func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) 
 		return false
 	}
 	e.mu.Lock()
+	before := e.actual
 	merged, drift, missing := merge(e.actual, obs, names, traffic)
 	e.actual = merged
+	if changed := healthChanged(before, merged); len(changed) > 0 {
+		e.hub.Publish(dcm.Event{Type: dcm.EventObserved, Backends: changed, State: backendsNamed(merged, changed),
+			Message: fmt.Sprintf("HAProxy reports new state or health in %d backends", len(changed))})
+	}
 	e.mu.Unlock()
 	if len(drift) > 0 {
 		e.metrics.PredictionMismatch.Add(float64(len(drift)))
@@ -496,6 +537,24 @@ func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) 
 	}
 	e.metrics.setState(merged)
 	return missing
+}
+
+// healthChanged lists the backends where a server's admin state or health
+// differs between two observations (sessions come and go too often to say).
+func healthChanged(a, b dcm.State) []string {
+	var out []string
+	for _, nb := range b.Backends {
+		ob, ok := a.Backend(nb.Name)
+		if !ok {
+			continue
+		}
+		if !slices.EqualFunc(ob.Servers, nb.Servers, func(x, y dcm.Server) bool {
+			return x.Name == y.Name && x.State == y.State && x.Health == y.Health
+		}) {
+			out = append(out, nb.Name)
+		}
+	}
+	return out
 }
 
 // merge takes HAProxy's figures and admin state as the truth. A server
@@ -603,6 +662,17 @@ func (e *Engine) publish(ev dcm.Event) dcm.Event {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.hub.Publish(ev)
+}
+
+// backendsNamed picks backends of st by name (names sorted, as backendsOf gives them).
+func backendsNamed(st dcm.State, names []string) []dcm.Backend {
+	out := make([]dcm.Backend, 0, len(names))
+	for _, n := range names {
+		if b, ok := st.Backend(n); ok {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 func backendsOf(ops []dcm.Op) []string {

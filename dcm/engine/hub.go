@@ -28,6 +28,9 @@ type Subscription struct {
 	done   chan struct{}
 }
 
+// Events delivers the events in seq order.
+func (s *Subscription) Events() <-chan dcm.Event { return s.C }
+
 // Done is closed when the hub drops the subscription or Close is called.
 func (s *Subscription) Done() <-chan struct{} { return s.done }
 

@@ -25,6 +25,8 @@ type Metrics struct {
 	Backends           *prometheus.GaugeVec
 	Rejected           *prometheus.CounterVec
 	PredictionMismatch prometheus.Counter
+	FeedClients        prometheus.Gauge
+	FeedDropped        prometheus.Counter
 }
 
 // NewMetrics creates the collectors and registers them with reg.
@@ -71,9 +73,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		PredictionMismatch: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dcm_prediction_mismatch_total", Help: "Observations of HAProxy that differ from the state the planner predicted.",
 		}),
+		FeedClients: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dcm_feed_clients", Help: "Websocket feed clients connected.",
+		}),
+		FeedDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dcm_feed_dropped_total", Help: "Feed clients closed because they fell behind (they can resume).",
+		}),
 	}
 	reg.MustRegister(m.Updates, m.Reloads, m.ReloadFailures, m.ReloadDuration, m.ConfigWrite, m.RuntimeCommand,
-		m.RuntimeErrors, m.EventToApplied, m.Servers, m.Backends, m.Rejected, m.PredictionMismatch)
+		m.RuntimeErrors, m.EventToApplied, m.Servers, m.Backends, m.Rejected, m.PredictionMismatch, m.FeedClients, m.FeedDropped)
 	for _, r := range []string{"noop", "dynamic", "reload"} {
 		m.Updates.WithLabelValues(r)
 	}

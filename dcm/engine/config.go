@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/haproxy"
+)
+
+// Config returns the files HAProxy loads as they are on disk, and the drift
+// between them and HAProxy's runtime: the files dcm would write from what
+// HAProxy runs right now, compared line by line with the files on disk.
+// Nothing is changed; the next sync repairs what drifted.
+func (e *Engine) Config(ctx context.Context) (dcm.ConfigView, error) {
+	disk, err := e.driver.ReadFiles()
+	if err != nil {
+		return dcm.ConfigView{}, fmt.Errorf("read the files: %w", err)
+	}
+	obs, err := e.driver.Observe(ctx)
+	if err != nil {
+		return dcm.ConfigView{}, fmt.Errorf("read HAProxy's state: %w", err)
+	}
+	e.mu.Lock()
+	runtime, _, _ := merge(e.actual, obs, nil, true)
+	e.mu.Unlock()
+	want, err := e.driver.Render(runtime)
+	if err != nil {
+		return dcm.ConfigView{}, fmt.Errorf("render HAProxy's state: %w", err)
+	}
+	view := dcm.ConfigView{Files: []dcm.ConfigFile{{Name: haproxy.ConfigName, Content: string(disk.Config)}}, Drift: []string{}}
+	view.Drift = append(view.Drift, lineDiff(haproxy.ConfigName, string(disk.Config), string(want.Config))...)
+	names := make([]string, 0, len(disk.Maps))
+	for n := range disk.Maps {
+		names = append(names, n)
+	}
+	for n := range want.Maps {
+		if _, ok := disk.Maps[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if b, ok := disk.Maps[n]; ok {
+			view.Files = append(view.Files, dcm.ConfigFile{Name: n, Content: string(b)})
+		}
+		view.Drift = append(view.Drift, lineDiff(n, string(disk.Maps[n]), string(want.Maps[n]))...)
+	}
+	return view, nil
+}
+
+// lineDiff lists the lines only one side has: "file: on disk only: …" and
+// "file: in HAProxy only: …". Order is not compared (HAProxy's order is the
+// renderer's), only content.
+func lineDiff(name, disk, runtime string) []string {
+	count := map[string]int{}
+	for _, l := range strings.Split(disk, "\n") {
+		count[l]++
+	}
+	for _, l := range strings.Split(runtime, "\n") {
+		count[l]--
+	}
+	var out []string
+	for _, l := range strings.Split(disk, "\n") {
+		if count[l] > 0 {
+			out = append(out, name+": on disk only: "+strings.TrimSpace(l))
+			count[l]--
+		}
+	}
+	for _, l := range strings.Split(runtime, "\n") {
+		if count[l] < 0 {
+			out = append(out, name+": in HAProxy only: "+strings.TrimSpace(l))
+			count[l]++
+		}
+	}
+	return out
+}
