@@ -182,6 +182,17 @@ func (d *Driver) Apply(ctx context.Context, ops []dcm.Op) error {
 	return nil
 }
 
+// Render renders st without touching the files or the cache of the
+// renderer Write uses (for comparing the runtime with the files).
+func (d *Driver) Render(st dcm.State) (Files, error) {
+	return Render(d.cfg.Settings, st)
+}
+
+// ReadFiles reads haproxy.cfg and the map files as they are on disk.
+func (d *Driver) ReadFiles() (Files, error) {
+	return ReadFiles(d.cfg.WorkDir)
+}
+
 // render renders st, re-rendering only the backends that changed.
 func (d *Driver) render(st dcm.State) (Files, error) {
 	d.renderMu.Lock()
@@ -433,7 +444,7 @@ func merge(out map[string][]dcm.Server, stateText, statText string, only map[str
 		}
 		srv := dcm.Server{Name: s.Name, Addr: s.Addr, Port: s.Port, Weight: s.Weight, State: s.State}
 		if r, ok := byKey[key{s.Backend, s.Name}]; ok {
-			srv.Health, srv.Sessions, srv.Queued, srv.UsedConn = r.Status, r.Sessions, r.Queued, r.UsedConn
+			srv.Health, srv.Sessions, srv.Queued, srv.UsedConn = statusWord(r.Status), r.Sessions, r.Queued, r.UsedConn
 		} else {
 			srv.Health = healthOf(s)
 		}
@@ -443,6 +454,17 @@ func merge(out map[string][]dcm.Server, stateText, statText string, only map[str
 		dcm.SortServers(out[b])
 	}
 	return nil
+}
+
+// statusWord keeps the state of show stat's status column and drops the
+// check's progress ("UP 1/3" → "UP"; "no check" → "UP"), so that it reads
+// the same as healthOf and only changes when the server's health does.
+func statusWord(status string) string {
+	w, _, _ := strings.Cut(status, " ")
+	if w == "no" || w == "" {
+		return "UP"
+	}
+	return w
 }
 
 // healthOf words a server's state as show stat's status column does, from

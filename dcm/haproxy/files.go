@@ -176,3 +176,27 @@ func alertLines(out []byte) []string {
 	}
 	return alerts
 }
+
+// ReadFiles reads what WriteFiles wrote in dir.
+func ReadFiles(dir string) (Files, error) {
+	cfg, err := os.ReadFile(filepath.Join(dir, ConfigName))
+	if err != nil {
+		return Files{}, fmt.Errorf("read %s: %w", ConfigName, err)
+	}
+	f := Files{Config: cfg, Maps: map[string][]byte{}}
+	entries, err := os.ReadDir(filepath.Join(dir, MapsDir))
+	if err != nil {
+		return Files{}, fmt.Errorf("list maps: %w", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".map") || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, MapsDir, e.Name()))
+		if err != nil {
+			return Files{}, fmt.Errorf("read map %s: %w", e.Name(), err)
+		}
+		f.Maps[MapsDir+"/"+e.Name()] = b
+	}
+	return f, nil
+}
