@@ -45,6 +45,10 @@ func Permissions() []Permission {
 			out = append(out, Permission{Verb: verb, Group: "apps", Resource: r, Subresource: "scale"})
 		}
 	}
+	// The portal's sign-in with Kubernetes tokens, and RBAC per action.
+	out = append(out,
+		Permission{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"},
+		Permission{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"})
 	return out
 }
 
@@ -55,6 +59,15 @@ type MissingPermissionError struct {
 
 func (e *MissingPermissionError) Error() string {
 	return "missing permission: " + strings.Join(e.Missing, "; ") + " (grant them as deploy/rbac.yaml does)"
+}
+
+// scopesOf: reviews are cluster-scoped objects, the rest is checked in
+// each namespace watched.
+func scopesOf(p Permission, namespaces []string) []string {
+	if p.Resource == "tokenreviews" || p.Resource == "subjectaccessreviews" {
+		return []string{""}
+	}
+	return namespaces
 }
 
 // CheckAccess asks the API server, with SelfSubjectAccessReviews, whether
@@ -70,7 +83,7 @@ func CheckAccess(ctx context.Context, client kubernetes.Interface, namespaces []
 	}
 	var missing []string
 	for _, p := range Permissions() {
-		for _, ns := range scopes {
+		for _, ns := range scopesOf(p, scopes) {
 			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 				ResourceAttributes: &authorizationv1.ResourceAttributes{
 					Namespace: ns, Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource,
