@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -51,6 +54,188 @@ func readyz(eng Engine) echo.HandlerFunc {
 
 func snapshot(eng Engine) echo.HandlerFunc {
 	return func(c echo.Context) error { return c.JSON(http.StatusOK, eng.Snapshot()) }
+}
+
+func backends(eng Engine) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ns := c.QueryParam("namespace")
+		out := []dcm.Backend{}
+		for _, b := range eng.Snapshot().Backends {
+			if ns == "" || b.Route.Namespace == ns {
+				out = append(out, b)
+			}
+		}
+		return c.JSON(http.StatusOK, out)
+	}
+}
+
+func findBackend(eng Engine, name string) (dcm.Backend, bool) {
+	bs := eng.Snapshot().Backends
+	i := slices.IndexFunc(bs, func(b dcm.Backend) bool { return b.Name == name })
+	if i < 0 {
+		return dcm.Backend{}, false
+	}
+	return bs[i], true
+}
+
+func backend(eng Engine) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		b, ok := findBackend(eng, pathParam(c, "name"))
+		if !ok {
+			return echo.NewHTTPError(http.StatusNotFound, "no such backend")
+		}
+		return c.JSON(http.StatusOK, b)
+	}
+}
+
+// pathParam is echo's path parameter, unescaped (backend names hold ':').
+func pathParam(c echo.Context, name string) string {
+	v := c.Param(name)
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
+}
+
+// eventsPage is the body of GET /api/v1/events.
+type eventsPage struct {
+	Events []dcm.Event `json:"events"`
+	// Complete is false when events after since are no longer kept; take a
+	// snapshot instead.
+	Complete bool   `json:"complete"`
+	Seq      uint64 `json:"seq"`
+}
+
+func events(eng Engine) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		since, err := strconv.ParseUint(c.QueryParam("since"), 10, 64)
+		if err != nil && c.QueryParam("since") != "" {
+			return echo.NewHTTPError(http.StatusBadRequest, "since must be a seq")
+		}
+		evs, ok := eng.Events(since)
+		if evs == nil {
+			evs = []dcm.Event{}
+		}
+		page := eventsPage{Events: evs, Complete: ok, Seq: since}
+		if len(evs) > 0 {
+			page.Seq = evs[len(evs)-1].Seq
+		}
+		return c.JSON(http.StatusOK, page)
+	}
+}
+
+// stateRequest is the body of POST …/servers/{s}/state.
+type stateRequest struct {
+	State dcm.AdminState `json:"state" form:"state"`
+}
+
+// weightRequest is the body of POST …/servers/{s}/weight.
+type weightRequest struct {
+	Weight *int `json:"weight" form:"weight"`
+}
+
+func serverState(eng Engine) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var req stateRequest
+		if err := c.Bind(&req); err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, "body: "+err.Error())
+		}
+		switch req.State {
+		case dcm.StateReady, dcm.StateDrain, dcm.StateMaint:
+		default:
+			return echo.NewHTTPError(http.StatusBadRequest, "state must be ready, drain or maint")
+		}
+		b, s := pathParam(c, "backend"), pathParam(c, "server")
+		if err := eng.SetServerState(identityOf(c).Name, b, s, req.State); err != nil {
+			return actionError(err)
+		}
+		return done(c, b, map[string]any{"backend": b, "server": s, "state": req.State})
+	}
+}
+
+func serverWeight(eng Engine) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var req weightRequest
+		if err := c.Bind(&req); err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, "body: "+err.Error())
+		}
+		if req.Weight == nil || *req.Weight != -1 && (*req.Weight < 0 || *req.Weight > 256) {
+			return echo.NewHTTPError(http.StatusBadRequest, "weight must be 0..256, or -1 to return it to Kubernetes")
+		}
+		b, s := pathParam(c, "backend"), pathParam(c, "server")
+		if err := eng.SetServerWeight(identityOf(c).Name, b, s, *req.Weight); err != nil {
+			return actionError(err)
+		}
+		return done(c, b, map[string]any{"backend": b, "server": s, "weight": *req.Weight})
+	}
+}
+
+func actionError(err error) error {
+	if errors.Is(err, dcm.ErrNotFound) {
+		return echo.NewHTTPError(http.StatusNotFound, err.Error())
+	}
+	return echo.NewHTTPError(http.StatusConflict, err.Error())
+}
+
+// done answers an action: JSON for scripts and tools, back to the backend's
+// page for a plain form (the portal without JavaScript).
+func done(c echo.Context, backend string, body any) error {
+	if strings.HasPrefix(c.Request().Header.Get(echo.HeaderContentType), echo.MIMEApplicationForm) {
+		return c.Redirect(http.StatusSeeOther, "/backends/"+url.PathEscape(backend))
+	}
+	return c.JSON(http.StatusAccepted, body)
+}
+
+// reloadRequest is the body of POST /api/v1/reload.
+type reloadRequest struct {
+	Reason string `json:"reason" form:"reason"`
+}
+
+func reload(eng Engine) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var req reloadRequest
+		if err := c.Bind(&req); err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, "body: "+err.Error())
+		}
+		actor := identityOf(c).Name
+		msg := "asked for a reload"
+		if r := strings.TrimSpace(req.Reason); r != "" {
+			if len(r) > 200 {
+				r = r[:200]
+			}
+			msg += ": " + r
+		}
+		eng.Action(actor, msg, dcm.ObjectRef{Kind: "HAProxy"})
+		eng.Reload(actor)
+		if strings.HasPrefix(c.Request().Header.Get(echo.HeaderContentType), echo.MIMEApplicationForm) {
+			return c.Redirect(http.StatusSeeOther, "/config")
+		}
+		return c.JSON(http.StatusAccepted, map[string]string{"reload": "requested"})
+	}
+}
+
+func config(eng Engine) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		view, err := eng.Config(c.Request().Context())
+		if err != nil {
+			return echo.NewHTTPError(http.StatusServiceUnavailable, err.Error())
+		}
+		return c.JSON(http.StatusOK, view)
+	}
+}
+
+// whoami tells scripts who is logged in and what they may do, so pages only
+// offer actions that will be allowed.
+func whoami(d Deps) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := identityOf(c)
+		canAct, _ := d.Authorizer.Authorize(c.Request().Context(), id, VerbAct)
+		body := map[string]any{"name": id.Name, "act": canAct}
+		if s, ok := c.Get(sessionKey).(*session); ok {
+			body["csrf"] = s.csrf
+		}
+		return c.JSON(http.StatusOK, body)
+	}
 }
 
 // scaleRequest is the body of POST /api/v1/scale.
@@ -102,9 +287,8 @@ func scale(eng Engine, scaler Scaler, log *slog.Logger) echo.HandlerFunc {
 			log.Warn("scale failed", "namespace", req.Namespace, "kind", req.Kind, "name", req.Name, "err", err)
 			return echo.NewHTTPError(http.StatusBadGateway, err.Error())
 		}
-		actor, _ := c.Get(actorKey).(string)
 		obj := dcm.ObjectRef{Kind: req.Kind, Namespace: req.Namespace, Name: req.Name}
-		eng.Action(actor, fmt.Sprintf("scaled %s to %d", obj, *req.Replicas), obj)
+		eng.Action(identityOf(c).Name, fmt.Sprintf("scaled %s to %d", obj, *req.Replicas), obj)
 		return c.JSON(http.StatusAccepted, map[string]any{"namespace": req.Namespace, "kind": req.Kind, "name": req.Name, "replicas": *req.Replicas})
 	}
 }

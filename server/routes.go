@@ -9,16 +9,33 @@ import (
 // maxBody bounds every request body; the API takes small JSON documents only.
 const maxBody = "64K"
 
-func routes(e *echo.Echo, d Deps) {
+func routes(e *echo.Echo, d Deps, sessions *sessions) {
 	e.Use(middleware.Recover())
 	e.Use(securityHeaders)
 	e.Use(middleware.BodyLimit(maxBody))
 
+	// Open: probes, metrics.
 	e.GET("/healthz", healthz)
 	e.GET("/readyz", readyz(d.Engine))
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Gatherer, promhttp.HandlerOpts{})))
 
-	api := e.Group("/api/v1", bearer(d.Token))
-	api.GET("/snapshot", snapshot(d.Engine))
-	api.POST("/scale", scale(d.Engine, d.Scaler, d.Log))
+	auth := e.Group("", authenticate(d, sessions))
+	auth.GET("/login", loginPage(d))
+	auth.POST("/login", login(d, sessions))
+	auth.POST("/logout", logout(d, sessions), require(d, VerbRead, true))
+
+	read := require(d, VerbRead, false)
+	act := require(d, VerbAct, false)
+	api := auth.Group("/api/v1")
+	api.GET("/snapshot", snapshot(d.Engine), read)
+	api.GET("/backends", backends(d.Engine), read)
+	api.GET("/backends/:name", backend(d.Engine), read)
+	api.GET("/events", events(d.Engine), read)
+	api.GET("/config", config(d.Engine), read)
+	api.GET("/whoami", whoami(d), read)
+	api.GET("/feed", feed(d), read)
+	api.POST("/scale", scale(d.Engine, d.Scaler, d.Log), act)
+	api.POST("/backends/:backend/servers/:server/state", serverState(d.Engine), act)
+	api.POST("/backends/:backend/servers/:server/weight", serverWeight(d.Engine), act)
+	api.POST("/reload", reload(d.Engine), act)
 }

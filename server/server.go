@@ -1,12 +1,13 @@
-// Package server is dcm's HTTP surface on echo: health, metrics and the JSON
-// API. Handlers are closures over the dependencies passed to New; there is no
-// global state.
+// Package server is dcm's HTTP surface on echo: the portal's pages, the JSON
+// API, the websocket feed, health and metrics. Handlers are closures over the
+// dependencies passed to New; there is no global state.
 package server
 
 import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,7 +19,31 @@ import (
 type Engine interface {
 	Snapshot() dcm.Snapshot
 	Ready() bool
+	// Subscribe returns the events after since (resumed false when they are
+	// no longer kept) and a subscription to every later one, without a gap.
+	Subscribe(since uint64, queue int) (backlog []dcm.Event, resumed bool, sub Subscription)
+	// Events returns the events after since still kept (false: some are gone).
+	Events(since uint64) ([]dcm.Event, bool)
 	Action(actor, message string, obj dcm.ObjectRef)
+	// SetServerState overrides Kubernetes for one server: drain or maint
+	// hold until set back to ready, which returns control to Kubernetes.
+	SetServerState(actor, backend, server string, state dcm.AdminState) error
+	// SetServerWeight overrides a server's weight; 0 < weight ≤ 256, or -1 to
+	// return it to Kubernetes.
+	SetServerWeight(actor, backend, server string, weight int) error
+	// Reload asks for a reload with reason manual.
+	Reload(actor string)
+	// Config reads the files HAProxy loads and checks them against its runtime state.
+	Config(ctx context.Context) (dcm.ConfigView, error)
+}
+
+// Subscription is a live feed of engine events.
+type Subscription interface {
+	Events() <-chan dcm.Event
+	// Done is closed when the engine drops the subscriber (Reason says why) or Close is called.
+	Done() <-chan struct{}
+	Reason() string
+	Close()
 }
 
 // Scaler changes the replicas of a workload through the scale subresource.
@@ -31,17 +56,42 @@ type Deps struct {
 	Engine   Engine
 	Scaler   Scaler
 	Gatherer prometheus.Gatherer
-	// Token is the bearer token that grants the API.
-	Token string
-	Log   *slog.Logger
+	// Authenticator turns a bearer token into an identity; Authorizer
+	// decides what the identity may do.
+	Authenticator Authenticator
+	Authorizer    Authorizer
+	// Metrics for the feed (nil: not recorded).
+	FeedClients prometheus.Gauge
+	FeedDropped prometheus.Counter
+	// PingEvery is the feed's keep-alive period (default 20s).
+	PingEvery time.Duration
+	// FeedQueue bounds the events queued for one feed client (default 1024).
+	FeedQueue int
+	// SecureCookies marks the session cookie Secure (the portal is served over TLS).
+	SecureCookies bool
+	Log           *slog.Logger
+}
+
+func (d Deps) withDefaults() Deps {
+	if d.PingEvery <= 0 {
+		d.PingEvery = 20 * time.Second
+	}
+	if d.FeedQueue <= 0 {
+		d.FeedQueue = 1024
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	return d
 }
 
 // New returns the HTTP handler of the portal and API.
 func New(d Deps) http.Handler {
+	d = d.withDefaults()
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(d.Log)
-	routes(e, d)
+	routes(e, d, newSessions())
 	return e
 }

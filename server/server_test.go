@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,20 +15,59 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/engine"
 )
 
 // fakeEngine and fakeScaler stand in for the engine and Kubernetes in this
-// package's unit tests; e2e proves the whole path with the real parts.
+// package's unit tests (the event hub is the engine's real one); e2e proves
+// the whole path with the real parts.
 type fakeEngine struct {
-	seq     uint64
+	hub     *engine.Hub
+	seq     uint64 // snapshot seq when the hub has none
 	ready   bool
+	mu      sync.Mutex
 	actions []string
 }
 
-func (f *fakeEngine) Snapshot() dcm.Snapshot { return dcm.Snapshot{Seq: f.seq, Mode: dcm.ModeDynamic} }
-func (f *fakeEngine) Ready() bool            { return f.ready }
+func newFakeEngine(seq uint64, ready bool) *fakeEngine {
+	return &fakeEngine{hub: engine.NewHub(100), seq: seq, ready: ready}
+}
+
+func (f *fakeEngine) Snapshot() dcm.Snapshot {
+	seq := f.hub.Seq()
+	if seq == 0 {
+		seq = f.seq
+	}
+	return dcm.Snapshot{Seq: seq, Mode: dcm.ModeDynamic, Backends: []dcm.Backend{
+		{Name: "be_http:demo:web", Route: dcm.Route{Namespace: "demo", Name: "web"}},
+		{Name: "be_http:other:app", Route: dcm.Route{Namespace: "other", Name: "app"}},
+	}}
+}
+func (f *fakeEngine) Ready() bool { return f.ready }
 func (f *fakeEngine) Action(actor, message string, _ dcm.ObjectRef) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.actions = append(f.actions, actor+": "+message)
+}
+func (f *fakeEngine) Subscribe(since uint64, queue int) ([]dcm.Event, bool, Subscription) {
+	b, ok, sub := f.hub.Subscribe(since, queue)
+	return b, ok, sub
+}
+func (f *fakeEngine) Events(since uint64) ([]dcm.Event, bool) { return f.hub.Since(since) }
+func (f *fakeEngine) SetServerState(actor, backend, server string, state dcm.AdminState) error {
+	if backend != "be_http:demo:web" {
+		return fmt.Errorf("%s: %w", backend, dcm.ErrNotFound)
+	}
+	f.Action(actor, backend+"/"+server+" "+string(state), dcm.ObjectRef{})
+	return nil
+}
+func (f *fakeEngine) SetServerWeight(actor, backend, server string, weight int) error {
+	f.Action(actor, fmt.Sprintf("%s/%s weight %d", backend, server, weight), dcm.ObjectRef{})
+	return nil
+}
+func (f *fakeEngine) Reload(actor string) { f.Action(actor, "reload", dcm.ObjectRef{}) }
+func (f *fakeEngine) Config(context.Context) (dcm.ConfigView, error) {
+	return dcm.ConfigView{Files: []dcm.ConfigFile{{Name: "haproxy.cfg", Content: "global\n"}}, Drift: []string{}}, nil
 }
 
 type fakeScaler struct {
@@ -84,11 +125,12 @@ func TestAPI(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			eng := &fakeEngine{seq: 7, ready: tt.ready}
+			eng := newFakeEngine(7, tt.ready)
 			sc := &fakeScaler{err: tt.scaleErr}
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(prometheus.NewGoCollector())
-			h := New(Deps{Engine: eng, Scaler: sc, Gatherer: reg, Token: token, Log: slog.New(slog.DiscardHandler)})
+			h := New(Deps{Engine: eng, Scaler: sc, Gatherer: reg, Authenticator: SingleToken(token, "admin"), Authorizer: RoleAuthorizer{},
+				Log: slog.New(slog.DiscardHandler)})
 			req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
 			req.Header.Set("Content-Type", "application/json")
 			if tt.auth != "" {

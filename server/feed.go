@@ -1,0 +1,222 @@
+package server
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/labstack/echo/v4"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+const (
+	// feedWriteTimeout bounds one write to a client; a client that does not
+	// read for that long is gone.
+	feedWriteTimeout = 10 * time.Second
+	// feedReadLimit bounds what a client may send: the feed takes no
+	// requests, only control frames.
+	feedReadLimit = 4096
+	// Close codes in the private range (RFC 6455 §7.4.2).
+	closeTooSlow  = 4000
+	closeGoneAway = 4001
+)
+
+// feedFilter keeps what a client asked for: one namespace, one backend, or all.
+type feedFilter struct {
+	namespace, backend string
+}
+
+func (f feedFilter) all() bool { return f.namespace == "" && f.backend == "" }
+
+func namespaceOf(backend string) string {
+	parts := strings.SplitN(backend, ":", 3)
+	if len(parts) < 3 {
+		return ""
+	}
+	return parts[1]
+}
+
+func (f feedFilter) keepBackend(name string) bool {
+	return (f.backend == "" || name == f.backend) && (f.namespace == "" || namespaceOf(name) == f.namespace)
+}
+
+// keepEvent passes events about a matching backend or object, and those
+// about HAProxy as a whole (reloads, restarts), which concern everyone.
+func (f feedFilter) keepEvent(ev dcm.Event) (dcm.Event, bool) {
+	if f.all() {
+		return ev, true
+	}
+	if len(ev.Backends) == 0 && ev.Object == nil {
+		return ev, true
+	}
+	if ev.Object != nil && f.backend == "" && ev.Object.Namespace == f.namespace {
+		return ev, true
+	}
+	if !slices.ContainsFunc(ev.Backends, f.keepBackend) {
+		return ev, false
+	}
+	ev.State = slices.DeleteFunc(slices.Clone(ev.State), func(b dcm.Backend) bool { return !f.keepBackend(b.Name) })
+	ev.Ops = slices.DeleteFunc(slices.Clone(ev.Ops), func(o dcm.Op) bool { return !f.keepBackend(o.Backend) })
+	return ev, true
+}
+
+func (f feedFilter) snapshot(s dcm.Snapshot) dcm.Snapshot {
+	if f.all() {
+		return s
+	}
+	s.Backends = slices.DeleteFunc(slices.Clone(s.Backends), func(b dcm.Backend) bool { return !f.keepBackend(b.Name) })
+	s.Routes = slices.DeleteFunc(slices.Clone(s.Routes), func(r dcm.Route) bool { return !f.keepBackend(r.BackendName()) })
+	s.Rejected = slices.DeleteFunc(slices.Clone(s.Rejected), func(r dcm.Rejection) bool {
+		return f.backend != "" || r.Object.Namespace != f.namespace
+	})
+	return s
+}
+
+// feed is GET /api/v1/feed (docs/feed.md): hello, then a snapshot or the
+// events missed since ?since=N, then live events with pings in between.
+// The engine never waits for a client: one whose queue fills is dropped
+// with a reason and resumes from its last seq.
+func feed(d Deps) echo.HandlerFunc {
+	upgrader := websocket.Upgrader{
+		CheckOrigin:     sameOrigin,
+		ReadBufferSize:  1024,
+		WriteBufferSize: 16 << 10,
+	}
+	return func(c echo.Context) error {
+		f := feedFilter{namespace: c.QueryParam("namespace"), backend: c.QueryParam("backend")}
+		if f.namespace != "" {
+			if err := dcm.ValidateDNSLabel("namespace", f.namespace); err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, err.Error())
+			}
+		}
+		if f.backend != "" && !strings.HasPrefix(f.backend, "be_") {
+			return echo.NewHTTPError(http.StatusBadRequest, "backend must be a backend name (be_…)")
+		}
+		var since uint64
+		resume := c.QueryParam("since") != ""
+		if resume {
+			var err error
+			if since, err = strconv.ParseUint(c.QueryParam("since"), 10, 64); err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, "since must be a seq")
+			}
+		}
+		if !sameOrigin(c.Request()) {
+			return echo.NewHTTPError(http.StatusForbidden, "cross-origin websocket refused")
+		}
+		conn, err := upgrader.Upgrade(c.Response(), c.Request(), nil)
+		if err != nil {
+			return nil // the upgrader answered the client already
+		}
+		defer conn.Close()
+		if d.FeedClients != nil {
+			d.FeedClients.Inc()
+			defer d.FeedClients.Dec()
+		}
+		return serveFeed(d, conn, f, resume, since, identityOf(c).Name)
+	}
+}
+
+func serveFeed(d Deps, conn *websocket.Conn, f feedFilter, resume bool, since uint64, identity string) error {
+	var (
+		backlog []dcm.Event
+		resumed bool
+		sub     Subscription
+		snap    *dcm.Snapshot
+	)
+	if resume {
+		backlog, resumed, sub = d.Engine.Subscribe(since, d.FeedQueue)
+		if !resumed {
+			sub.Close()
+		}
+	}
+	if !resumed {
+		s := d.Engine.Snapshot()
+		backlog, _, sub = d.Engine.Subscribe(s.Seq, d.FeedQueue)
+		fs := f.snapshot(s)
+		snap, since = &fs, s.Seq
+	}
+	defer sub.Close()
+
+	// The reader only serves control frames and notices the client leaving.
+	conn.SetReadLimit(feedReadLimit)
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	write := func(m dcm.FeedMessage) error {
+		_ = conn.SetWriteDeadline(time.Now().Add(feedWriteTimeout))
+		return conn.WriteJSON(m)
+	}
+	last := since
+	hello := dcm.FeedMessage{Type: dcm.FeedTypeHello, Seq: since, Hello: &dcm.FeedHello{
+		Protocol: dcm.FeedProtocol, Identity: identity, Resumed: resumed, Namespace: f.namespace, Backend: f.backend}}
+	if err := write(hello); err != nil {
+		return nil
+	}
+	if snap != nil {
+		if err := write(dcm.FeedMessage{Type: dcm.FeedTypeSnapshot, Seq: snap.Seq, Snapshot: snap}); err != nil {
+			return nil
+		}
+	}
+	send := func(ev dcm.Event) error {
+		if ev.Seq <= last {
+			return nil
+		}
+		last = ev.Seq
+		if ev, ok := f.keepEvent(ev); ok {
+			return write(dcm.FeedMessage{Type: dcm.FeedTypeEvent, Seq: ev.Seq, Event: &ev})
+		}
+		return nil
+	}
+	for _, ev := range backlog {
+		if err := send(ev); err != nil {
+			return nil
+		}
+	}
+	ping := time.NewTicker(d.PingEvery)
+	defer ping.Stop()
+	for {
+		select {
+		case ev := <-sub.Events():
+			if err := send(ev); err != nil {
+				return nil
+			}
+		case <-sub.Done():
+			reason := sub.Reason()
+			if reason == "" {
+				reason = "server closing"
+			}
+			if d.FeedDropped != nil {
+				d.FeedDropped.Inc()
+			}
+			reason += "; resume with ?since=" + strconv.FormatUint(last, 10)
+			_ = write(dcm.FeedMessage{Type: dcm.FeedTypeBye, Seq: last, Reason: reason})
+			_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(closeTooSlow, truncate(reason, 120)),
+				time.Now().Add(time.Second))
+			return nil
+		case <-ping.C:
+			if err := write(dcm.FeedMessage{Type: dcm.FeedTypePing, Seq: last}); err != nil {
+				return nil
+			}
+		case <-gone:
+			return nil
+		}
+	}
+}
+
+// truncate keeps a close reason within the 123 bytes a close frame allows.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
