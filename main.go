@@ -5,8 +5,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +15,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -145,25 +142,6 @@ func kubeClient(o options) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-func token(path string) (string, bool, error) {
-	if path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return "", false, fmt.Errorf("--auth-token-file: %w", err)
-		}
-		t := strings.TrimSpace(string(b))
-		if len(t) < 16 {
-			return "", false, fmt.Errorf("--auth-token-file %s: the token must be at least 16 characters", path)
-		}
-		return t, false, nil
-	}
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		return "", false, fmt.Errorf("random token: %w", err)
-	}
-	return hex.EncodeToString(b), true, nil
-}
-
 func workDir(dir string) (string, error) {
 	if dir == "" {
 		base, err := os.UserCacheDir()
@@ -190,10 +168,6 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	// client-go reports watch failures and retries through klog.
 	klog.SetSlogLogger(log.With("part", "client-go"))
 	dir, err := workDir(o.workDir)
-	if err != nil {
-		return err
-	}
-	tok, generated, err := token(o.authTokenFile)
 	if err != nil {
 		return err
 	}
@@ -245,12 +219,21 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	go func() { errs <- wrap("kubernetes", source.Run(ctx)) }()
 	go func() { errs <- wrap("engine", eng.Run(ctx, source)) }()
 
+	acc, err := portalAccess(o.authTokenFile, client, cluster != nil)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           server.New(server.Deps{Engine: eng, Scaler: kube.NewScaler(client), Gatherer: reg, Token: tok, Log: log.With("part", "server")}),
+		Handler: server.New(server.Deps{
+			Engine: portalEngine{eng}, Scaler: kube.NewScaler(client), Gatherer: reg,
+			Authenticator: acc.authn, Authorizer: acc.authz,
+			FeedClients: metrics.FeedClients, FeedDropped: metrics.FeedDropped,
+			Log: log.With("part", "server"),
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	parts++
@@ -264,7 +247,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			// The curl lines of the banner should answer with a pod name.
 			demoServing(ctx, eng, 15*time.Second)
 		}
-		printBanner(out, o, ln.Addr().String(), tok, generated, cluster != nil, dir)
+		printBanner(out, o, ln.Addr().String(), acc.token, cluster != nil, dir)
 		select {
 		case <-ctx.Done():
 		case first = <-errs:
@@ -336,18 +319,24 @@ func demoServing(ctx context.Context, eng *engine.Engine, timeout time.Duration)
 	}
 }
 
-func printBanner(out io.Writer, o options, portal, tok string, generated, isDemo bool, dir string) {
+func printBanner(out io.Writer, o options, portal, token string, isDemo bool, dir string) {
 	fmt.Fprintf(out, "\ndcm is running (mode %s); HAProxy files in %s\n", o.mode, dir)
-	fmt.Fprintf(out, "  API, metrics:    http://%s/api/v1/snapshot  http://%s/metrics\n", portal, portal)
-	if generated {
-		fmt.Fprintf(out, "  admin token:     %s\n", tok)
-	} else {
-		fmt.Fprintf(out, "  admin token:     from %s\n", o.authTokenFile)
+	fmt.Fprintf(out, "  portal:          http://%s/\n", portal)
+	show := token
+	switch {
+	case token != "":
+		fmt.Fprintf(out, "  admin token:     %s\n", token)
+	case o.authTokenFile != "":
+		fmt.Fprintf(out, "  tokens:          from %s\n", o.authTokenFile)
+		show = "$TOKEN"
+	default:
+		fmt.Fprintf(out, "  sign in with:    a Kubernetes token allowed to get haproxy.dcm.io (deploy/portal-rbac.yaml)\n")
+		show = "$TOKEN"
 	}
-	fmt.Fprintf(out, "  snapshot:        curl -H 'Authorization: Bearer %s' http://%s/api/v1/snapshot\n", tok, portal)
+	fmt.Fprintf(out, "  API, metrics:    curl -H 'Authorization: Bearer %s' http://%s/api/v1/snapshot   http://%s/metrics\n", show, portal, portal)
 	if isDemo {
 		fmt.Fprintf(out, "  through HAProxy: curl -H 'Host: web.demo.localhost' http://%s/\n", o.httpBind)
-		fmt.Fprintf(out, "  scale web to 5:  curl -X POST -H 'Authorization: Bearer %s' -d '{\"namespace\":\"demo\",\"kind\":\"Deployment\",\"name\":\"web\",\"replicas\":5}' -H 'Content-Type: application/json' http://%s/api/v1/scale\n", tok, portal)
+		fmt.Fprintf(out, "  scale web to 5:  curl -X POST -H 'Authorization: Bearer %s' -d '{\"namespace\":\"demo\",\"kind\":\"Deployment\",\"name\":\"web\",\"replicas\":5}' -H 'Content-Type: application/json' http://%s/api/v1/scale\n", show, portal)
 	}
 	fmt.Fprintln(out)
 }

@@ -54,7 +54,7 @@ func TestBinaryDemo(t *testing.T) {
 	})
 
 	banner := readBanner(t, stdout)
-	portal := match(t, banner, `API, metrics:\s+http://(\S+)/api`)
+	portal := match(t, banner, `portal:\s+http://(\S+)/`)
 	token := match(t, banner, `admin token:\s+(\S+)`)
 	if !strings.Contains(banner, "curl -H 'Host: web.demo.localhost' http://"+httpAddr+"/") {
 		t.Errorf("the banner lacks the curl line through HAProxy:\n%s", banner)
