@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -22,23 +21,6 @@ type portalEngine struct{ *engine.Engine }
 func (p portalEngine) Subscribe(since uint64, queue int) ([]dcm.Event, bool, server.Subscription) {
 	backlog, ok, sub := p.Engine.Subscribe(since, queue)
 	return backlog, ok, sub
-}
-
-// kubeAuth makes Kubernetes decide who uses the portal: TokenReview for who,
-// SubjectAccessReview on haproxy.dcm.io for what.
-type kubeAuth struct{ r *kube.Reviewer }
-
-func (k kubeAuth) Authenticate(ctx context.Context, token string) (server.Identity, bool, error) {
-	name, groups, ok, err := k.r.Authenticate(ctx, token)
-	return server.Identity{Name: name, Groups: groups}, ok, err
-}
-
-func (k kubeAuth) Authorize(ctx context.Context, id server.Identity, verb server.Verb) (bool, error) {
-	kverb := "get"
-	if verb == server.VerbAct {
-		kverb = "update"
-	}
-	return k.r.Allowed(ctx, id.Name, id.Groups, kverb)
 }
 
 // access is who may use the portal and API.
@@ -78,9 +60,10 @@ func portalAccess(tokenFile string, client kubernetes.Interface, demo bool) (acc
 	}
 	authz := server.RoleAuthorizer{}
 	if !demo {
-		k := kubeAuth{r: kube.NewReviewer(client)}
-		authns = append(authns, k)
-		authz.Kubernetes = k
+		// Kubernetes decides: TokenReview for who, SubjectAccessReview for what.
+		r := kube.NewReviewer(client)
+		authns = append(authns, r)
+		authz.Kubernetes = r
 	}
 	a.authn, a.authz = authns, authz
 	return a, nil

@@ -12,31 +12,22 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/dcm-router/dcm/dcm"
 )
 
-// Verb is what a request does: read the state, or act on HAProxy or
-// Kubernetes. Kubernetes RBAC decides it in a cluster (SubjectAccessReview).
-type Verb string
+// The model's names, so the server's code reads as it did.
+type (
+	Verb     = dcm.Verb
+	Identity = dcm.Identity
+)
 
 const (
-	VerbRead Verb = "read"
-	VerbAct  Verb = "act"
+	VerbRead   = dcm.VerbRead
+	VerbAct    = dcm.VerbAct
+	RoleAdmin  = dcm.RoleAdmin
+	RoleViewer = dcm.RoleViewer
 )
-
-// Roles of tokens from a token file.
-const (
-	RoleAdmin  = "admin"  // read and act
-	RoleViewer = "viewer" // read only
-)
-
-// Identity is who made a request.
-type Identity struct {
-	Name   string
-	Groups []string
-	// Role is set for identities from a token file; empty means Kubernetes
-	// (TokenReview) vouched for the identity and RBAC decides its verbs.
-	Role string
-}
 
 // Authenticator turns a bearer token into an identity; ok is false for an
 // unknown token, err for a failure to decide.

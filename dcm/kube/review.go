@@ -13,6 +13,8 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/dcm-router/dcm/dcm"
 )
 
 // The portal's permissions are RBAC verbs on a resource that exists only to
@@ -56,9 +58,24 @@ func NewReviewer(client kubernetes.Interface) *Reviewer {
 	return &Reviewer{client: client, now: time.Now, users: map[[32]byte]cachedUser{}, answers: map[string]cachedAnswer{}}
 }
 
-// Authenticate returns the user a token belongs to; ok is false for a token
-// the API server does not accept.
-func (r *Reviewer) Authenticate(ctx context.Context, token string) (name string, groups []string, ok bool, err error) {
+// Authenticate returns who a token belongs to; ok is false for a token the
+// API server does not accept.
+func (r *Reviewer) Authenticate(ctx context.Context, token string) (dcm.Identity, bool, error) {
+	name, groups, ok, err := r.review(ctx, token)
+	return dcm.Identity{Name: name, Groups: groups}, ok, err
+}
+
+// Authorize asks RBAC whether id may do verb: get haproxy.dcm.io to read,
+// update haproxy.dcm.io to act.
+func (r *Reviewer) Authorize(ctx context.Context, id dcm.Identity, verb dcm.Verb) (bool, error) {
+	kverb := "get"
+	if verb == dcm.VerbAct {
+		kverb = "update"
+	}
+	return r.Allowed(ctx, id.Name, id.Groups, kverb)
+}
+
+func (r *Reviewer) review(ctx context.Context, token string) (name string, groups []string, ok bool, err error) {
 	key := sha256.Sum256([]byte(token))
 	r.mu.Lock()
 	if c, hit := r.users[key]; hit && r.now().Before(c.expires) {
