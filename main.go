@@ -90,8 +90,12 @@ func parseFlags(args []string) (options, error) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "feed" {
+		os.Exit(feedMain(os.Args[2:]))
+	}
 	o, err := parseFlags(os.Args[1:])
 	if errors.Is(err, pflag.ErrHelp) {
+		fmt.Fprint(os.Stderr, subcommandsUsage)
 		return
 	}
 	if err != nil {
@@ -235,6 +239,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			Log: log.With("part", "server"),
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
+		// Requests (the feed's websockets among them) end with dcm, so feed
+		// clients get a bye rather than a broken connection.
+		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 	parts++
 	go func() { errs <- wrap("portal", ignoreClosed(srv.Serve(ln))) }()

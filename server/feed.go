@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -45,20 +46,21 @@ func (f feedFilter) keepBackend(name string) bool {
 }
 
 // keepEvent passes events about a matching backend or object, and those
-// about HAProxy as a whole (reloads, restarts), which concern everyone.
+// about HAProxy as a whole (reloads, restarts), which concern everyone. A
+// kept event carries only the matching backends' names, ops and state, so a
+// filtered client never sees other namespaces' servers, not even in a reload.
 func (f feedFilter) keepEvent(ev dcm.Event) (dcm.Event, bool) {
 	if f.all() {
 		return ev, true
 	}
-	if len(ev.Backends) == 0 && ev.Object == nil {
-		return ev, true
-	}
-	if ev.Object != nil && f.backend == "" && ev.Object.Namespace == f.namespace {
-		return ev, true
-	}
-	if !slices.ContainsFunc(ev.Backends, f.keepBackend) {
+	// The engine records actions without an object as a zero ObjectRef.
+	hasObject := ev.Object != nil && *ev.Object != (dcm.ObjectRef{})
+	global := len(ev.Backends) == 0 && !hasObject
+	ownObject := hasObject && f.backend == "" && ev.Object.Namespace == f.namespace
+	if !global && !ownObject && !slices.ContainsFunc(ev.Backends, f.keepBackend) {
 		return ev, false
 	}
+	ev.Backends = slices.DeleteFunc(slices.Clone(ev.Backends), func(b string) bool { return !f.keepBackend(b) })
 	ev.State = slices.DeleteFunc(slices.Clone(ev.State), func(b dcm.Backend) bool { return !f.keepBackend(b.Name) })
 	ev.Ops = slices.DeleteFunc(slices.Clone(ev.Ops), func(o dcm.Op) bool { return !f.keepBackend(o.Backend) })
 	return ev, true
@@ -116,30 +118,65 @@ func feed(d Deps) echo.HandlerFunc {
 			d.FeedClients.Inc()
 			defer d.FeedClients.Dec()
 		}
-		return serveFeed(d, conn, f, resume, since, identityOf(c).Name)
+		return serveFeed(c.Request().Context(), d, conn, f, resume, since, identityOf(c).Name)
 	}
 }
 
-func serveFeed(d Deps, conn *websocket.Conn, f feedFilter, resume bool, since uint64, identity string) error {
-	var (
-		backlog []dcm.Event
-		resumed bool
-		sub     Subscription
-		snap    *dcm.Snapshot
-	)
+// snapshotAttempts bounds how often a fresh client retries taking a snapshot
+// whose following events the hub no longer keeps by the time it subscribes.
+const snapshotAttempts = 3
+
+// subscribe starts a client at since (resume) or at a fresh snapshot. The
+// snapshot and the subscription are two calls, so events may be published
+// in between: they come in the backlog. Should the hub no longer keep them,
+// the client would miss them, so a new snapshot is taken instead.
+func subscribe(d Deps, resume bool, since uint64) (backlog []dcm.Event, sub Subscription, snap *dcm.Snapshot, ok bool) {
 	if resume {
-		backlog, resumed, sub = d.Engine.Subscribe(since, d.FeedQueue)
-		if !resumed {
-			sub.Close()
+		var resumed bool
+		if backlog, resumed, sub = d.Engine.Subscribe(since, d.FeedQueue); resumed {
+			return backlog, sub, nil, true
 		}
+		sub.Close()
 	}
-	if !resumed {
+	for range snapshotAttempts {
 		s := d.Engine.Snapshot()
-		backlog, _, sub = d.Engine.Subscribe(s.Seq, d.FeedQueue)
-		fs := f.snapshot(s)
-		snap, since = &fs, s.Seq
+		var kept bool
+		if backlog, kept, sub = d.Engine.Subscribe(s.Seq, d.FeedQueue); kept {
+			return backlog, sub, &s, true
+		}
+		sub.Close()
+	}
+	return nil, nil, nil, false
+}
+
+// serveFeed writes one client's feed until the client leaves, falls behind,
+// or ctx ends (the server shuts down).
+func serveFeed(ctx context.Context, d Deps, conn *websocket.Conn, f feedFilter, resume bool, since uint64, identity string) error {
+	write := func(m dcm.FeedMessage) error {
+		_ = conn.SetWriteDeadline(time.Now().Add(feedWriteTimeout))
+		return conn.WriteJSON(m)
+	}
+	// bye tells the client why it is closed and where to resume.
+	bye := func(code int, reason string, last uint64) {
+		reason += "; resume with ?since=" + strconv.FormatUint(last, 10)
+		_ = write(dcm.FeedMessage{Type: dcm.FeedTypeBye, Seq: last, Reason: reason})
+		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, truncate(reason, 120)),
+			time.Now().Add(time.Second))
+	}
+	backlog, sub, snap, ok := subscribe(d, resume, since)
+	if !ok {
+		// Nothing was said yet, and a feed starts with hello: only the close
+		// frame tells the client to come back.
+		d.Log.Warn("feed: events arrive faster than a snapshot can be taken", "identity", identity)
+		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "server busy: reconnect later"),
+			time.Now().Add(time.Second))
+		return nil
 	}
 	defer sub.Close()
+	if snap != nil {
+		fs := f.snapshot(*snap)
+		snap, since = &fs, snap.Seq
+	}
 
 	// The reader only serves control frames and notices the client leaving.
 	conn.SetReadLimit(feedReadLimit)
@@ -152,13 +189,9 @@ func serveFeed(d Deps, conn *websocket.Conn, f feedFilter, resume bool, since ui
 			}
 		}
 	}()
-	write := func(m dcm.FeedMessage) error {
-		_ = conn.SetWriteDeadline(time.Now().Add(feedWriteTimeout))
-		return conn.WriteJSON(m)
-	}
 	last := since
 	hello := dcm.FeedMessage{Type: dcm.FeedTypeHello, Seq: since, Hello: &dcm.FeedHello{
-		Protocol: dcm.FeedProtocol, Identity: identity, Resumed: resumed, Namespace: f.namespace, Backend: f.backend}}
+		Protocol: dcm.FeedProtocol, Identity: identity, Resumed: snap == nil, Namespace: f.namespace, Backend: f.backend}}
 	if err := write(hello); err != nil {
 		return nil
 	}
@@ -198,10 +231,10 @@ func serveFeed(d Deps, conn *websocket.Conn, f feedFilter, resume bool, since ui
 			if d.FeedDropped != nil {
 				d.FeedDropped.Inc()
 			}
-			reason += "; resume with ?since=" + strconv.FormatUint(last, 10)
-			_ = write(dcm.FeedMessage{Type: dcm.FeedTypeBye, Seq: last, Reason: reason})
-			_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(closeTooSlow, truncate(reason, 120)),
-				time.Now().Add(time.Second))
+			bye(closeTooSlow, reason, last)
+			return nil
+		case <-ctx.Done():
+			bye(closeGoneAway, "server shutting down", last)
 			return nil
 		case <-ping.C:
 			if err := write(dcm.FeedMessage{Type: dcm.FeedTypePing, Seq: last}); err != nil {

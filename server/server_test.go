@@ -23,22 +23,24 @@ import (
 // the whole path with the real parts.
 type fakeEngine struct {
 	hub     *engine.Hub
-	seq     uint64 // snapshot seq when the hub has none
 	ready   bool
 	mu      sync.Mutex
 	actions []string
 }
 
+// newFakeEngine starts at seq: the hub has published that many events, so
+// the snapshot and the feed agree on where the engine is (a snapshot ahead
+// of its hub is one the feed cannot follow with events).
 func newFakeEngine(seq uint64, ready bool) *fakeEngine {
-	return &fakeEngine{hub: engine.NewHub(100), seq: seq, ready: ready}
+	f := &fakeEngine{hub: engine.NewHub(100), ready: ready}
+	for range seq {
+		f.hub.Publish(dcm.Event{Type: dcm.EventApplied, Message: "before the test"})
+	}
+	return f
 }
 
 func (f *fakeEngine) Snapshot() dcm.Snapshot {
-	seq := f.hub.Seq()
-	if seq == 0 {
-		seq = f.seq
-	}
-	return dcm.Snapshot{Seq: seq, Mode: dcm.ModeDynamic, Backends: []dcm.Backend{
+	return dcm.Snapshot{Seq: f.hub.Seq(), Mode: dcm.ModeDynamic, Backends: []dcm.Backend{
 		{Name: "be_http:demo:web", Route: dcm.Route{Namespace: "demo", Name: "web"}},
 		{Name: "be_http:other:app", Route: dcm.Route{Namespace: "other", Name: "app"}},
 	}}
