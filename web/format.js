@@ -1,0 +1,185 @@
+// How the model reads on a page. These mirror views/display.go, which
+// renders the same pages on the server; keep the two in step (the browser
+// tests compare a page as rendered there with the page patched from here).
+
+export function displayState(s) {
+  if (s.state === 'drain') return 'drain';
+  if (s.state === 'maint') return 'maint';
+  if (s.health === 'DOWN') return 'down';
+  return 'ready';
+}
+
+export const displayStates = ['ready', 'drain', 'maint', 'down'];
+
+export const chipLabel = (s) => s.pod || s.name;
+
+export function address(s) {
+  const host = s.addr.includes(':') ? `[${s.addr}]` : s.addr;
+  return `${host}:${s.port}`;
+}
+
+export function healthText(s) {
+  const h = s.health || 'unknown';
+  return s.check ? h : `${h} (no check)`;
+}
+
+export function chipTitle(s) {
+  return `${s.name} · ${address(s)} · ${displayState(s)} · health ${healthText(s)} · weight ${s.weight}`;
+}
+
+// pathEscape is Go's url.PathEscape for the characters names may hold
+// (letters, digits, - . _ :).
+export const pathEscape = (s) => encodeURIComponent(s).replace(/%3A/gi, ':');
+
+export const backendURL = (name) => `/backends/${pathEscape(name)}`;
+export const serverID = (name) => `srv-${name}`;
+export const serverURL = (backend, server) => `${backendURL(backend)}#${serverID(server)}`;
+export const actionURL = (backend, server, what) =>
+  `/api/v1/backends/${pathEscape(backend)}/servers/${pathEscape(server)}/${what}`;
+
+export const serverCount = (n) => (n === 1 ? '1 server' : `${n} servers`);
+
+export const hostPath = (r) => (r.host || '*') + r.path;
+
+export const backendSearch = (b) => `${b.name} ${hostPath(b.route)} ${b.route.namespace}`.toLowerCase();
+
+export function backendStates(b) {
+  const states = [...new Set((b.servers || []).map(displayState))];
+  return states.sort();
+}
+
+export function matchBackend(f, b) {
+  if (f.namespace && b.route.namespace !== f.namespace) return false;
+  if (f.state && !backendStates(b).includes(f.state)) return false;
+  const q = (f.q || '').trim().toLowerCase();
+  return q === '' || backendSearch(b).includes(q);
+}
+
+export function namespaces(backends) {
+  return [...new Set(backends.map((b) => b.route.namespace))].sort();
+}
+
+export function ratio(dynamic, reloads) {
+  if (dynamic + reloads === 0) return '–';
+  return `${((dynamic * 100) / (dynamic + reloads)).toFixed(1)}%`;
+}
+
+const plural = (n, one, many) => (n === 1 ? one : many(n));
+
+export function summarize(s) {
+  const sum = {
+    routes: s.routes.length, backends: s.backends.length, servers: 0,
+    ready: 0, drain: 0, maint: 0, down: 0,
+    dynamic: s.updates.dynamic, reloads: s.updates.reload, noop: s.updates.noop,
+    ratio: ratio(s.updates.dynamic, s.updates.reload),
+    inNamespaces: plural(namespaces(s.backends).length, 'in 1 namespace', (n) => `in ${n} namespaces`),
+    rejectedText: plural(s.rejected.length, '1 object rejected', (n) => `${n} objects rejected`),
+  };
+  for (const b of s.backends) {
+    for (const srv of b.servers || []) {
+      sum.servers++;
+      sum[displayState(srv)]++;
+    }
+  }
+  return sum;
+}
+
+// zero reports Go's zero time (0001-01-01), which means "never".
+const zero = (iso) => !iso || iso.startsWith('0001-');
+
+export function uptime(iso, now = Date.now()) {
+  if (zero(iso)) return '–';
+  const d = Math.max(0, Math.floor((now - Date.parse(iso)) / 1000));
+  const days = Math.floor(d / 86400), h = Math.floor(d / 3600) % 24, m = Math.floor(d / 60) % 60, sec = d % 60;
+  if (days > 0) return `${days}d ${h}h`;
+  if (h > 0) return `${h}h ${m}m`;
+  if (m > 0) return `${m}m ${sec}s`;
+  return `${sec}s`;
+}
+
+export function seconds(sec) {
+  if (sec < 10) return `${(sec * 1000).toFixed(0)} ms`;
+  return `${sec.toFixed(1)} s`;
+}
+
+const pad = (n) => String(n).padStart(2, '0');
+
+export function clock(iso) {
+  if (zero(iso)) return '00:00:00';
+  const t = new Date(iso);
+  return `${pad(t.getHours())}:${pad(t.getMinutes())}:${pad(t.getSeconds())}`;
+}
+
+export const reasons = (rs) => (rs || []).join(', ');
+
+export function workers(r) {
+  const o = r.oldPid || 0, n = r.newPid || 0;
+  return o === 0 && n === 0 ? '–' : `${o} → ${n}`;
+}
+
+export const reloadText = (r) => `${reasons(r.reasons)} · ${seconds(r.durationSeconds || 0)} · worker ${workers(r)}`;
+
+export function objectText(o) {
+  if (!o) return '';
+  if (!o.namespace && !o.name) return o.kind || '';
+  if (!o.namespace) return `${o.kind} ${o.name}`;
+  return `${o.kind} ${o.namespace}/${o.name}`;
+}
+
+export function eventSearch(ev) {
+  const parts = [ev.type, ev.message || '', ev.reason || '', ev.actor || ''];
+  const o = objectText(ev.object);
+  if (o) parts.push(o);
+  parts.push(...(ev.backends || []));
+  return parts.join(' ').toLowerCase();
+}
+
+export function matchEvent(f, search, type) {
+  if (f.type && type !== f.type) return false;
+  const q = (f.q || '').trim().toLowerCase();
+  return q === '' || search.includes(q);
+}
+
+export const opCount = (n) => (n === 1 ? '1 runtime command' : `${n} runtime commands`);
+
+// opText is dcm.Op.String.
+export function opText(op) {
+  const target = `${op.backend}/${op.server}`;
+  switch (op.op) {
+    case 'add-server':
+      return `${op.op} ${target} ${op.addr ?? ''}:${op.port ?? 0} weight ${op.weight ?? 0}`;
+    case 'set-addr':
+      return `${op.op} ${target} ${op.addr ?? ''}:${op.port ?? 0}`;
+    case 'set-state':
+      return `${op.op} ${target} ${op.state ?? ''}`;
+    case 'set-weight':
+      return `${op.op} ${target} ${op.weight ?? 0}`;
+  }
+  return `${op.op} ${target}`;
+}
+
+const or = (s) => s || '–';
+
+export function servicesText(r) {
+  const out = (r.services || []).map((s) => `${s.name}:${s.port} (weight ${s.weight})`);
+  return out.length ? out.join(', ') : '–';
+}
+
+export const workloadText = (r) => (r.workload ? `${r.workload.kind} ${r.workload.name}` : '–');
+
+export function sourceText(r) {
+  if (!r.object) return '–';
+  return `${r.source === 'route' ? 'Route' : 'Ingress'} ${r.namespace}/${r.object}`;
+}
+
+export const pathText = (r) => (r.path ? `${r.path} (${r.pathType})` : '–');
+
+export const onOff = (b) => (b ? 'on' : 'off');
+
+export { or };
+
+export function lines(content) {
+  let n = (content.match(/\n/g) || []).length;
+  if (content !== '' && !content.endsWith('\n')) n++;
+  return n === 1 ? '1 line' : `${n} lines`;
+}
