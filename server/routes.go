@@ -1,9 +1,13 @@
 package server
 
 import (
+	"net/http"
+
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dcm-router/dcm/static"
 )
 
 // maxBody bounds every request body; the API takes small JSON documents only.
@@ -18,11 +22,20 @@ func routes(e *echo.Echo, d Deps, sessions *sessions) {
 	e.GET("/healthz", healthz)
 	e.GET("/readyz", readyz(d.Engine))
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Gatherer, promhttp.HandlerOpts{})))
+	assets := static.New()
+	e.Match([]string{http.MethodGet, http.MethodHead}, static.Prefix+"*", echo.WrapHandler(assets))
 
 	auth := e.Group("", authenticate(d, sessions))
 	auth.GET("/login", loginPage(d))
 	auth.POST("/login", login(d, sessions))
 	auth.POST("/logout", logout(d, sessions), require(d, VerbRead, true))
+
+	page := require(d, VerbRead, true)
+	auth.GET("/", overviewPage(d, assets), page)
+	auth.GET("/backends", backendsPage(d, assets), page)
+	auth.GET("/backends/:name", backendPage(d, assets), page)
+	auth.GET("/events", auditPage(d, assets), page)
+	auth.GET("/config", configPage(d, assets), page)
 
 	read := require(d, VerbRead, false)
 	act := require(d, VerbAct, false)
