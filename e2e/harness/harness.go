@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"sort"
@@ -28,6 +30,7 @@ import (
 	"github.com/dcm-router/dcm/dcm/haproxy"
 	"github.com/dcm-router/dcm/dcm/kube"
 	"github.com/dcm-router/dcm/internal/testkit"
+	"github.com/dcm-router/dcm/server"
 )
 
 // Options choose what a test runs.
@@ -44,6 +47,10 @@ type Options struct {
 	Namespaces []string
 	// ObserveEvery is the engine's observation pass (default 1s).
 	ObserveEvery time.Duration
+	// PortalTokens serves the portal and API, wired as main wires them, on
+	// a free loopback port (Stack.PortalURL) for these tokens, in the
+	// format of --auth-token-file; empty: no portal.
+	PortalTokens string
 }
 
 // Stack is dcm wired as main wires it, with the real haproxy binary.
@@ -57,6 +64,8 @@ type Stack struct {
 	HTTPAddr string // HAProxy's frontend
 	Dir      string // HAProxy's files and sockets
 	HTTP     *http.Client
+	// PortalURL is the portal's http://host:port when Options.PortalTokens is set.
+	PortalURL string
 	// ConvergeWithin bounds how long Serves waits (default 15s).
 	ConvergeWithin time.Duration
 }
@@ -133,6 +142,9 @@ func Start(tb testing.TB, o Options) *Stack {
 		source = src
 	}
 	goRun("engine", func(ctx context.Context) error { return s.Engine.Run(ctx, source) })
+	if o.PortalTokens != "" {
+		s.servePortal(ctx, o.PortalTokens, metrics, log)
+	}
 	s.Eventually("the engine is ready", 20*time.Second, func() error {
 		if !s.Engine.Ready() {
 			return fmt.Errorf("not ready")
@@ -140,6 +152,46 @@ func Start(tb testing.TB, o Options) *Stack {
 		return nil
 	})
 	return s
+}
+
+// servePortal starts server.New as main does, until the test ends (ctx
+// ends its requests, the feed's websockets among them).
+func (s *Stack) servePortal(ctx context.Context, tokenFile string, metrics *engine.Metrics, log *slog.Logger) {
+	s.t.Helper()
+	tokens, err := server.ParseTokens(strings.NewReader(tokenFile))
+	if err != nil {
+		s.t.Fatalf("portal tokens: %v", err)
+	}
+	var scaler server.Scaler
+	if s.Client != nil {
+		scaler = kube.NewScaler(s.Client)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler: server.New(server.Deps{
+			Engine: portalEngine{s.Engine}, Scaler: scaler, Gatherer: s.Registry,
+			Authenticator: tokens, Authorizer: server.RoleAuthorizer{},
+			FeedClients: metrics.FeedClients, FeedDropped: metrics.FeedDropped,
+			Log: log.With("part", "server"),
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	go func() { _ = srv.Serve(ln) }() // ErrServerClosed at cleanup
+	s.t.Cleanup(func() { _ = srv.Close() })
+	s.PortalURL = "http://" + ln.Addr().String()
+}
+
+// portalEngine is main's adapter: the engine, with the feed's subscription
+// typed as the server wants it.
+type portalEngine struct{ *engine.Engine }
+
+func (p portalEngine) Subscribe(since uint64, queue int) ([]dcm.Event, bool, server.Subscription) {
+	backlog, ok, sub := p.Engine.Subscribe(since, queue)
+	return backlog, ok, sub
 }
 
 // Eventually retries check until it passes or the timeout ends.
