@@ -3,8 +3,9 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin/dcm
 WORK ?= .work/demo
-# Debian's packages the project needs: HAProxy to drive, curl for the README's lines.
-APT_PACKAGES := haproxy curl
+# Debian's packages the project needs: HAProxy to drive, curl for the README's
+# lines, chromium for the portal's browser tests (e2e/browser).
+APT_PACKAGES := haproxy curl chromium
 
 .PHONY: all deps build run test vet fmt-check bench kapi clean
 
