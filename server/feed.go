@@ -220,7 +220,7 @@ func serveFeed(ctx context.Context, d Deps, conn *websocket.Conn, f feedFilter, 
 	for {
 		select {
 		case ev := <-sub.Events():
-			if err := send(ev); err != nil {
+			if err := send(*ev); err != nil {
 				return nil
 			}
 		case <-sub.Done():

@@ -39,7 +39,8 @@ type Engine interface {
 
 // Subscription is a live feed of engine events.
 type Subscription interface {
-	Events() <-chan dcm.Event
+	// Events delivers each event once, shared with other subscribers: read only.
+	Events() <-chan *dcm.Event
 	// Done is closed when the engine drops the subscriber (Reason says why) or Close is called.
 	Done() <-chan struct{}
 	Reason() string

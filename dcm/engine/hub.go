@@ -20,16 +20,19 @@ type Hub struct {
 	now  func() time.Time
 }
 
-// Subscription receives events in seq order until it is closed.
+// Subscription receives events in seq order until it is closed. Events are
+// shared by every subscriber, so they are read, never modified; a pointer
+// keeps each subscriber's queue small (a thousand feed clients with deep
+// queues would otherwise hold hundreds of megabytes of event copies).
 type Subscription struct {
-	C      chan dcm.Event
+	C      chan *dcm.Event
 	hub    *Hub
 	reason string
 	done   chan struct{}
 }
 
 // Events delivers the events in seq order.
-func (s *Subscription) Events() <-chan dcm.Event { return s.C }
+func (s *Subscription) Events() <-chan *dcm.Event { return s.C }
 
 // Done is closed when the hub drops the subscription or Close is called.
 func (s *Subscription) Done() <-chan struct{} { return s.done }
@@ -67,9 +70,10 @@ func (h *Hub) Publish(ev dcm.Event) dcm.Event {
 	if h.next == 0 {
 		h.full = true
 	}
+	shared := &ev
 	for s := range h.subs {
 		select {
-		case s.C <- ev:
+		case s.C <- shared:
 		default:
 			h.drop(s, "client too slow: queue full")
 		}
@@ -118,7 +122,7 @@ func (h *Hub) Subscribe(seq uint64, queue int) (backlog []dcm.Event, ok bool, su
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	backlog, ok = h.sinceLocked(seq)
-	sub = &Subscription{C: make(chan dcm.Event, max(queue, 1)), hub: h, done: make(chan struct{})}
+	sub = &Subscription{C: make(chan *dcm.Event, max(queue, 1)), hub: h, done: make(chan struct{})}
 	h.subs[sub] = struct{}{}
 	return backlog, ok, sub
 }

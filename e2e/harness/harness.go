@@ -446,7 +446,7 @@ func (s *Stack) Subscribe(t *testing.T) *Recorder {
 			select {
 			case ev := <-sub.C:
 				r.mu.Lock()
-				r.events = append(r.events, ev)
+				r.events = append(r.events, *ev)
 				r.mu.Unlock()
 			case <-sub.Done():
 				return
