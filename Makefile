@@ -7,7 +7,7 @@ WORK ?= .work/demo
 # lines, chromium for the portal's browser tests (e2e/browser).
 APT_PACKAGES := haproxy curl chromium
 
-.PHONY: all deps build run test vet fmt-check bench kapi clean
+.PHONY: all deps build run test vet fmt-check generate generate-check bench kapi clean
 
 all: build
 
@@ -31,6 +31,15 @@ build:
 run: deps build
 	./$(BIN) --demo --work-dir $(WORK)
 
+## generate: the templ components' Go code (committed)
+generate:
+	$(GO) tool templ generate
+
+## generate-check: the committed *_templ.go files are what templ generates now
+generate-check:
+	@$(GO) tool templ generate >/dev/null 2>&1
+	@git diff --exit-code --stat -- views || { echo "views/*_templ.go are stale: run make generate and commit"; exit 1; }
+
 vet:
 	$(GO) vet ./...
 	cd e2e/kapi && $(GO) vet ./...
@@ -47,7 +56,7 @@ kapi:
 ## test: everything CI runs (unit, integration with the real haproxy binary, e2e),
 ## then the race detector on the packages that do not pull in client-go (there
 ## it would add ten minutes of compiling on two cores)
-test: deps fmt-check vet kapi
+test: deps fmt-check generate-check vet kapi
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -race -count=1 -timeout 10m ./dcm/engine/ ./dcm/haproxy/ ./dcm/plan/ ./server/
 

@@ -3,4 +3,6 @@
 // keep them live from the feed.
 package views
 
-//go:generate go tool templ generate
+// Generated from the repository root, as make generate does, so the file
+// names recorded in the generated code are the same either way.
+//go:generate sh -c "cd .. && go tool templ generate"
