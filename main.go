@@ -233,7 +233,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}
 	srv := &http.Server{
 		Handler: server.New(server.Deps{
-			Engine: portalEngine{eng}, Scaler: kube.NewScaler(client), Gatherer: reg,
+			Engine: eng, Scaler: kube.NewScaler(client), Gatherer: reg,
 			Authenticator: acc.authn, Authorizer: acc.authz,
 			FeedClients: metrics.FeedClients, FeedDropped: metrics.FeedDropped,
 			Log: log.With("part", "server"),

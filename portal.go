@@ -8,20 +8,9 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/dcm-router/dcm/dcm"
-	"github.com/dcm-router/dcm/dcm/engine"
 	"github.com/dcm-router/dcm/dcm/kube"
 	"github.com/dcm-router/dcm/server"
 )
-
-// portalEngine gives the server the engine with the feed's subscription
-// typed as the server wants it.
-type portalEngine struct{ *engine.Engine }
-
-func (p portalEngine) Subscribe(since uint64, queue int) ([]dcm.Event, bool, server.Subscription) {
-	backlog, ok, sub := p.Engine.Subscribe(since, queue)
-	return backlog, ok, sub
-}
 
 // access is who may use the portal and API.
 type access struct {

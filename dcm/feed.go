@@ -50,3 +50,13 @@ type ConfigView struct {
 	Files []ConfigFile `json:"files"`
 	Drift []string     `json:"drift"`
 }
+
+// Subscription is a live stream of events: what the engine's hub hands the
+// feed. Events are shared by every subscriber and must not be modified.
+type Subscription interface {
+	Events() <-chan *Event
+	// Done is closed when the subscriber is dropped (Reason says why) or Close is called.
+	Done() <-chan struct{}
+	Reason() string
+	Close()
+}

@@ -38,14 +38,7 @@ type Engine interface {
 }
 
 // Subscription is a live feed of engine events.
-type Subscription interface {
-	// Events delivers each event once, shared with other subscribers: read only.
-	Events() <-chan *dcm.Event
-	// Done is closed when the engine drops the subscriber (Reason says why) or Close is called.
-	Done() <-chan struct{}
-	Reason() string
-	Close()
-}
+type Subscription = dcm.Subscription
 
 // Scaler changes the replicas of a workload through the scale subresource.
 type Scaler interface {

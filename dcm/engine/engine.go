@@ -164,7 +164,7 @@ func (e *Engine) Reload(actor string) {
 
 // Subscribe returns the events after since and a subscription to the
 // later ones (see Hub.Subscribe).
-func (e *Engine) Subscribe(since uint64, queue int) ([]dcm.Event, bool, *Subscription) {
+func (e *Engine) Subscribe(since uint64, queue int) ([]dcm.Event, bool, dcm.Subscription) {
 	return e.hub.Subscribe(since, queue)
 }
 

@@ -51,6 +51,10 @@ type Options struct {
 	// a free loopback port (Stack.PortalURL) for these tokens, in the
 	// format of --auth-token-file; empty: no portal.
 	PortalTokens string
+	// PortalAuthenticator and PortalAuthorizer serve the portal with these
+	// instead (for Kubernetes tokens, as main does in a cluster).
+	PortalAuthenticator server.Authenticator
+	PortalAuthorizer    server.Authorizer
 }
 
 // Stack is dcm wired as main wires it, with the real haproxy binary.
@@ -142,8 +146,8 @@ func Start(tb testing.TB, o Options) *Stack {
 		source = src
 	}
 	goRun("engine", func(ctx context.Context) error { return s.Engine.Run(ctx, source) })
-	if o.PortalTokens != "" {
-		s.servePortal(ctx, o.PortalTokens, metrics, log)
+	if o.PortalTokens != "" || o.PortalAuthenticator != nil {
+		s.servePortal(ctx, o, metrics, log)
 	}
 	s.Eventually("the engine is ready", 20*time.Second, func() error {
 		if !s.Engine.Ready() {
@@ -156,11 +160,15 @@ func Start(tb testing.TB, o Options) *Stack {
 
 // servePortal starts server.New as main does, until the test ends (ctx
 // ends its requests, the feed's websockets among them).
-func (s *Stack) servePortal(ctx context.Context, tokenFile string, metrics *engine.Metrics, log *slog.Logger) {
+func (s *Stack) servePortal(ctx context.Context, o Options, metrics *engine.Metrics, log *slog.Logger) {
 	s.t.Helper()
-	tokens, err := server.ParseTokens(strings.NewReader(tokenFile))
-	if err != nil {
-		s.t.Fatalf("portal tokens: %v", err)
+	authn, authz := o.PortalAuthenticator, o.PortalAuthorizer
+	if authn == nil {
+		tokens, err := server.ParseTokens(strings.NewReader(o.PortalTokens))
+		if err != nil {
+			s.t.Fatalf("portal tokens: %v", err)
+		}
+		authn, authz = tokens, server.RoleAuthorizer{}
 	}
 	var scaler server.Scaler
 	if s.Client != nil {
@@ -172,8 +180,8 @@ func (s *Stack) servePortal(ctx context.Context, tokenFile string, metrics *engi
 	}
 	srv := &http.Server{
 		Handler: server.New(server.Deps{
-			Engine: portalEngine{s.Engine}, Scaler: scaler, Gatherer: s.Registry,
-			Authenticator: tokens, Authorizer: server.RoleAuthorizer{},
+			Engine: s.Engine, Scaler: scaler, Gatherer: s.Registry,
+			Authenticator: authn, Authorizer: authz,
 			FeedClients: metrics.FeedClients, FeedDropped: metrics.FeedDropped,
 			Log: log.With("part", "server"),
 		}),
@@ -183,15 +191,6 @@ func (s *Stack) servePortal(ctx context.Context, tokenFile string, metrics *engi
 	go func() { _ = srv.Serve(ln) }() // ErrServerClosed at cleanup
 	s.t.Cleanup(func() { _ = srv.Close() })
 	s.PortalURL = "http://" + ln.Addr().String()
-}
-
-// portalEngine is main's adapter: the engine, with the feed's subscription
-// typed as the server wants it.
-type portalEngine struct{ *engine.Engine }
-
-func (p portalEngine) Subscribe(since uint64, queue int) ([]dcm.Event, bool, server.Subscription) {
-	backlog, ok, sub := p.Engine.Subscribe(since, queue)
-	return backlog, ok, sub
 }
 
 // Eventually retries check until it passes or the timeout ends.
