@@ -182,6 +182,10 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 	w.WriteString("    default-path config\n")
 	fmt.Fprintf(w, "    stats socket %s mode 600 level admin expose-fd listeners\n", s.AdminSocket)
 	w.WriteString("    stats timeout 2m\n")
+	// A second HAProxy on the same address fails to start instead of
+	// silently sharing the port and half the traffic (SO_REUSEPORT). Reloads
+	// do not need it: the master hands the listeners to the new worker.
+	w.WriteString("    noreuseport\n")
 	if s.HardStopAfter > 0 {
 		fmt.Fprintf(w, "    hard-stop-after %dms\n", max(s.HardStopAfter.Milliseconds(), 1))
 	}
