@@ -29,6 +29,9 @@ const (
 	// EventObserved: HAProxy reported a server's admin state or health changed
 	// (a health check failed, someone used the admin socket).
 	EventObserved EventType = "observed"
+	// EventPrediction: a change made from a what-if preview is done; what the
+	// planner predicted and what HAProxy was really asked, side by side.
+	EventPrediction EventType = "prediction"
 )
 
 // ObjectRef names a Kubernetes object.
@@ -69,6 +72,19 @@ type Event struct {
 	// can keep its picture current from events alone. A reload touches
 	// every backend and carries no state: clients take a fresh snapshot.
 	State []Backend `json:"state,omitempty"`
+	// Prediction compares a preview with what happened (prediction events).
+	Prediction *PredictionCheck `json:"prediction,omitempty"`
+}
+
+// PredictionCheck counts runtime commands by backend and kind ("be op" or
+// "be set-state:drain"; "reload" for reloads): new pods' names cannot be
+// known before they exist, so commands are compared by kind, not by server.
+type PredictionCheck struct {
+	WhatIfs   []WhatIf       `json:"whatifs"`
+	Seq       uint64         `json:"seq"` // the snapshot the prediction was made from
+	Predicted map[string]int `json:"predicted"`
+	Actual    map[string]int `json:"actual"`
+	Match     bool           `json:"match"`
 }
 
 // Rejection is an object dcm currently refuses to serve.

@@ -84,6 +84,9 @@ type Server struct {
 	// Unobserved is set when dcm changed the server after HAProxy last
 	// reported on it, so its figures cannot prove it idle yet.
 	Unobserved bool `json:"unobserved,omitempty"`
+	// Retired is set (in snapshots and events) when Kubernetes no longer has
+	// the server's endpoint: it waits to be deleted, or is a free slot.
+	Retired bool `json:"retired,omitempty"`
 }
 
 // Idle reports whether HAProxy has nothing in flight on the server, so it can
