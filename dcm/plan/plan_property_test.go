@@ -236,15 +236,3 @@ func TestConverges(t *testing.T) {
 	}
 }
 
-func idle(st dcm.State) dcm.State {
-	out := dcm.State{Backends: slices.Clone(st.Backends)}
-	for i, b := range out.Backends {
-		b.Servers = slices.Clone(b.Servers)
-		for k := range b.Servers {
-			b.Servers[k].Unobserved = false
-			b.Servers[k].Sessions, b.Servers[k].Queued, b.Servers[k].UsedConn = 0, 0, 0
-		}
-		out.Backends[i] = b
-	}
-	return out
-}

@@ -1,0 +1,415 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// DesiredOf reads back what Kubernetes asks from a state: every server that
+// carries an endpoint Kubernetes still has (Retired unset), as that endpoint.
+// A snapshot marks retired servers, so the what-if planner can start from a
+// snapshot alone.
+func DesiredOf(st dcm.State) dcm.Desired {
+	d := dcm.Desired{Backends: make([]dcm.DesiredBackend, 0, len(st.Backends))}
+	for _, b := range st.Backends {
+		db := dcm.DesiredBackend{Name: b.Name, Route: b.Route}
+		for _, s := range b.Servers {
+			if s.Endpoint == "" || s.Retired {
+				continue
+			}
+			db.Endpoints = append(db.Endpoints, dcm.Endpoint{Name: s.Endpoint, Addr: s.Addr, Port: s.Port,
+				Weight: s.Weight, State: s.State, Pod: s.Pod})
+		}
+		slices.SortFunc(db.Endpoints, func(a, b dcm.Endpoint) int { return strings.Compare(a.Name, b.Name) })
+		d.Backends = append(d.Backends, db)
+	}
+	return d
+}
+
+// phase is one moment of a what-if: the desired state Kubernetes reaches,
+// and whether HAProxy has by then seen the last request of retired servers.
+type phase struct {
+	name    string
+	desired dcm.Desired
+	idle    bool
+}
+
+// Simulate previews what-ifs in order against a snapshot: the plans the
+// engine would compute as Kubernetes goes through each, the totals before and
+// after, the traffic share of the servers touched and who would drain. It is
+// the planner itself run forward, so the preview is what dcm will do.
+func Simulate(snap dcm.Snapshot, whatifs []dcm.WhatIf, costs dcm.MemoryCosts) dcm.Simulation {
+	caps := snap.Caps
+	st := dcm.State{Backends: snap.Backends}
+	desired := DesiredOf(st)
+	sim := dcm.Simulation{Seq: snap.Seq, Mode: caps.Mode, Before: totals(st, desired, costs),
+		Steps: []dcm.SimStep{}, Traffic: []dcm.Share{}, Draining: []dcm.Draining{}, Backends: []string{}}
+	initial := st
+	touched := map[string]bool{}
+	for _, w := range whatifs {
+		phases, names, err := phasesFor(w, desired)
+		if err != nil {
+			sim.Errors = append(sim.Errors, err.Error())
+			continue
+		}
+		for _, n := range names {
+			touched[n] = true
+		}
+		for _, ph := range phases {
+			if ph.idle {
+				st = idle(st) // every request in flight has finished
+			}
+			p := Compute(st, ph.desired, caps)
+			if !p.Empty() {
+				sim.Steps = append(sim.Steps, dcm.SimStep{Phase: ph.name, Ops: p.Ops, Reload: p.Reload, Reasons: p.Reasons})
+				sim.Ops += len(p.Ops)
+				if p.Reload {
+					sim.Reloads++
+					sim.Reasons = append(sim.Reasons, p.Reasons...)
+				}
+			}
+			st, desired = p.Next, ph.desired
+		}
+	}
+	slices.Sort(sim.Reasons)
+	sim.Reasons = slices.Compact(sim.Reasons)
+	sim.After = totals(st, desired, costs)
+	for name := range touched {
+		sim.Backends = append(sim.Backends, name)
+	}
+	slices.Sort(sim.Backends)
+	sim.Traffic = shares(st, sim.Backends)
+	sim.Draining = draining(initial, st, sim.Backends)
+	return sim
+}
+
+// idle is HAProxy reporting every server idle: nothing in flight.
+func idle(st dcm.State) dcm.State {
+	out := dcm.State{Backends: slices.Clone(st.Backends)}
+	for i, b := range out.Backends {
+		b.Servers = slices.Clone(b.Servers)
+		for k := range b.Servers {
+			s := &b.Servers[k]
+			s.Unobserved, s.Sessions, s.Queued, s.UsedConn = false, 0, 0, 0
+		}
+		out.Backends[i] = b
+	}
+	return out
+}
+
+// phasesFor turns one what-if into the moments Kubernetes goes through.
+func phasesFor(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
+	switch w.Kind {
+	case dcm.WhatIfScale:
+		return scalePhases(w, d)
+	case dcm.WhatIfDeletePod:
+		return deletePodPhases(w, d)
+	case dcm.WhatIfAddRoute:
+		if w.Route == nil {
+			return nil, nil, fmt.Errorf("add-route: no route given")
+		}
+		r := *w.Route
+		if err := dcm.ValidateRoute(r); err != nil {
+			return nil, nil, fmt.Errorf("add-route: %w", err)
+		}
+		name := r.BackendName()
+		if _, ok := d.Backend(name); ok {
+			return nil, nil, fmt.Errorf("add-route: %s exists already", name)
+		}
+		nb := dcm.DesiredBackend{Name: name, Route: r, Endpoints: serviceEndpoints(d, r)}
+		next := dcm.Desired{Backends: append(slices.Clone(d.Backends), nb)}
+		slices.SortFunc(next.Backends, func(a, b dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
+		return []phase{{name: "route created", desired: next}}, []string{name}, nil
+	case dcm.WhatIfDeleteRoute:
+		if _, ok := d.Backend(w.Backend); !ok {
+			return nil, nil, fmt.Errorf("delete-route: no backend %s", w.Backend)
+		}
+		next := dcm.Desired{Backends: slices.DeleteFunc(slices.Clone(d.Backends), func(b dcm.DesiredBackend) bool { return b.Name == w.Backend })}
+		return []phase{{name: "route deleted", desired: next}}, []string{w.Backend}, nil
+	}
+	return nil, nil, fmt.Errorf("unknown what-if %q", w.Kind)
+}
+
+// serviceEndpoints are the endpoints a new route to an existing service gets:
+// those of another route to the same service.
+func serviceEndpoints(d dcm.Desired, r dcm.Route) []dcm.Endpoint {
+	if len(r.Services) == 0 {
+		return nil
+	}
+	for _, b := range d.Backends {
+		if b.Route.Namespace == r.Namespace && len(b.Route.Services) > 0 && b.Route.Services[0] == r.Services[0] {
+			return slices.Clone(b.Endpoints)
+		}
+	}
+	return nil
+}
+
+// workloadBackends are the backends whose route is served by the workload.
+func workloadBackends(w dcm.WhatIf, d dcm.Desired) []int {
+	var out []int
+	for i, b := range d.Backends {
+		wl := b.Route.Workload
+		if b.Route.Namespace == w.Namespace && wl != nil && w.Workload != nil &&
+			strings.EqualFold(wl.Kind, w.Workload.Kind) && wl.Name == w.Workload.Name {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func scalePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
+	if w.Workload == nil || w.Replicas < 0 {
+		return nil, nil, fmt.Errorf("scale: a workload and a replica count of 0 or more are needed")
+	}
+	idx := workloadBackends(w, d)
+	if len(idx) == 0 {
+		return nil, nil, fmt.Errorf("scale: no route is served by %s %s/%s", w.Workload.Kind, w.Namespace, w.Workload.Name)
+	}
+	names := make([]string, len(idx))
+	for k, i := range idx {
+		names[k] = d.Backends[i].Name
+	}
+	// The pods that count as replicas: those not already terminating.
+	state := map[string]dcm.AdminState{}
+	for _, i := range idx {
+		for _, e := range d.Backends[i].Endpoints {
+			if e.Pod != "" && e.State != dcm.StateDrain {
+				state[e.Pod] = e.State
+			}
+		}
+	}
+	pods := make([]string, 0, len(state))
+	for p := range state {
+		pods = append(pods, p)
+	}
+	switch cur := len(pods); {
+	case w.Replicas > cur:
+		var fresh []string
+		for n := 1; len(fresh) < w.Replicas-cur; n++ {
+			name := w.Workload.Name + "-new-" + strconv.Itoa(n)
+			if _, taken := state[name]; !taken {
+				fresh = append(fresh, name)
+			}
+		}
+		starting := withPods(d, idx, fresh, dcm.StateMaint)
+		return []phase{
+			{name: "new pods start (not ready)", desired: starting},
+			{name: "new pods ready", desired: withPods(d, idx, fresh, dcm.StateReady)},
+		}, names, nil
+	case w.Replicas < cur:
+		// The ReplicaSet controller deletes pods that are not ready first;
+		// among the others the order is its own, approximated by name.
+		slices.SortFunc(pods, func(a, b string) int {
+			if (state[a] == dcm.StateMaint) != (state[b] == dcm.StateMaint) {
+				if state[a] == dcm.StateMaint {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(b, a)
+		})
+		victims := pods[:cur-w.Replicas]
+		return retirePhases(d, idx, victims, nil), names, nil
+	}
+	return nil, names, nil
+}
+
+func deletePodPhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
+	var idx []int
+	var names []string
+	for i, b := range d.Backends {
+		if b.Route.Namespace == w.Namespace && slices.ContainsFunc(b.Endpoints, func(e dcm.Endpoint) bool { return e.Pod == w.Pod }) {
+			idx = append(idx, i)
+			names = append(names, b.Name)
+		}
+	}
+	if len(idx) == 0 {
+		return nil, nil, fmt.Errorf("delete-pod: no route reaches pod %s/%s", w.Namespace, w.Pod)
+	}
+	// Its workload replaces it: a new pod starts as the old one terminates.
+	replacement := []string{w.Pod + "-replacement"}
+	return retirePhases(d, idx, []string{w.Pod}, replacement), names, nil
+}
+
+// retirePhases: the victims terminate (drain) while any replacements start,
+// then the victims are gone (maint) and the replacements ready, then their
+// last requests end and their servers are deleted.
+func retirePhases(d dcm.Desired, idx []int, victims, replacements []string) []phase {
+	terminating := setPods(d, idx, victims, dcm.StateDrain)
+	terminating = withPods(terminating, idx, replacements, dcm.StateMaint)
+	gone := withoutPods(d, idx, victims)
+	gone = withPods(gone, idx, replacements, dcm.StateReady)
+	return []phase{
+		{name: "pods terminating", desired: terminating},
+		{name: "pods gone", desired: gone},
+		{name: "last requests done", desired: gone, idle: true},
+	}
+}
+
+// withPods adds an endpoint for each new pod to the backends idx, shaped like
+// the backend's existing endpoints (port name, port, weight).
+func withPods(d dcm.Desired, idx []int, pods []string, st dcm.AdminState) dcm.Desired {
+	if len(pods) == 0 {
+		return d
+	}
+	out := dcm.Desired{Backends: slices.Clone(d.Backends)}
+	for _, i := range idx {
+		b := out.Backends[i]
+		portName, port, weight := "http", 0, 1
+		if len(b.Endpoints) > 0 {
+			e := b.Endpoints[0]
+			if _, p, ok := strings.Cut(e.Name, ":"); ok {
+				portName = p
+			}
+			port, weight = e.Port, e.Weight
+		}
+		eps := slices.Clone(b.Endpoints)
+		for _, pod := range pods {
+			eps = append(eps, dcm.Endpoint{Name: pod + ":" + portName, Port: port, Weight: weight, State: st, Pod: pod})
+		}
+		slices.SortFunc(eps, func(a, b dcm.Endpoint) int { return strings.Compare(a.Name, b.Name) })
+		b.Endpoints = eps
+		out.Backends[i] = b
+	}
+	return out
+}
+
+func setPods(d dcm.Desired, idx []int, pods []string, st dcm.AdminState) dcm.Desired {
+	out := dcm.Desired{Backends: slices.Clone(d.Backends)}
+	for _, i := range idx {
+		b := out.Backends[i]
+		b.Endpoints = slices.Clone(b.Endpoints)
+		for k, e := range b.Endpoints {
+			if slices.Contains(pods, e.Pod) {
+				b.Endpoints[k].State = st
+			}
+		}
+		out.Backends[i] = b
+	}
+	return out
+}
+
+func withoutPods(d dcm.Desired, idx []int, pods []string) dcm.Desired {
+	out := dcm.Desired{Backends: slices.Clone(d.Backends)}
+	for _, i := range idx {
+		b := out.Backends[i]
+		b.Endpoints = slices.DeleteFunc(slices.Clone(b.Endpoints), func(e dcm.Endpoint) bool { return slices.Contains(pods, e.Pod) })
+		out.Backends[i] = b
+	}
+	return out
+}
+
+func totals(st dcm.State, d dcm.Desired, costs dcm.MemoryCosts) dcm.SimTotals {
+	t := dcm.SimTotals{Backends: len(st.Backends)}
+	for _, b := range st.Backends {
+		db, _ := d.Backend(b.Name)
+		for _, s := range b.Servers {
+			switch s.State {
+			case dcm.StateReady:
+				t.Ready++
+			case dcm.StateDrain:
+				t.Drain++
+			default:
+				t.Maint++
+			}
+			if s.Origin == dcm.OriginRuntime {
+				t.RuntimeServers++
+			} else {
+				t.CfgServers++
+			}
+			if strings.HasPrefix(s.Name, slotPrefix) && s.State == dcm.StateMaint && !carries(db, s.Endpoint) {
+				t.SlotsFree++
+			}
+		}
+	}
+	t.MemoryBytes = int64(t.Backends)*costs.PerBackend + int64(t.CfgServers)*costs.PerCfgServer +
+		int64(t.RuntimeServers)*costs.PerRuntimeServer
+	return t
+}
+
+func carries(b dcm.DesiredBackend, endpoint string) bool {
+	return endpoint != "" && slices.ContainsFunc(b.Endpoints, func(e dcm.Endpoint) bool { return e.Name == endpoint })
+}
+
+// shares are the parts of new requests each ready server of the backends gets.
+func shares(st dcm.State, backends []string) []dcm.Share {
+	out := []dcm.Share{}
+	for _, name := range backends {
+		b, ok := st.Backend(name)
+		if !ok {
+			continue
+		}
+		total := 0
+		for _, s := range b.Servers {
+			if s.State == dcm.StateReady {
+				total += s.Weight
+			}
+		}
+		for _, s := range b.Servers {
+			if s.State != dcm.StateReady {
+				continue
+			}
+			share := 0.0
+			if total > 0 {
+				share = float64(s.Weight) / float64(total)
+			}
+			out = append(out, dcm.Share{Backend: name, Server: s.Name, Pod: s.Pod, Weight: s.Weight, Share: share})
+		}
+	}
+	return out
+}
+
+// draining lists the servers that were ready and take no new request after
+// the preview, with the sessions they have now.
+func draining(before, after dcm.State, backends []string) []dcm.Draining {
+	out := []dcm.Draining{}
+	for _, name := range backends {
+		b, ok := before.Backend(name)
+		if !ok {
+			continue
+		}
+		a, _ := after.Backend(name)
+		for _, s := range b.Servers {
+			if s.State != dcm.StateReady {
+				continue
+			}
+			if n, ok := a.Server(s.Name); ok && n.State == dcm.StateReady && n.Endpoint == s.Endpoint {
+				continue
+			}
+			out = append(out, dcm.Draining{Backend: name, Server: s.Name, Pod: s.Pod, Sessions: s.Sessions})
+		}
+	}
+	return out
+}
+
+// Follow keeps a snapshot current with a feed event, as the browser's
+// planner does between previews: backends an event carries replace their
+// old selves; ok is false when the event cannot be followed this way (a
+// reload, or events missed) and a fresh snapshot is needed.
+func Follow(snap dcm.Snapshot, ev dcm.Event) (dcm.Snapshot, bool) {
+	if ev.Seq != snap.Seq+1 {
+		return snap, ev.Seq <= snap.Seq // old news is harmless; a gap is not
+	}
+	snap.Seq = ev.Seq
+	if ev.Type == dcm.EventReload {
+		return snap, false
+	}
+	if len(ev.State) == 0 {
+		return snap, true
+	}
+	backends := slices.Clone(snap.Backends)
+	for _, nb := range ev.State {
+		i, found := slices.BinarySearchFunc(backends, nb.Name, func(b dcm.Backend, n string) int { return strings.Compare(b.Name, n) })
+		if found {
+			backends[i] = nb
+		} else {
+			backends = slices.Insert(backends, i, nb)
+		}
+	}
+	snap.Backends = backends
+	return snap, true
+}

@@ -1,0 +1,155 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// snapshotOf is the snapshot of an engine that has applied desired.
+func snapshotOf(d dcm.Desired, caps dcm.Caps) dcm.Snapshot {
+	return dcm.Snapshot{Seq: 42, Mode: caps.Mode, Caps: caps, Backends: idle(Fresh(d, caps)).Backends}
+}
+
+func webApp(pods int) dcm.Desired {
+	r := route("web")
+	r.Workload = &dcm.WorkloadRef{Kind: "Deployment", Name: "web"}
+	var eps []dcm.Endpoint
+	for i := range pods {
+		eps = append(eps, ep(fmt.Sprintf("web-%d", i), fmt.Sprintf("10.0.0.%d", i+1), dcm.StateReady))
+	}
+	return desiredOf(r, eps...)
+}
+
+func opCounts(sim dcm.Simulation) map[string]int {
+	out := map[string]int{}
+	for _, st := range sim.Steps {
+		for _, o := range st.Ops {
+			k := string(o.Kind)
+			if o.Kind == dcm.OpSetState {
+				k += ":" + string(o.State)
+			}
+			out[k]++
+		}
+	}
+	return out
+}
+
+func TestSimulate(t *testing.T) {
+	scaleTo := func(n int) []dcm.WhatIf {
+		return []dcm.WhatIf{{Kind: dcm.WhatIfScale, Namespace: "demo", Workload: &dcm.WorkloadRef{Kind: "Deployment", Name: "web"}, Replicas: n}}
+	}
+	dynamic := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
+	slots1 := dcm.Caps{Mode: dcm.ModeSlots, Slots: 1, AddServer: true}
+	tests := []struct {
+		name        string
+		snap        dcm.Snapshot
+		whatifs     []dcm.WhatIf
+		wantOps     map[string]int
+		wantReasons []dcm.ReloadReason
+		wantReady   int
+		wantErr     bool
+	}{
+		{name: "scale out 2 to 5 at runtime", snap: snapshotOf(webApp(2), dynamic), whatifs: scaleTo(5),
+			wantOps: map[string]int{"add-server": 3, "enable-health": 3, "set-state:ready": 3}, wantReady: 5},
+		{name: "scale in 5 to 2: drain, retire, delete", snap: snapshotOf(webApp(5), dynamic), whatifs: scaleTo(2),
+			wantOps: map[string]int{"set-state:drain": 3, "set-state:maint": 3, "del-server": 3}, wantReady: 2},
+		{name: "no change", snap: snapshotOf(webApp(2), dynamic), whatifs: scaleTo(2), wantOps: map[string]int{}, wantReady: 2},
+		{name: "slots run out", snap: snapshotOf(webApp(2), slots1), whatifs: scaleTo(5),
+			wantOps: map[string]int{"set-state:ready": 3}, wantReasons: []dcm.ReloadReason{dcm.ReasonSlotsExhausted}, wantReady: 5},
+		{name: "delete a pod: replaced", snap: snapshotOf(webApp(2), dynamic),
+			whatifs: []dcm.WhatIf{{Kind: dcm.WhatIfDeletePod, Namespace: "demo", Pod: "web-0"}},
+			wantOps: map[string]int{"set-state:drain": 1, "add-server": 1, "enable-health": 1, "set-state:maint": 1, "set-state:ready": 1, "del-server": 1}, wantReady: 2},
+		{name: "a new route reloads", snap: snapshotOf(webApp(2), dynamic),
+			whatifs: []dcm.WhatIf{{Kind: dcm.WhatIfAddRoute, Route: &dcm.Route{Namespace: "demo", Name: "web2", Kind: dcm.KindHTTP,
+				Host: "web2.example", Path: "/", PathType: dcm.PathPrefix, Balance: "roundrobin"}}},
+			wantOps: map[string]int{}, wantReasons: []dcm.ReloadReason{dcm.ReasonRouteAdded}, wantReady: 2},
+		{name: "unknown workload", snap: snapshotOf(webApp(2), dynamic),
+			whatifs: []dcm.WhatIf{{Kind: dcm.WhatIfScale, Namespace: "demo", Workload: &dcm.WorkloadRef{Kind: "Deployment", Name: "nope"}, Replicas: 3}},
+			wantOps: map[string]int{}, wantReady: 2, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sim := Simulate(tt.snap, tt.whatifs, dcm.HAProxy26MemoryCosts())
+			got := opCounts(sim)
+			if len(got) != len(tt.wantOps) {
+				t.Errorf("ops %v, want %v", got, tt.wantOps)
+			}
+			for k, n := range tt.wantOps {
+				if got[k] != n {
+					t.Errorf("ops %v, want %v", got, tt.wantOps)
+					break
+				}
+			}
+			if !slices.Equal(sim.Reasons, tt.wantReasons) {
+				t.Errorf("reasons %v, want %v", sim.Reasons, tt.wantReasons)
+			}
+			if sim.After.Ready != tt.wantReady {
+				t.Errorf("%d ready after, want %d", sim.After.Ready, tt.wantReady)
+			}
+			if (len(sim.Errors) > 0) != tt.wantErr {
+				t.Errorf("errors %v", sim.Errors)
+			}
+			if sim.Seq != 42 {
+				t.Errorf("seq %d, want the snapshot's", sim.Seq)
+			}
+			a, _ := json.Marshal(sim)
+			b, _ := json.Marshal(Simulate(tt.snap, tt.whatifs, dcm.HAProxy26MemoryCosts()))
+			if string(a) != string(b) {
+				t.Error("two simulations of the same input differ")
+			}
+		})
+	}
+}
+
+func TestSimulateTotals(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
+	sim := Simulate(snapshotOf(webApp(2), caps), []dcm.WhatIf{{Kind: dcm.WhatIfScale, Namespace: "demo",
+		Workload: &dcm.WorkloadRef{Kind: "Deployment", Name: "web"}, Replicas: 4}}, dcm.HAProxy26MemoryCosts())
+	c := dcm.HAProxy26MemoryCosts()
+	if sim.Before.MemoryBytes != c.PerBackend+2*c.PerCfgServer {
+		t.Errorf("memory before %d", sim.Before.MemoryBytes)
+	}
+	if sim.After.RuntimeServers != 2 || sim.After.MemoryBytes != sim.Before.MemoryBytes+2*c.PerRuntimeServer {
+		t.Errorf("after: %+v", sim.After)
+	}
+	if len(sim.Traffic) != 4 || sim.Traffic[0].Share != 0.25 {
+		t.Errorf("traffic %+v", sim.Traffic)
+	}
+	in := Simulate(snapshotOf(webApp(3), caps), []dcm.WhatIf{{Kind: dcm.WhatIfScale, Namespace: "demo",
+		Workload: &dcm.WorkloadRef{Kind: "Deployment", Name: "web"}, Replicas: 1}}, c)
+	if len(in.Draining) != 2 {
+		t.Errorf("draining %+v, want the 2 pods scaled in", in.Draining)
+	}
+}
+
+func TestFollow(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
+	snap := snapshotOf(webApp(2), caps)
+	next := snapshotOf(webApp(3), caps)
+	tests := []struct {
+		name     string
+		ev       dcm.Event
+		wantOK   bool
+		wantSeq  uint64
+		wantSrvs int
+	}{
+		{"applied event replaces its backends", dcm.Event{Seq: 43, Type: dcm.EventApplied, State: next.Backends}, true, 43, 3},
+		{"an event without state moves the seq", dcm.Event{Seq: 43, Type: dcm.EventAction}, true, 43, 2},
+		{"a reload needs a snapshot", dcm.Event{Seq: 43, Type: dcm.EventReload}, false, 43, 2},
+		{"a gap needs a snapshot", dcm.Event{Seq: 45, Type: dcm.EventApplied, State: next.Backends}, false, 42, 2},
+		{"an old event is ignored", dcm.Event{Seq: 40, Type: dcm.EventApplied, State: next.Backends}, true, 42, 2},
+	}
+	for _, tt := range tests {
+		got, ok := Follow(snap, tt.ev)
+		if ok != tt.wantOK || got.Seq != tt.wantSeq || len(got.Backends[0].Servers) != tt.wantSrvs {
+			t.Errorf("%s: ok %v seq %d servers %d", tt.name, ok, got.Seq, len(got.Backends[0].Servers))
+		}
+	}
+	if len(snap.Backends[0].Servers) != 2 {
+		t.Error("Follow modified its input")
+	}
+}
