@@ -113,6 +113,9 @@ type Engine struct {
 	observeCursor int
 	// overrides are the admins' changes on top of Kubernetes, by endpoint.
 	overrides map[string]override
+	// expectations are previews whose changes are being compared with what
+	// the engine applies.
+	expectations []*expectation
 	// retry holds a failed reload: its reasons, when to try again, and the
 	// delay after that (doubling up to a minute).
 	retry struct {
@@ -248,6 +251,10 @@ func (e *Engine) loop(ctx context.Context) error {
 		if at, ok := e.retryAt(); ok {
 			retry = time.After(time.Until(at))
 		}
+		var expect <-chan time.Time
+		if e.expecting() {
+			expect = time.After(time.Second)
+		}
 		req := syncRequest{}
 		select {
 		case <-ctx.Done():
@@ -270,9 +277,18 @@ func (e *Engine) loop(ctx context.Context) error {
 			req.observe = true
 		case <-retry:
 			req.reasons = e.pendingReasons()
+		case <-expect:
+			e.settleExpectations(time.Now())
+			continue
 		}
 		e.sync(ctx, req)
 	}
+}
+
+func (e *Engine) expecting() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.expectations) > 0
 }
 
 // retryAt says when a failed reload is due for its retry.
@@ -386,6 +402,7 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 	if !seen.IsZero() {
 		e.metrics.EventToApplied.Observe(acked.Sub(seen).Seconds())
 	}
+	e.recordOps(p.Ops, false)
 	e.commit(p.Next)
 	e.writeFiles(p.Next)
 	e.mu.Lock()
@@ -395,7 +412,7 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 	e.log.Info("applied at runtime", "ops", len(p.Ops), "waiting", p.Waiting)
 	touched := backendsOf(p.Ops)
 	e.publish(dcm.Event{Type: dcm.EventApplied, Time: acked, Message: fmt.Sprintf("%d runtime commands applied", len(p.Ops)),
-		Ops: p.Ops, Backends: touched, State: backendsNamed(p.Next, touched)})
+		Ops: p.Ops, Backends: touched, State: backendsNamed(p.Next, e.desiredNow(), touched)})
 }
 
 // reload loads the configuration rendered from p.Next, then applies p.Ops to
@@ -440,6 +457,7 @@ func (e *Engine) reload(ctx context.Context, p dcm.Plan, seen time.Time) {
 	if !seen.IsZero() {
 		e.metrics.EventToApplied.Observe(time.Since(seen).Seconds())
 	}
+	e.recordOps(p.Ops, true)
 	e.mu.Lock()
 	e.lastReload = info
 	e.retry.reasons, e.retry.delay = nil, 0
@@ -527,7 +545,7 @@ func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) 
 	merged, drift, missing := merge(e.actual, obs, names, traffic)
 	e.actual = merged
 	if changed := healthChanged(before, merged); len(changed) > 0 {
-		e.hub.Publish(dcm.Event{Type: dcm.EventObserved, Backends: changed, State: backendsNamed(merged, changed),
+		e.hub.Publish(dcm.Event{Type: dcm.EventObserved, Backends: changed, State: backendsNamed(merged, e.desired, changed),
 			Message: fmt.Sprintf("HAProxy reports new state or health in %d backends", len(changed))})
 	}
 	e.mu.Unlock()
@@ -664,15 +682,53 @@ func (e *Engine) publish(ev dcm.Event) dcm.Event {
 	return e.hub.Publish(ev)
 }
 
-// backendsNamed picks backends of st by name (names sorted, as backendsOf gives them).
-func backendsNamed(st dcm.State, names []string) []dcm.Backend {
+// backendsNamed picks backends of st by name (names sorted, as backendsOf
+// gives them), marked for clients as markRetired does.
+func backendsNamed(st dcm.State, d dcm.Desired, names []string) []dcm.Backend {
 	out := make([]dcm.Backend, 0, len(names))
 	for _, n := range names {
 		if b, ok := st.Backend(n); ok {
 			out = append(out, b)
 		}
 	}
+	return markRetired(out, d)
+}
+
+// markRetired flags, for clients, the servers whose endpoint Kubernetes no
+// longer has: with it a snapshot says what Kubernetes asks, so the what-if
+// planner can start from a snapshot alone. Backends are copied only when a
+// flag changes.
+func markRetired(backends []dcm.Backend, d dcm.Desired) []dcm.Backend {
+	out := backends
+	copied := false
+	for i, b := range backends {
+		db, ok := d.Backend(b.Name)
+		var servers []dcm.Server
+		for k, s := range b.Servers {
+			retired := s.Endpoint != "" && (!ok || !hasEndpoint(db, s.Endpoint))
+			if retired == s.Retired {
+				continue
+			}
+			if servers == nil {
+				servers = slices.Clone(b.Servers)
+			}
+			servers[k].Retired = retired
+		}
+		if servers == nil {
+			continue
+		}
+		if !copied {
+			out, copied = slices.Clone(backends), true
+		}
+		b.Servers = servers
+		out[i] = b
+	}
 	return out
+}
+
+func sortStrings(s []string) []string {
+	slices.Sort(s)
+	return s
 }
 
 func backendsOf(ops []dcm.Op) []string {
@@ -711,6 +767,12 @@ func (e *Engine) Action(actor, message string, obj dcm.ObjectRef) {
 	e.publish(dcm.Event{Type: dcm.EventAction, Actor: actor, Message: message, Object: &obj})
 }
 
+func (e *Engine) desiredNow() dcm.Desired {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.desired
+}
+
 // Snapshot is the whole picture at the current seq.
 func (e *Engine) Snapshot() dcm.Snapshot {
 	e.mu.Lock()
@@ -747,7 +809,7 @@ func (e *Engine) Snapshot() dcm.Snapshot {
 		Updates:    e.updates,
 		LastReload: last,
 		Routes:     routes,
-		Backends:   e.actual.Backends,
+		Backends:   markRetired(e.actual.Backends, e.desired),
 		Rejected:   rejected,
 	}
 }
