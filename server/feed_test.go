@@ -72,7 +72,7 @@ func fullBackend(ns, name string, kind dcm.RouteKind) dcm.Backend {
 			{Name: name + "-1:http", Addr: "127.0.1.1", Port: 8080, Weight: 1, State: dcm.StateReady, Origin: dcm.OriginCfg,
 				Endpoint: name + "-1:http", Pod: name + "-1", Check: true, Health: "UP", Sessions: 2, Queued: 1, UsedConn: 3},
 			{Name: name + "-2:http", Addr: "127.0.1.2", Port: 8080, Weight: 1, State: dcm.StateDrain, Origin: dcm.OriginRuntime,
-				Endpoint: name + "-2:http", Pod: name + "-2", Health: "DRAIN", Unobserved: true},
+				Endpoint: name + "-2:http", Pod: name + "-2", Health: "DRAIN", Unobserved: true, Retired: true},
 		}}
 }
 
@@ -872,6 +872,15 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 	}
 	full := applied(webName)
 	full.Reload, full.Object, full.Reason, full.Actor = fullReload(), &dcm.ObjectRef{Kind: "Ingress", Namespace: "demo", Name: "web"}, "because", "alice"
+	route := fullRoute("demo", "new", dcm.KindHTTP)
+	full.Prediction = &dcm.PredictionCheck{Seq: 3, Match: false,
+		WhatIfs: []dcm.WhatIf{
+			{Kind: dcm.WhatIfScale, Namespace: "demo", Workload: &dcm.WorkloadRef{Kind: "Deployment", Name: "web"}, Replicas: 5},
+			{Kind: dcm.WhatIfDeletePod, Namespace: "demo", Pod: "web-1"},
+			{Kind: dcm.WhatIfAddRoute, Route: &route},
+			{Kind: dcm.WhatIfDeleteRoute, Backend: webName},
+		},
+		Predicted: map[string]int{webName + " add-server": 3}, Actual: map[string]int{webName + " add-server": 2}}
 	s.eng.hub.Publish(full)
 	for _, c := range []*feedClient{plain, filtered, one} {
 		if m := c.expect(dcm.FeedTypeEvent); !reflect.DeepEqual(m.Event.Ops, full.Ops) || !reflect.DeepEqual(m.Event.State, full.State) {
@@ -1021,6 +1030,18 @@ func TestFeedSchemaMatchesGoTypes(t *testing.T) {
 			}
 			items, _ := prop["items"].(map[string]any)
 			checkValue(where+"[]", rt.Elem(), false, items)
+		case rt.Kind() == reflect.Map:
+			// A map with string keys: an object whose every property has the element's schema.
+			if rt.Key().Kind() != reflect.String || prop["type"] != "object" {
+				t.Errorf("%s: a map, want type object with string keys", where)
+				return
+			}
+			elem, ok := prop["additionalProperties"].(map[string]any)
+			if !ok {
+				t.Errorf("%s: a map, want additionalProperties with the element's schema", where)
+				return
+			}
+			checkValue(where+"{}", rt.Elem(), false, elem)
 		case rt.Kind() == reflect.String && rt.PkgPath() != "":
 			if ref != "#/$defs/"+rt.Name() {
 				t.Errorf("%s: dcm.%s, want $ref #/$defs/%s, have %q", where, rt.Name(), rt.Name(), ref)
@@ -1117,7 +1138,7 @@ func goStringConsts(t *testing.T, dir string) map[string][]string {
 // jsonSchema validates JSON against docs/feed.schema.json. No JSON Schema
 // library is available, so this implements the subset the schema uses and
 // refuses a schema that uses more: type, properties, required,
-// additionalProperties false, items, enum, const, minimum, format
+// additionalProperties (false, or a schema for maps), items, enum, const, minimum, format
 // date-time, $ref to $defs, allOf, if/then.
 type jsonSchema struct {
 	root map[string]any
@@ -1157,8 +1178,15 @@ func loadSchema(t testing.TB) *jsonSchema {
 			}
 			switch k {
 			case "additionalProperties":
-				if v != false {
-					t.Errorf("schema %s: only additionalProperties false is supported", where)
+				switch sub := v.(type) {
+				case bool:
+					if sub {
+						t.Errorf("schema %s: additionalProperties true says nothing; leave it out", where)
+					}
+				case map[string]any:
+					check(where+"/"+k, sub)
+				default:
+					t.Errorf("schema %s: additionalProperties must be false or a schema", where)
 				}
 			case "format":
 				if v != "date-time" {
@@ -1241,8 +1269,13 @@ func (s *jsonSchema) check(node map[string]any, v any, path, def string, record 
 		for k, val := range obj {
 			p, ok := props[k].(map[string]any)
 			if !ok {
-				if node["additionalProperties"] == false {
-					fail("property %q is not allowed", k)
+				switch extra := node["additionalProperties"].(type) {
+				case bool:
+					if !extra {
+						fail("property %q is not allowed", k)
+					}
+				case map[string]any:
+					errs = append(errs, s.check(extra, val, path+"."+k, "", record)...)
 				}
 				continue
 			}

@@ -214,6 +214,29 @@ func reload(eng Engine) echo.HandlerFunc {
 	}
 }
 
+// planRequest is the body of POST /api/v1/plan.
+type planRequest struct {
+	WhatIfs []dcm.WhatIf `json:"whatifs"`
+}
+
+// maxWhatIfs bounds a preview's length.
+const maxWhatIfs = 50
+
+// simulate is POST /api/v1/plan: the browser's what-if preview, on the
+// server, with the same planner (for tools, and to check the two agree).
+func simulate(eng Engine) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var req planRequest
+		if err := c.Bind(&req); err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, "body must be JSON: "+err.Error())
+		}
+		if len(req.WhatIfs) == 0 || len(req.WhatIfs) > maxWhatIfs {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("want 1 to %d what-ifs", maxWhatIfs))
+		}
+		return c.JSON(http.StatusOK, eng.Simulate(req.WhatIfs))
+	}
+}
+
 func config(eng Engine) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		view, err := eng.Config(c.Request().Context())
@@ -248,6 +271,28 @@ type scaleRequest struct {
 	ExpectSeq uint64 `json:"expectSeq"`
 }
 
+// movedSince reports whether what a preview made at seq depends on changed
+// since: an event touching one of its backends, a reload, or events no
+// longer kept. Events elsewhere (another namespace scaling, health checks of
+// other backends) do not make the preview stale.
+func movedSince(eng Engine, seq uint64, whatifs []dcm.WhatIf) (bool, uint64) {
+	events, kept := eng.Events(seq)
+	now := seq
+	if len(events) > 0 {
+		now = events[len(events)-1].Seq
+	}
+	if !kept {
+		return true, eng.Snapshot().Seq
+	}
+	touched := eng.Simulate(whatifs).Backends
+	for _, ev := range events {
+		if ev.Type == dcm.EventReload || slices.ContainsFunc(ev.Backends, func(b string) bool { return slices.Contains(touched, b) }) {
+			return true, now
+		}
+	}
+	return false, now
+}
+
 // maxReplicas keeps a typo from asking for a million pods.
 const maxReplicas = 1000
 
@@ -278,12 +323,20 @@ func scale(eng Engine, scaler Scaler, log *slog.Logger) echo.HandlerFunc {
 		if err := req.validate(); err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, err.Error())
 		}
+		kind := "Deployment"
+		if strings.EqualFold(req.Kind, "statefulset") {
+			kind = "StatefulSet"
+		}
+		whatifs := []dcm.WhatIf{{Kind: dcm.WhatIfScale, Namespace: req.Namespace,
+			Workload: &dcm.WorkloadRef{Kind: kind, Name: req.Name}, Replicas: int(*req.Replicas)}}
 		if req.ExpectSeq != 0 {
-			if seq := eng.Snapshot().Seq; seq != req.ExpectSeq {
+			if moved, seq := movedSince(eng, req.ExpectSeq, whatifs); moved {
 				return c.JSON(http.StatusConflict, apiError{Error: "the state moved since the preview; preview again", Seq: seq})
 			}
 		}
+		cancel := eng.Expect(whatifs)
 		if err := scaler.SetScale(c.Request().Context(), req.Namespace, req.Kind, req.Name, *req.Replicas); err != nil {
+			cancel()
 			log.Warn("scale failed", "namespace", req.Namespace, "kind", req.Kind, "name", req.Name, "err", err)
 			return echo.NewHTTPError(http.StatusBadGateway, err.Error())
 		}

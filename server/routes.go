@@ -47,6 +47,7 @@ func routes(e *echo.Echo, d Deps, sessions *sessions) {
 	api.GET("/config", config(d.Engine), read)
 	api.GET("/whoami", whoami(d), read)
 	api.GET("/feed", feed(d), read)
+	api.POST("/plan", simulate(d.Engine), read)
 	api.POST("/scale", scale(d.Engine, d.Scaler, d.Log), act)
 	api.POST("/backends/:backend/servers/:server/state", serverState(d.Engine), act)
 	api.POST("/backends/:backend/servers/:server/weight", serverWeight(d.Engine), act)

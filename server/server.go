@@ -35,6 +35,11 @@ type Engine interface {
 	Reload(actor string)
 	// Config reads the files HAProxy loads and checks them against its runtime state.
 	Config(ctx context.Context) (dcm.ConfigView, error)
+	// Simulate previews what-ifs with the planner (POST /api/v1/plan).
+	Simulate(whatifs []dcm.WhatIf) dcm.Simulation
+	// Expect records a change's prediction before it is made, to compare
+	// with what is applied; cancel drops it if the change fails.
+	Expect(whatifs []dcm.WhatIf) (cancel func())
 }
 
 // Subscription is a live feed of engine events.

@@ -34,7 +34,7 @@ type fakeEngine struct {
 func newFakeEngine(seq uint64, ready bool) *fakeEngine {
 	f := &fakeEngine{hub: engine.NewHub(100), ready: ready}
 	for range seq {
-		f.hub.Publish(dcm.Event{Type: dcm.EventApplied, Message: "before the test"})
+		f.hub.Publish(dcm.Event{Type: dcm.EventApplied, Message: "before the test", Backends: []string{"be_http:demo:web"}})
 	}
 	return f
 }
@@ -68,6 +68,17 @@ func (f *fakeEngine) SetServerWeight(actor, backend, server string, weight int) 
 	return nil
 }
 func (f *fakeEngine) Reload(actor string) { f.Action(actor, "reload", dcm.ObjectRef{}) }
+// Simulate says each scaled workload has the backend of its name in demo.
+func (f *fakeEngine) Simulate(whatifs []dcm.WhatIf) dcm.Simulation {
+	sim := dcm.Simulation{Seq: f.hub.Seq(), Mode: dcm.ModeDynamic, Errors: []string{fmt.Sprintf("%d what-ifs", len(whatifs))}}
+	for _, w := range whatifs {
+		if w.Workload != nil {
+			sim.Backends = append(sim.Backends, dcm.BackendName(dcm.KindHTTP, w.Namespace, w.Workload.Name))
+		}
+	}
+	return sim
+}
+func (f *fakeEngine) Expect([]dcm.WhatIf) func() { return func() {} }
 func (f *fakeEngine) Config(context.Context) (dcm.ConfigView, error) {
 	return dcm.ConfigView{Files: []dcm.ConfigFile{{Name: "haproxy.cfg", Content: "global\n"}}, Drift: []string{}}, nil
 }

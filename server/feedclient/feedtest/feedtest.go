@@ -82,6 +82,12 @@ func (e *Engine) SetServerWeight(_, backend, srv string, _ int) error {
 
 func (e *Engine) Reload(actor string) { e.Action(actor, "reload", dcm.ObjectRef{}) }
 
+// Simulate previews nothing: the feed's tests need no planner.
+func (e *Engine) Simulate([]dcm.WhatIf) dcm.Simulation { return dcm.Simulation{Seq: e.Hub.Seq()} }
+
+// Expect records nothing.
+func (e *Engine) Expect([]dcm.WhatIf) func() { return func() {} }
+
 func (e *Engine) Config(context.Context) (dcm.ConfigView, error) { return dcm.ConfigView{}, nil }
 
 // Options shape the test server.
