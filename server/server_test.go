@@ -68,6 +68,7 @@ func (f *fakeEngine) SetServerWeight(actor, backend, server string, weight int) 
 	return nil
 }
 func (f *fakeEngine) Reload(actor string) { f.Action(actor, "reload", dcm.ObjectRef{}) }
+
 // Simulate says each scaled workload has the backend of its name in demo.
 func (f *fakeEngine) Simulate(whatifs []dcm.WhatIf) dcm.Simulation {
 	sim := dcm.Simulation{Seq: f.hub.Seq(), Mode: dcm.ModeDynamic, Errors: []string{fmt.Sprintf("%d what-ifs", len(whatifs))}}

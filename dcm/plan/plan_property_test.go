@@ -235,4 +235,3 @@ func TestConverges(t *testing.T) {
 		}
 	}
 }
-
