@@ -154,6 +154,10 @@ func authenticate(d Deps, sessions *sessions) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if token, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer "); ok {
+				addr := clientAddr(c.Request())
+				if d.guessing.blocked(addr) {
+					return echo.NewHTTPError(http.StatusTooManyRequests, "too many wrong tokens; wait a minute")
+				}
 				id, ok, err := d.Authenticator.Authenticate(c.Request().Context(), strings.TrimSpace(token))
 				if err != nil {
 					d.Log.Warn("authentication failed", "err", err)
@@ -161,6 +165,9 @@ func authenticate(d Deps, sessions *sessions) echo.MiddlewareFunc {
 				}
 				if ok {
 					c.Set(identityKey, id)
+				} else {
+					d.guessing.fail(addr)
+					d.Log.Warn("wrong bearer token", "addr", addr)
 				}
 				return next(c)
 			}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -264,5 +266,59 @@ func TestParseTokens(t *testing.T) {
 		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 			t.Errorf("ParseTokens(%q) = %v, want %q", tt.in, err, tt.wantErr)
 		}
+	}
+}
+
+// TestTokenGuessingIsLimited: after ten wrong tokens a minute from one
+// address, even the right token is refused until the minute is over; the
+// login form counts the same way.
+func TestTokenGuessingIsLimited(t *testing.T) {
+	srv, _ := portalServer(t)
+	get := func(token string) int {
+		req, _ := http.NewRequest("GET", srv.URL+"/api/v1/snapshot", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		return resp.StatusCode
+	}
+	for i := range maxTokenFailures {
+		if code := get(fmt.Sprintf("guess-%02d-0123456789abcdef", i)); code != http.StatusUnauthorized {
+			t.Fatalf("guess %d: HTTP %d, want 401", i, code)
+		}
+	}
+	if code := get(adminToken); code != http.StatusTooManyRequests {
+		t.Errorf("after %d wrong tokens the right one got HTTP %d, want 429", maxTokenFailures, code)
+	}
+	c := browser(t)
+	resp, err := c.Get(srv.URL + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := hiddenLogin.FindStringSubmatch(readAll(t, resp))
+	resp, err = c.PostForm(srv.URL+"/login", url.Values{"token": {adminToken}, "login": {m[1]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("login after the guesses: HTTP %d, want 429", resp.StatusCode)
+	}
+}
+
+func TestFailureLimitWindow(t *testing.T) {
+	now := time.Unix(0, 0)
+	l := newFailureLimit(2, time.Minute)
+	l.now = func() time.Time { return now }
+	l.fail("a")
+	l.fail("a")
+	if !l.blocked("a") || l.blocked("b") {
+		t.Fatal("two failures block a, and only a")
+	}
+	now = now.Add(61 * time.Second)
+	if l.blocked("a") {
+		t.Error("still blocked after the window")
 	}
 }

@@ -54,6 +54,10 @@ func login(d Deps, sessions *sessions) echo.HandlerFunc {
 		retry := func(code int, msg string) error {
 			return render(c, code, views.LoginPage(next, form, msg))
 		}
+		addr := clientAddr(c.Request())
+		if d.guessing.blocked(addr) {
+			return retry(http.StatusTooManyRequests, "Too many wrong tokens from here; wait a minute.")
+		}
 		token := strings.TrimSpace(c.FormValue("token"))
 		id, ok, err := d.Authenticator.Authenticate(c.Request().Context(), token)
 		if err != nil {
@@ -61,6 +65,8 @@ func login(d Deps, sessions *sessions) echo.HandlerFunc {
 			return retry(http.StatusServiceUnavailable, "dcm cannot check tokens right now; try again")
 		}
 		if !ok {
+			d.guessing.fail(addr)
+			d.Log.Warn("login with a wrong token", "addr", addr)
 			return retry(http.StatusUnauthorized, "That token is not valid.")
 		}
 		allowed, err := d.Authorizer.Authorize(c.Request().Context(), id, VerbRead)

@@ -69,6 +69,9 @@ type Deps struct {
 	// SecureCookies marks the session cookie Secure (the portal is served over TLS).
 	SecureCookies bool
 	Log           *slog.Logger
+
+	// guessing limits wrong tokens per client address (login and bearer).
+	guessing *failureLimit
 }
 
 func (d Deps) withDefaults() Deps {
@@ -81,6 +84,7 @@ func (d Deps) withDefaults() Deps {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
+	d.guessing = newFailureLimit(maxTokenFailures, time.Minute)
 	return d
 }
 
