@@ -398,10 +398,15 @@ func Follow(snap dcm.Snapshot, ev dcm.Event) (dcm.Snapshot, bool) {
 	if ev.Type == dcm.EventReload {
 		return snap, false
 	}
-	if len(ev.State) == 0 {
+	if ev.Type != dcm.EventApplied && ev.Type != dcm.EventObserved {
+		// Others name backends without carrying their state.
 		return snap, true
 	}
 	backends := slices.Clone(snap.Backends)
+	// A backend the event touched but does not carry is gone.
+	backends = slices.DeleteFunc(backends, func(b dcm.Backend) bool {
+		return slices.Contains(ev.Backends, b.Name) && !slices.ContainsFunc(ev.State, func(s dcm.Backend) bool { return s.Name == b.Name })
+	})
 	for _, nb := range ev.State {
 		i, found := slices.BinarySearchFunc(backends, nb.Name, func(b dcm.Backend, n string) int { return strings.Compare(b.Name, n) })
 		if found {

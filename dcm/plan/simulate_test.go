@@ -135,18 +135,26 @@ func TestFollow(t *testing.T) {
 		ev       dcm.Event
 		wantOK   bool
 		wantSeq  uint64
-		wantSrvs int
+		wantSrvs int // of the first backend; -1: no backend left
 	}{
 		{"applied event replaces its backends", dcm.Event{Seq: 43, Type: dcm.EventApplied, State: next.Backends}, true, 43, 3},
 		{"an event without state moves the seq", dcm.Event{Seq: 43, Type: dcm.EventAction}, true, 43, 2},
 		{"a reload needs a snapshot", dcm.Event{Seq: 43, Type: dcm.EventReload}, false, 43, 2},
 		{"a gap needs a snapshot", dcm.Event{Seq: 45, Type: dcm.EventApplied, State: next.Backends}, false, 42, 2},
 		{"an old event is ignored", dcm.Event{Seq: 40, Type: dcm.EventApplied, State: next.Backends}, true, 42, 2},
+		{"a touched backend the event does not carry is gone", dcm.Event{Seq: 43, Type: dcm.EventApplied,
+			Backends: []string{snap.Backends[0].Name}}, true, 43, -1},
+		{"an action naming a backend removes nothing", dcm.Event{Seq: 43, Type: dcm.EventAction,
+			Backends: []string{snap.Backends[0].Name}}, true, 43, 2},
 	}
 	for _, tt := range tests {
 		got, ok := Follow(snap, tt.ev)
-		if ok != tt.wantOK || got.Seq != tt.wantSeq || len(got.Backends[0].Servers) != tt.wantSrvs {
-			t.Errorf("%s: ok %v seq %d servers %d", tt.name, ok, got.Seq, len(got.Backends[0].Servers))
+		srvs := -1
+		if len(got.Backends) > 0 {
+			srvs = len(got.Backends[0].Servers)
+		}
+		if ok != tt.wantOK || got.Seq != tt.wantSeq || srvs != tt.wantSrvs {
+			t.Errorf("%s: ok %v seq %d servers %d", tt.name, ok, got.Seq, srvs)
 		}
 	}
 	if len(snap.Backends[0].Servers) != 2 {
