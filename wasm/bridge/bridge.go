@@ -1,0 +1,131 @@
+// Package bridge is the what-if planner as the browser calls it: JSON in,
+// JSON out, with the latest snapshot kept on this side so a preview sends
+// only its what-ifs across. The wasm main wires it to JavaScript; the
+// parity tests call it natively, so both sides run this very code.
+package bridge
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/plan"
+)
+
+// Planner keeps a snapshot current from the portal's feed and previews
+// what-ifs against it. It is not safe for concurrent use: a Web Worker runs
+// one at a time.
+type Planner struct {
+	costs  dcm.MemoryCosts
+	snap   dcm.Snapshot
+	loaded bool
+}
+
+// New returns a planner with no snapshot yet.
+func New(costs dcm.MemoryCosts) *Planner { return &Planner{costs: costs} }
+
+// FeedResult says what one feed message did to the planner's picture.
+type FeedResult struct {
+	Type string `json:"type"`
+	Seq  uint64 `json:"seq"`
+	// Changed is set when the picture moved: a preview shown is stale.
+	Changed bool `json:"changed"`
+	// NeedSnapshot is set when the message cannot be followed (a reload,
+	// missed events, no snapshot yet): fetch /api/v1/snapshot and Load it.
+	NeedSnapshot bool `json:"needSnapshot"`
+}
+
+// Feed takes one raw message of GET /api/v1/feed.
+func (p *Planner) Feed(raw []byte) (FeedResult, error) {
+	var m dcm.FeedMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return FeedResult{}, fmt.Errorf("feed message: %w", err)
+	}
+	r := FeedResult{Type: m.Type, Seq: p.snap.Seq}
+	switch m.Type {
+	case dcm.FeedTypeSnapshot:
+		if m.Snapshot == nil {
+			return r, fmt.Errorf("feed snapshot message without a snapshot")
+		}
+		p.load(*m.Snapshot)
+		r.Seq, r.Changed = p.snap.Seq, true
+	case dcm.FeedTypeEvent:
+		if m.Event == nil {
+			return r, fmt.Errorf("feed event message without an event")
+		}
+		if !p.loaded {
+			r.NeedSnapshot = true
+			return r, nil
+		}
+		before := p.snap.Seq
+		next, ok := plan.Follow(p.snap, *m.Event)
+		p.snap = next
+		r.Seq, r.Changed, r.NeedSnapshot = p.snap.Seq, p.snap.Seq != before, !ok
+	}
+	return r, nil
+}
+
+// Load replaces the picture with a snapshot (GET /api/v1/snapshot), unless
+// the planner already follows a newer one.
+func (p *Planner) Load(raw []byte) (FeedResult, error) {
+	var s dcm.Snapshot
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return FeedResult{}, fmt.Errorf("snapshot: %w", err)
+	}
+	r := FeedResult{Type: dcm.FeedTypeSnapshot}
+	if !p.loaded || s.Seq >= p.snap.Seq {
+		p.load(s)
+		r.Changed = true
+	}
+	r.Seq = p.snap.Seq
+	return r, nil
+}
+
+func (p *Planner) load(s dcm.Snapshot) {
+	// Only what the planner reads is kept: routes and rejections are the
+	// page's business.
+	p.snap = dcm.Snapshot{Seq: s.Seq, Mode: s.Mode, Caps: s.Caps, Backends: s.Backends}
+	p.loaded = true
+}
+
+// Seq is the seq of the picture previews start from (0 before any).
+func (p *Planner) Seq() uint64 { return p.snap.Seq }
+
+// Simulate previews a JSON array of what-ifs against the kept snapshot and
+// returns the dcm.Simulation as JSON.
+func (p *Planner) Simulate(whatifs []byte) ([]byte, error) {
+	if !p.loaded {
+		return nil, fmt.Errorf("no snapshot yet")
+	}
+	var ws []dcm.WhatIf
+	if err := json.Unmarshal(whatifs, &ws); err != nil {
+		return nil, fmt.Errorf("what-ifs: %w", err)
+	}
+	return json.Marshal(plan.Simulate(p.snap, ws, p.costs))
+}
+
+// SimulateOn previews what-ifs against a snapshot given with them, keeping
+// nothing: the same answer POST /api/v1/plan gives for that snapshot.
+func SimulateOn(snapshot, whatifs []byte, costs dcm.MemoryCosts) ([]byte, error) {
+	p := New(costs)
+	if _, err := p.Load(snapshot); err != nil {
+		return nil, err
+	}
+	return p.Simulate(whatifs)
+}
+
+// ComputeInput is the planner's input as JSON.
+type ComputeInput struct {
+	Actual  dcm.State   `json:"actual"`
+	Desired dcm.Desired `json:"desired"`
+	Caps    dcm.Caps    `json:"caps"`
+}
+
+// Compute runs plan.Compute on a ComputeInput and returns the dcm.Plan as JSON.
+func Compute(input []byte) ([]byte, error) {
+	var in ComputeInput
+	if err := json.Unmarshal(input, &in); err != nil {
+		return nil, fmt.Errorf("compute input: %w", err)
+	}
+	return json.Marshal(plan.Compute(in.Actual, in.Desired, in.Caps))
+}

@@ -1,0 +1,79 @@
+//go:build js && wasm
+
+// Command wasm is the what-if planner for the browser: dcm/plan, through
+// wasm/bridge, as globalThis.dcmPlanner. Every function takes and returns
+// JSON text; on failure it returns {error: "..."} instead of a string.
+//
+//	feed(message)           one raw message of the portal's feed → FeedResult
+//	load(snapshot)          a GET /api/v1/snapshot body → FeedResult
+//	simulate(whatifs)       against the kept snapshot → Simulation
+//	simulateOn(snap, wifs)  against the snapshot given → Simulation
+//	compute(input)          {actual, desired, caps} → Plan
+//	seq()                   the kept snapshot's seq, a number
+//
+// When it is ready it calls globalThis.dcmPlannerReady() if there is one.
+package main
+
+import (
+	"encoding/json"
+	"syscall/js"
+
+	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/wasm/bridge"
+)
+
+func main() {
+	costs := dcm.HAProxy26MemoryCosts()
+	p := bridge.New(costs)
+	api := map[string]any{
+		"feed": fn(1, func(a []string) ([]byte, error) {
+			r, err := p.Feed([]byte(a[0]))
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(r)
+		}),
+		"load": fn(1, func(a []string) ([]byte, error) {
+			r, err := p.Load([]byte(a[0]))
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(r)
+		}),
+		"simulate": fn(1, func(a []string) ([]byte, error) { return p.Simulate([]byte(a[0])) }),
+		"simulateOn": fn(2, func(a []string) ([]byte, error) {
+			return bridge.SimulateOn([]byte(a[0]), []byte(a[1]), costs)
+		}),
+		"compute": fn(1, func(a []string) ([]byte, error) { return bridge.Compute([]byte(a[0])) }),
+		"seq":     js.FuncOf(func(js.Value, []js.Value) any { return float64(p.Seq()) }),
+	}
+	js.Global().Set("dcmPlanner", js.ValueOf(api))
+	if ready := js.Global().Get("dcmPlannerReady"); ready.Type() == js.TypeFunction {
+		ready.Invoke()
+	}
+	select {} // the functions above are called from JavaScript for ever
+}
+
+// fn wraps a JSON-text function for JavaScript: n string arguments in, a
+// string out, or {error} when the arguments or the call fail.
+func fn(n int, f func([]string) ([]byte, error)) js.Func {
+	return js.FuncOf(func(_ js.Value, args []js.Value) any {
+		if len(args) != n {
+			return failure("want " + string(rune('0'+n)) + " string arguments")
+		}
+		in := make([]string, n)
+		for i, a := range args {
+			if a.Type() != js.TypeString {
+				return failure("arguments must be JSON text")
+			}
+			in[i] = a.String()
+		}
+		out, err := f(in)
+		if err != nil {
+			return failure(err.Error())
+		}
+		return string(out)
+	})
+}
+
+func failure(msg string) any { return map[string]any{"error": msg} }
