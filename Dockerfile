@@ -5,7 +5,8 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/dcm .
+RUN make wasm GO=go \
+ && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/dcm .
 
 FROM debian:bookworm-slim
 RUN apt-get update \

@@ -4,10 +4,13 @@ GO ?= go
 BIN := bin/dcm
 WORK ?= .work/demo
 # Debian's packages the project needs: HAProxy to drive, curl for the README's
-# lines, chromium for the portal's browser tests (e2e/browser).
-APT_PACKAGES := haproxy curl chromium
+# lines, chromium for the portal's browser tests (e2e/browser), nodejs to
+# run the what-if planner's WebAssembly outside a browser (parity tests).
+APT_PACKAGES := haproxy curl chromium nodejs
+# make wasm writes the planner here; static/ embeds it into the binary.
+WASM_DIR := static/dist
 
-.PHONY: all deps build run test vet fmt-check generate generate-check bench kapi clean
+.PHONY: all deps build wasm run test vet fmt-check generate generate-check bench kapi clean
 
 all: build
 
@@ -23,9 +26,16 @@ deps:
 	@haproxy -v | head -1
 	@$(GO) mod download
 
-## build: the dcm binary
-build:
+## build: the dcm binary, with the what-if planner's WebAssembly inside
+build: wasm
 	$(GO) build -o $(BIN) .
+
+## wasm: the what-if planner for the browser (dcm/plan through wasm/), the
+## wasm_exec.js of the same Go, and precompressed copies to serve
+wasm:
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o $(WASM_DIR)/dcm.wasm ./wasm
+	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(WASM_DIR)/wasm_exec.js
+	$(GO) run ./internal/precompress $(WASM_DIR)/dcm.wasm $(WASM_DIR)/wasm_exec.js
 
 ## run: build and start the embedded demo (in-memory cluster, real HAProxy, local pods)
 run: deps build
@@ -42,6 +52,7 @@ generate-check:
 
 vet:
 	$(GO) vet ./...
+	GOOS=js GOARCH=wasm $(GO) vet ./wasm/...
 	cd e2e/kapi && $(GO) vet ./...
 
 fmt-check:
@@ -56,7 +67,7 @@ kapi:
 ## test: everything CI runs (unit, integration with the real haproxy binary, e2e),
 ## then the race detector on the packages that do not pull in client-go (there
 ## it would add ten minutes of compiling on two cores)
-test: deps fmt-check generate-check vet kapi
+test: deps fmt-check generate-check vet kapi wasm
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -race -count=1 -timeout 10m ./dcm/engine/ ./dcm/haproxy/ ./dcm/plan/ ./server/
 
@@ -68,3 +79,4 @@ bench: deps
 
 clean:
 	rm -rf bin .work .cache
+	find $(WASM_DIR) -type f ! -name README.md -delete

@@ -67,3 +67,49 @@ func TestHashFollowsContent(t *testing.T) {
 		t.Fatal("the embedded web files lack app.js or dcm.css")
 	}
 }
+
+// TestPrecompressed: x.br and x.gz are served as x to browsers that take
+// them, with Vary and an ETag of their own; others get x itself.
+func TestPrecompressed(t *testing.T) {
+	a, err := load(fstest.MapFS{
+		"dcm.wasm":    {Data: []byte("raw wasm")},
+		"dcm.wasm.br": {Data: []byte("brotli")},
+		"dcm.wasm.gz": {Data: []byte("gzip")},
+		"README.md":   {Data: []byte("notes")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Has("dcm.wasm.gz") || a.Has("README.md") || !a.Has("dcm.wasm") {
+		t.Fatalf("files: %v", a.files)
+	}
+	tests := []struct {
+		accept, wantEnc, wantBody string
+	}{
+		{"gzip, deflate, br, zstd", "br", "brotli"},
+		{"gzip, deflate", "gzip", "gzip"},
+		{"br;q=0, gzip", "gzip", "gzip"},
+		{"", "", "raw wasm"},
+		{"identity", "", "raw wasm"},
+	}
+	etags := map[string]bool{}
+	for _, tt := range tests {
+		req := httptest.NewRequest(http.MethodGet, a.URL("dcm.wasm"), nil)
+		if tt.accept != "" {
+			req.Header.Set("Accept-Encoding", tt.accept)
+		}
+		rec := httptest.NewRecorder()
+		a.ServeHTTP(rec, req)
+		h := rec.Header()
+		if rec.Code != 200 || h.Get("Content-Encoding") != tt.wantEnc || rec.Body.String() != tt.wantBody {
+			t.Errorf("Accept-Encoding %q: HTTP %d, Content-Encoding %q, body %q", tt.accept, rec.Code, h.Get("Content-Encoding"), rec.Body)
+		}
+		if h.Get("Content-Type") != "application/wasm" || h.Get("Vary") != "Accept-Encoding" {
+			t.Errorf("Accept-Encoding %q: Content-Type %q, Vary %q", tt.accept, h.Get("Content-Type"), h.Get("Vary"))
+		}
+		etags[h.Get("ETag")] = true
+	}
+	if len(etags) != 3 {
+		t.Errorf("want one ETag per representation, got %v", etags)
+	}
+}
