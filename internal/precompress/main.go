@@ -46,7 +46,9 @@ func precompress(name string) error {
 	if err != nil {
 		return fmt.Errorf("gzip %s: %w", name, err)
 	}
-	br, err := compress(data, func(w io.Writer) (io.WriteCloser, error) { return brotli.NewWriterLevel(w, brotli.BestCompression), nil })
+	br, err := compress(data, func(w io.Writer) (io.WriteCloser, error) {
+		return brotli.NewWriterLevel(w, brotli.BestCompression), nil
+	})
 	if err != nil {
 		return fmt.Errorf("brotli %s: %w", name, err)
 	}
