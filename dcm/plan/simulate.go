@@ -65,7 +65,11 @@ func Simulate(snap dcm.Snapshot, whatifs []dcm.WhatIf, costs dcm.MemoryCosts) dc
 			}
 			p := Compute(st, ph.desired, caps)
 			if !p.Empty() {
-				sim.Steps = append(sim.Steps, dcm.SimStep{Phase: ph.name, Ops: p.Ops, Reload: p.Reload, Reasons: p.Reasons})
+				ops := p.Ops
+				if ops == nil {
+					ops = []dcm.Op{} // a reload alone: an empty list, not null
+				}
+				sim.Steps = append(sim.Steps, dcm.SimStep{Phase: ph.name, Ops: ops, Reload: p.Reload, Reasons: p.Reasons})
 				sim.Ops += len(p.Ops)
 				if p.Reload {
 					sim.Reloads++
