@@ -39,6 +39,8 @@ type Options struct {
 	Caps dcm.Caps
 	// Apps run in a demo cluster (default: the demo's); ignored when Source or Client is set.
 	Apps []demo.App
+	// ReadinessDelay is how long the demo's pods take to turn ready (default 100ms).
+	ReadinessDelay time.Duration
 	// Source replaces Kubernetes with a source the test controls.
 	Source engine.Source
 	// Client replaces the demo cluster with another Kubernetes client.
@@ -127,7 +129,11 @@ func Start(tb testing.TB, o Options) *Stack {
 			if apps == nil {
 				apps = demo.DefaultApps()
 			}
-			cluster, err := demo.New(demo.Options{Apps: apps, ReadinessDelay: 100 * time.Millisecond,
+			ready := o.ReadinessDelay
+			if ready == 0 {
+				ready = 100 * time.Millisecond
+			}
+			cluster, err := demo.New(demo.Options{Apps: apps, ReadinessDelay: ready,
 				PreStopDelay: 300 * time.Millisecond}, log.With("part", "demo"))
 			if err != nil {
 				tb.Fatal(err)
