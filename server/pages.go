@@ -1,8 +1,10 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -123,5 +125,29 @@ func configPage(d Deps, a *static.Assets) echo.HandlerFunc {
 			msg = "dcm cannot read the configuration right now: " + err.Error()
 		}
 		return renderPage(c, http.StatusOK, views.ConfigPage(frame(c, d, a, "config", "Configuration", seq), view, msg))
+	}
+}
+
+func whatifPage(d Deps, a *static.Assets) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		s := d.Engine.Snapshot()
+		v := views.WhatIfView{Workloads: views.Workloads(s.Backends), Selected: query(c, "workload")}
+		if a.Has(static.PlannerWasm) && a.Has(static.PlannerLoader) {
+			v.Worker = a.URL("whatif-worker.js")
+		}
+		// A preview asked without JavaScript: the server runs the planner.
+		if ns, kind, name, ok := views.ParseWorkloadKey(v.Selected); ok {
+			n, err := strconv.Atoi(query(c, "replicas"))
+			if err != nil || n < 0 || n > maxReplicas {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("replicas must be between 0 and %d", maxReplicas))
+			}
+			v.Replicas = n
+			sim := d.Engine.Simulate([]dcm.WhatIf{{Kind: dcm.WhatIfScale, Namespace: ns,
+				Workload: &dcm.WorkloadRef{Kind: kind, Name: name}, Replicas: n}})
+			v.Sim = &sim
+		} else if i := slices.IndexFunc(v.Workloads, func(w views.Workload) bool { return w.Key() == v.Selected }); i >= 0 {
+			v.Replicas = v.Workloads[i].Pods
+		}
+		return renderPage(c, http.StatusOK, views.WhatIfPage(frame(c, d, a, "whatif", "What if", s.Seq), v))
 	}
 }

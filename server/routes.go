@@ -36,6 +36,7 @@ func routes(e *echo.Echo, d Deps, sessions *sessions) {
 	auth.GET("/backends/:name", backendPage(d, assets), page)
 	auth.GET("/events", auditPage(d, assets), page)
 	auth.GET("/config", configPage(d, assets), page)
+	auth.GET("/whatif", whatifPage(d, assets), page)
 
 	read := require(d, VerbRead, false)
 	act := require(d, VerbAct, false)

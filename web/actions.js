@@ -5,7 +5,7 @@
 
 import { bind } from './bind.js';
 
-const csrf = () => document.querySelector('meta[name=csrf-token]')?.content || '';
+export const csrf = () => document.querySelector('meta[name=csrf-token]')?.content || '';
 
 // prepareForms drops the no-JavaScript confirm checkbox: the dialog asks.
 export function prepareForms(root) {
@@ -70,7 +70,7 @@ async function act(form, button) {
   notice(`${what.verb}: done.`, 'ok');
 }
 
-function confirmDialog({ title, message, verb }) {
+export function confirmDialog({ title, message, verb }) {
   const d = document.getElementById('confirm-dialog');
   bind(d, { title, message, verb });
   d.returnValue = '';

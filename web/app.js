@@ -8,8 +8,9 @@ import * as config from './config.js';
 import * as events from './events.js';
 import { uptime } from './format.js';
 import * as overview from './overview.js';
+import * as whatif from './whatif.js';
 
-const pages = { overview, backends, backend, events, config };
+const pages = { overview, backends, backend, events, config, whatif };
 
 document.documentElement.classList.add('js');
 const page = pages[document.body.dataset.page];

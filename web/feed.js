@@ -21,10 +21,12 @@ export class Feed {
   // since: the seq the page was rendered at (events after it follow), or
   // null for a snapshot first. onSnapshot(snapshot), onEvent(event) and
   // onResync() (a resume became a snapshot: events were missed) are the
-  // page's.
-  constructor({ status, since = null, onSnapshot = () => {}, onEvent = () => {}, onResync = () => {} }) {
+  // page's; onMessage(message, raw) sees every message first, as parsed and
+  // as it came (the what-if planner takes the raw text).
+  constructor({ status, since = null, onSnapshot = () => {}, onEvent = () => {}, onResync = () => {}, onMessage = () => {} }) {
     this.status = status;
     this.last = since;
+    this.onMessage = onMessage;
     this.onSnapshot = onSnapshot;
     this.onEvent = onEvent;
     this.onResync = onResync;
@@ -97,6 +99,7 @@ export class Feed {
       return;
     }
     this.watch(this.ws);
+    this.onMessage(m, data);
     switch (m.type) {
       case 'hello':
         this.attempt = 0;

@@ -36,8 +36,9 @@ export class Live {
     this.refreshSoon = coalesce(() => this.refresh(), refreshDelay);
   }
 
-  follow(status) {
-    this.feed = new Feed({ status, onSnapshot: (s) => this.snapshot(s), onEvent: (ev) => this.event(ev) });
+  // follow starts the feed; onMessage(message, raw) sees every message.
+  follow(status, onMessage) {
+    this.feed = new Feed({ status, onMessage, onSnapshot: (s) => this.snapshot(s), onEvent: (ev) => this.event(ev) });
     this.feed.start();
   }
 
