@@ -46,11 +46,16 @@ func randomToken(t *testing.T) string {
 // serves every demo app from all its pods.
 func startPortal(t *testing.T) portal {
 	t.Helper()
+	return startPortalWith(t, harness.Options{})
+}
+
+// startPortalWith is startPortal with options of the test's (caps, say).
+func startPortalWith(t *testing.T, o harness.Options) portal {
+	t.Helper()
 	needBrowser(t)
 	p := portal{admin: randomToken(t), viewer: randomToken(t)}
-	p.Stack = harness.Start(t, harness.Options{
-		PortalTokens: p.admin + " admin alice\n" + p.viewer + " viewer victor\n",
-	})
+	o.PortalTokens = p.admin + " admin alice\n" + p.viewer + " viewer victor\n"
+	p.Stack = harness.Start(t, o)
 	p.DemoServes(webHost, "/", "demo", "web", 2)
 	p.DemoServes("shop.demo.localhost", "/", "demo", "shop", 2)
 	p.DemoServes("shop.demo.localhost", "/api", "demo", "api", 1)
