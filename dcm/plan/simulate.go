@@ -14,21 +14,37 @@ import (
 // A snapshot marks retired servers, so the what-if planner can start from a
 // snapshot alone.
 func DesiredOf(st dcm.State) dcm.Desired {
+	n := 0
+	for _, b := range st.Backends {
+		n += len(b.Servers)
+	}
+	// One allocation for every endpoint: the browser runs this on each
+	// preview, over thousands of servers. Backends get capped sub-slices, so
+	// an append to one never writes into the next.
+	slab := make([]dcm.Endpoint, 0, n)
 	d := dcm.Desired{Backends: make([]dcm.DesiredBackend, 0, len(st.Backends))}
 	for _, b := range st.Backends {
-		db := dcm.DesiredBackend{Name: b.Name, Route: b.Route}
+		start := len(slab)
 		for _, s := range b.Servers {
 			if s.Endpoint == "" || s.Retired {
 				continue
 			}
-			db.Endpoints = append(db.Endpoints, dcm.Endpoint{Name: s.Endpoint, Addr: s.Addr, Port: s.Port,
+			slab = append(slab, dcm.Endpoint{Name: s.Endpoint, Addr: s.Addr, Port: s.Port,
 				Weight: s.Weight, State: s.State, Pod: s.Pod})
 		}
-		slices.SortFunc(db.Endpoints, func(a, b dcm.Endpoint) int { return strings.Compare(a.Name, b.Name) })
+		db := dcm.DesiredBackend{Name: b.Name, Route: b.Route}
+		if len(slab) > start {
+			db.Endpoints = slab[start:len(slab):len(slab)]
+			if !slices.IsSortedFunc(db.Endpoints, byEndpointName) {
+				slices.SortFunc(db.Endpoints, byEndpointName)
+			}
+		}
 		d.Backends = append(d.Backends, db)
 	}
 	return d
 }
+
+func byEndpointName(a, b dcm.Endpoint) int { return strings.Compare(a.Name, b.Name) }
 
 // phase is one moment of a what-if: the desired state Kubernetes reaches,
 // and whether HAProxy has by then seen the last request of retired servers.
@@ -61,9 +77,9 @@ func Simulate(snap dcm.Snapshot, whatifs []dcm.WhatIf, costs dcm.MemoryCosts) dc
 		}
 		for _, ph := range phases {
 			if ph.idle {
-				st = idle(st) // every request in flight has finished
+				st = idleBackends(st, names) // every request in flight there has finished
 			}
-			p := Compute(st, ph.desired, caps)
+			p := computeTouched(st, ph.desired, caps, names)
 			if !p.Empty() {
 				ops := p.Ops
 				if ops == nil {
@@ -89,6 +105,58 @@ func Simulate(snap dcm.Snapshot, whatifs []dcm.WhatIf, costs dcm.MemoryCosts) dc
 	sim.Traffic = shares(st, sim.Backends)
 	sim.Draining = draining(initial, st, sim.Backends)
 	return sim
+}
+
+// computeTouched is Compute for the backends a what-if touches: the others
+// are what they are whatever the what-if, so planning them would only cost
+// time (the browser does this on every preview) and show commands the
+// what-if does not cause. A reload renders every backend, so a plan that
+// reloads is made whole.
+func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) dcm.Plan {
+	var sub dcm.State
+	var subD dcm.Desired
+	for _, n := range names {
+		if b, ok := st.Backend(n); ok {
+			sub.Backends = append(sub.Backends, b)
+		}
+		if b, ok := d.Backend(n); ok {
+			subD.Backends = append(subD.Backends, b)
+		}
+	}
+	dcm.SortBackends(sub.Backends)
+	slices.SortFunc(subD.Backends, func(a, b dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
+	p := Compute(sub, subD, caps)
+	if p.Reload {
+		return Compute(st, d, caps)
+	}
+	next := make([]dcm.Backend, 0, len(st.Backends)+len(p.Next.Backends))
+	for _, b := range st.Backends {
+		if !slices.Contains(names, b.Name) {
+			next = append(next, b)
+		}
+	}
+	next = append(next, p.Next.Backends...)
+	dcm.SortBackends(next)
+	p.Next = dcm.State{Backends: next}
+	return p
+}
+
+// idleBackends is HAProxy reporting every server of the named backends
+// idle: nothing in flight.
+func idleBackends(st dcm.State, names []string) dcm.State {
+	out := dcm.State{Backends: slices.Clone(st.Backends)}
+	for i, b := range out.Backends {
+		if !slices.Contains(names, b.Name) {
+			continue
+		}
+		b.Servers = slices.Clone(b.Servers)
+		for k := range b.Servers {
+			s := &b.Servers[k]
+			s.Unobserved, s.Sessions, s.Queued, s.UsedConn = false, 0, 0, 0
+		}
+		out.Backends[i] = b
+	}
+	return out
 }
 
 // idle is HAProxy reporting every server idle: nothing in flight.
@@ -310,7 +378,7 @@ func withoutPods(d dcm.Desired, idx []int, pods []string) dcm.Desired {
 func totals(st dcm.State, d dcm.Desired, costs dcm.MemoryCosts) dcm.SimTotals {
 	t := dcm.SimTotals{Backends: len(st.Backends)}
 	for _, b := range st.Backends {
-		db, _ := d.Backend(b.Name)
+		var db *dcm.DesiredBackend // looked up for slots only
 		for _, s := range b.Servers {
 			switch s.State {
 			case dcm.StateReady:
@@ -325,8 +393,14 @@ func totals(st dcm.State, d dcm.Desired, costs dcm.MemoryCosts) dcm.SimTotals {
 			} else {
 				t.CfgServers++
 			}
-			if strings.HasPrefix(s.Name, slotPrefix) && s.State == dcm.StateMaint && !carries(db, s.Endpoint) {
-				t.SlotsFree++
+			if strings.HasPrefix(s.Name, slotPrefix) && s.State == dcm.StateMaint {
+				if db == nil {
+					found, _ := d.Backend(b.Name)
+					db = &found
+				}
+				if !carries(*db, s.Endpoint) {
+					t.SlotsFree++
+				}
 			}
 		}
 	}
