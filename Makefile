@@ -71,11 +71,13 @@ test: deps fmt-check generate-check vet kapi wasm
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -race -count=1 -timeout 10m ./dcm/engine/ ./dcm/haproxy/ ./dcm/plan/ ./server/
 
-## bench: planner, renderer, runtime API round trip, and event to HAProxy reply at 1,000 routes
-bench: deps
+## bench: planner, renderer, runtime API round trip, event to HAProxy reply at 1,000 routes,
+## and the what-if preview in Chromium at 1,000 backends
+bench: deps wasm
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./dcm/plan/
 	$(GO) test -run '^$$' -bench . ./dcm/haproxy/
 	$(GO) test -run '^$$' -bench EventToHAProxy -benchtime 500x ./e2e/
+	$(GO) test -run '^$$' -bench WhatIfPreview -benchtime 30x ./e2e/browser/
 
 clean:
 	rm -rf bin .work .cache

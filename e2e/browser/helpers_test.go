@@ -34,7 +34,7 @@ type portal struct {
 	admin, viewer string
 }
 
-func randomToken(t *testing.T) string {
+func randomToken(t testing.TB) string {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
@@ -44,13 +44,13 @@ func randomToken(t *testing.T) string {
 
 // startPortal runs the demo stack with the portal, and waits until HAProxy
 // serves every demo app from all its pods.
-func startPortal(t *testing.T) portal {
+func startPortal(t testing.TB) portal {
 	t.Helper()
 	return startPortalWith(t, harness.Options{})
 }
 
 // startPortalWith is startPortal with options of the test's (caps, say).
-func startPortalWith(t *testing.T, o harness.Options) portal {
+func startPortalWith(t testing.TB, o harness.Options) portal {
 	t.Helper()
 	needBrowser(t)
 	p := portal{admin: randomToken(t), viewer: randomToken(t)}
@@ -62,7 +62,7 @@ func startPortalWith(t *testing.T, o harness.Options) portal {
 	return p
 }
 
-func needBrowser(t *testing.T) {
+func needBrowser(t testing.TB) {
 	t.Helper()
 	if browser.ctx == nil {
 		t.Skip(browser.missing)
@@ -71,7 +71,7 @@ func needBrowser(t *testing.T) {
 
 // newTab opens a tab in a browser context of its own (fresh cookies), with
 // a 1280×900 viewport in the light theme, closed when the test ends.
-func newTab(t *testing.T) context.Context {
+func newTab(t testing.TB) context.Context {
 	t.Helper()
 	needBrowser(t)
 	ctx, cancel := chromedp.NewContext(browser.ctx, chromedp.WithNewBrowserContext())
@@ -81,14 +81,14 @@ func newTab(t *testing.T) context.Context {
 
 // siblingTab opens another tab in the browser context of ctx: it shares
 // the session.
-func siblingTab(t *testing.T, ctx context.Context) context.Context {
+func siblingTab(t testing.TB, ctx context.Context) context.Context {
 	t.Helper()
 	tab, cancel := chromedp.NewContext(ctx)
 	t.Cleanup(cancel)
 	return setUpTab(t, tab)
 }
 
-func setUpTab(t *testing.T, ctx context.Context) context.Context {
+func setUpTab(t testing.TB, ctx context.Context) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, actionTimeout)
 	t.Cleanup(cancel)
@@ -104,7 +104,7 @@ func setUpTab(t *testing.T, ctx context.Context) context.Context {
 }
 
 // signIn signs in through the login form and lands on next.
-func signIn(t *testing.T, ctx context.Context, base, token, next string) {
+func signIn(t testing.TB, ctx context.Context, base, token, next string) {
 	t.Helper()
 	do(t, ctx, chromedp.Navigate(base+"/login?next="+url.QueryEscape(next)),
 		chromedp.SetValue(chromedp.ID("token"), token),
@@ -117,20 +117,20 @@ func signIn(t *testing.T, ctx context.Context, base, token, next string) {
 }
 
 // open navigates and waits until the page's feed is live.
-func open(t *testing.T, ctx context.Context, url string) {
+func open(t testing.TB, ctx context.Context, url string) {
 	t.Helper()
 	do(t, ctx, chromedp.Navigate(url))
 	waitFor(t, ctx, "the feed is live on "+url, 10*time.Second, `document.getElementById('feed').dataset.state === 'live'`)
 }
 
-func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+func do(t testing.TB, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+func eval[T any](t testing.TB, ctx context.Context, expr string) T {
 	t.Helper()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
 	if err != nil {
@@ -140,7 +140,7 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 }
 
 // evalAwait evaluates an expression that gives a promise, and waits for it.
-func evalAwait[T any](t *testing.T, ctx context.Context, expr string) T {
+func evalAwait[T any](t testing.TB, ctx context.Context, expr string) T {
 	t.Helper()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 	if err != nil {
@@ -151,7 +151,7 @@ func evalAwait[T any](t *testing.T, ctx context.Context, expr string) T {
 
 // waitFor polls a JavaScript condition until it holds; on timeout it shows
 // what report (a JavaScript expression) says about the page.
-func waitFor(t *testing.T, ctx context.Context, what string, timeout time.Duration, cond string, report ...string) time.Duration {
+func waitFor(t testing.TB, ctx context.Context, what string, timeout time.Duration, cond string, report ...string) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for {
@@ -174,7 +174,7 @@ func waitFor(t *testing.T, ctx context.Context, what string, timeout time.Durati
 }
 
 // screenshot saves the viewport to e2e/artifacts/<name>.png.
-func screenshot(t *testing.T, ctx context.Context, name string) {
+func screenshot(t testing.TB, ctx context.Context, name string) {
 	t.Helper()
 	save(t, ctx, name, artifacts)
 }
@@ -182,12 +182,12 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 // readmeShot is a screenshot the README shows: also saved into
 // $DCM_SCREENSHOTS when set (DCM_SCREENSHOTS=$PWD/docs/screenshots go test
 // ./e2e/browser/ refreshes the README's).
-func readmeShot(t *testing.T, ctx context.Context, name string) {
+func readmeShot(t testing.TB, ctx context.Context, name string) {
 	t.Helper()
 	save(t, ctx, name, artifacts, os.Getenv("DCM_SCREENSHOTS"))
 }
 
-func save(t *testing.T, ctx context.Context, name string, dirs ...string) {
+func save(t testing.TB, ctx context.Context, name string, dirs ...string) {
 	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {

@@ -87,7 +87,7 @@ func disableScripts(t *testing.T, tab context.Context) {
 }
 
 // textOf is the visible text of the first element matching a CSS selector.
-func textOf(t *testing.T, tab context.Context, sel string) string {
+func textOf(t testing.TB, tab context.Context, sel string) string {
 	t.Helper()
 	return eval[string](t, tab, `(document.querySelector(`+jsString(sel)+`) || {}).innerText || ''`)
 }

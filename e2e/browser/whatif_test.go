@@ -18,7 +18,7 @@ const webWorkload = "demo/Deployment/web"
 
 // openWhatIf signs in as the admin, opens /whatif and waits until the
 // planner's WebAssembly runs in its worker.
-func openWhatIf(t *testing.T, p portal) (tab whatifTab) {
+func openWhatIf(t testing.TB, p portal) (tab whatifTab) {
 	t.Helper()
 	if a := static.New(); !a.Has(static.PlannerWasm) {
 		t.Fatal("this build carries no planner WebAssembly (static/dist/dcm.wasm): run make wasm before go test, as make test does")
@@ -32,7 +32,7 @@ func openWhatIf(t *testing.T, p portal) (tab whatifTab) {
 }
 
 // preview asks for a scale of web in the form, as a user does.
-func preview(t *testing.T, tab whatifTab, replicas int) {
+func preview(t testing.TB, tab whatifTab, replicas int) {
 	t.Helper()
 	eval[bool](t, tab.Context, fmt.Sprintf(`(() => {
 		document.getElementById('wi-replicas').value = '%d';
@@ -45,7 +45,7 @@ func preview(t *testing.T, tab whatifTab, replicas int) {
 
 // previewShows waits until the page shows a preview computed by the wasm
 // planner with a verdict starting with verdict and n ops of kind op on web.
-func previewShows(t *testing.T, tab whatifTab, verdict string, op dcm.OpKind, n int) {
+func previewShows(t testing.TB, tab whatifTab, verdict string, op dcm.OpKind, n int) {
 	t.Helper()
 	waitFor(t, tab.Context, "the preview: "+verdict, 10*time.Second, fmt.Sprintf(`(() => {
 		const pv = document.getElementById('preview');
@@ -59,7 +59,7 @@ func previewShows(t *testing.T, tab whatifTab, verdict string, op dcm.OpKind, n 
 }
 
 // applyPreview clicks Apply and confirms.
-func applyPreview(t *testing.T, tab whatifTab, replicas int) {
+func applyPreview(t testing.TB, tab whatifTab, replicas int) {
 	t.Helper()
 	waitFor(t, tab.Context, "Apply is offered", 5*time.Second,
 		fmt.Sprintf(`!document.getElementById('wi-apply').disabled && document.getElementById('wi-apply').textContent.endsWith('to %d')`, replicas),
@@ -71,7 +71,7 @@ func applyPreview(t *testing.T, tab whatifTab, replicas int) {
 
 // actualMatches waits until the page sets the engine's verdict on the
 // prediction beside the preview: actual = predicted, no row differs.
-func actualMatches(t *testing.T, tab whatifTab) {
+func actualMatches(t testing.TB, tab whatifTab) {
 	t.Helper()
 	waitFor(t, tab.Context, "the page shows actual = predicted", 45*time.Second,
 		`document.getElementById('cmp-verdict').dataset.match === 'true' && document.querySelectorAll('#cmp-rows tr').length > 0 && document.querySelectorAll('#cmp-rows tr.diff').length === 0`,
