@@ -7,7 +7,7 @@
 //
 // Messages in:  {type:'feed', raw} | {type:'preview', id, whatifs} | {type:'refresh'}
 //               | {type:'hold', on} (on: the state moving does not recompute)
-// Messages out: {type:'ready', ms} | {type:'preview', id, sim, seq, ms} | {type:'error', message}
+// Messages out: {type:'ready', ms, wasmBytes} | {type:'preview', id, sim, seq, ms} | {type:'error', message}
 
 /* global Go */
 importScripts('wasm_exec.js');
@@ -43,7 +43,9 @@ async function start() {
   }
   go.run(result.instance); // main never returns; it calls dcmPlannerReady first
   if (!planner) throw new Error('the planner did not start');
-  postMessage({ type: 'ready', ms: performance.now() - t0 });
+  // What the download cost on the wire (precompressed: brotli or gzip).
+  const entry = performance.getEntriesByType('resource').find((e) => e.name.endsWith('/dcm.wasm'));
+  postMessage({ type: 'ready', ms: performance.now() - t0, wasmBytes: entry ? entry.encodedBodySize : null });
   for (const raw of pending.splice(0)) feed(raw);
   if (!loaded) refresh();
 }

@@ -9,7 +9,8 @@
 //
 // window.dcmWhatIf carries the figures tests read: firstPreviewMs (from
 // navigation start), lastMs (the planner's time for the last preview),
-// previews, source (wasm or server), plannerMs (start of the planner) and
+// previews, source (wasm or server), plannerMs (start of the planner),
+// wasmBytes (the planner's download, as encoded on the wire) and
 // lastSim (the planner's last answer, as it gave it).
 
 import { confirmDialog, csrf } from './actions.js';
@@ -87,6 +88,7 @@ export function start({ status }) {
       switch (m.type) {
         case 'ready':
           stats.plannerMs = m.ms;
+          stats.wasmBytes = m.wasmBytes;
           break;
         case 'preview':
           if (m.id !== asked) break;

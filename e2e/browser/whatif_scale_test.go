@@ -100,7 +100,12 @@ func TestWhatIfAt1000Backends(t *testing.T) {
 	if server.Ops != 10 { // 5 add-server, 5 set-state ready
 		t.Errorf("the server's planner gives %d ops for 10 → 15, want 10", server.Ops)
 	}
-	t.Logf("1,000 backends × 10 servers: first preview %v after navigation start; previews (input → shown) %v", first, totals)
+	wire := eval[float64](t, tab.Context, `window.dcmWhatIf.wasmBytes || 0`)
+	if wire == 0 || wire > 1<<20 {
+		t.Errorf("the planner's download was %v bytes on the wire; want it precompressed, under 1 MiB", wire)
+	}
+	t.Logf("1,000 backends × 10 servers: first preview %v after navigation start; previews (input → shown) %v; planner download %.0f bytes",
+		first, totals, wire)
 }
 
 // BenchmarkWhatIfPreview1000Backends: the preview of a scale at 1,000
