@@ -100,7 +100,10 @@ func TestWhatIfScaleOut(t *testing.T) {
 	if n := eval[int](t, tab.Context, `document.querySelectorAll('#pv-traffic tr').length`); n != 5 {
 		t.Errorf("the traffic table lists %d servers after the scale, want 5", n)
 	}
+	// Tall enough for the steps and the traffic table.
+	do(t, tab.Context, chromedp.EmulateViewport(1280, 1900))
 	readmeShot(t, tab.Context, "whatif")
+	do(t, tab.Context, chromedp.EmulateViewport(1280, 900))
 
 	applyPreview(t, tab, 5)
 	actualMatches(t, tab)
