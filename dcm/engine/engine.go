@@ -591,7 +591,7 @@ func merge(st dcm.State, obs map[string][]dcm.Server, names []string, traffic bo
 		}
 		asked = func(n string) bool { return set[n] }
 	}
-	out := dcm.State{Backends: slices.Clone(st.Backends)}
+	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool}
 	for i, b := range out.Backends {
 		seen, ok := obs[b.Name]
 		if !ok {

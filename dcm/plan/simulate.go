@@ -9,13 +9,17 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 )
 
-// DesiredOf reads back what Kubernetes asks from a state: every server that
-// carries an endpoint Kubernetes still has (Retired unset), as that endpoint.
+// DesiredOf reads back what Kubernetes asks from a state: every route whose
+// backend is not retiring, and every server that carries an endpoint
+// Kubernetes still has (Retired unset), as that endpoint.
 // A snapshot marks retired servers, so the what-if planner can start from a
 // snapshot alone.
 func DesiredOf(st dcm.State) dcm.Desired {
 	d := dcm.Desired{Backends: make([]dcm.DesiredBackend, 0, len(st.Backends))}
 	for _, b := range st.Backends {
+		if b.Retiring {
+			continue // its route is gone
+		}
 		db := dcm.DesiredBackend{Name: b.Name, Route: b.Route}
 		for _, s := range b.Servers {
 			if s.Endpoint == "" || s.Retired {
@@ -44,7 +48,7 @@ type phase struct {
 // the planner itself run forward, so the preview is what dcm will do.
 func Simulate(snap dcm.Snapshot, whatifs []dcm.WhatIf, costs dcm.MemoryCosts) dcm.Simulation {
 	caps := snap.Caps
-	st := dcm.State{Backends: snap.Backends}
+	st := dcm.State{Backends: snap.Backends, Pool: snap.Pool}
 	desired := DesiredOf(st)
 	sim := dcm.Simulation{Seq: snap.Seq, Mode: caps.Mode, Before: totals(st, desired, costs),
 		Steps: []dcm.SimStep{}, Traffic: []dcm.Share{}, Draining: []dcm.Draining{}, Backends: []string{}}
@@ -89,7 +93,7 @@ func Simulate(snap dcm.Snapshot, whatifs []dcm.WhatIf, costs dcm.MemoryCosts) dc
 
 // idle is HAProxy reporting every server idle: nothing in flight.
 func idle(st dcm.State) dcm.State {
-	out := dcm.State{Backends: slices.Clone(st.Backends)}
+	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool}
 	for i, b := range out.Backends {
 		b.Servers = slices.Clone(b.Servers)
 		for k := range b.Servers {
