@@ -393,13 +393,17 @@ func draining(before, after dcm.State, backends []string) []dcm.Draining {
 // Follow keeps a snapshot current with a feed event, as the browser's
 // planner does between previews: backends an event carries replace their
 // old selves; ok is false when the event cannot be followed this way (a
-// reload, or events missed) and a fresh snapshot is needed.
+// reload, events missed, or a route bound to or released from a spare,
+// which moves the pool no event carries) and a fresh snapshot is needed.
 func Follow(snap dcm.Snapshot, ev dcm.Event) (dcm.Snapshot, bool) {
 	if ev.Seq != snap.Seq+1 {
 		return snap, ev.Seq <= snap.Seq // old news is harmless; a gap is not
 	}
 	snap.Seq = ev.Seq
 	if ev.Type == dcm.EventReload {
+		return snap, false
+	}
+	if ev.Type == dcm.EventApplied && movesPool(ev) {
 		return snap, false
 	}
 	if len(ev.State) == 0 {
@@ -416,4 +420,19 @@ func Follow(snap dcm.Snapshot, ev dcm.Event) (dcm.Snapshot, bool) {
 	}
 	snap.Backends = backends
 	return snap, true
+}
+
+// movesPool reports whether an applied event changed the routing maps or
+// dropped a backend (named, but without its state): a spare was taken or
+// given back.
+func movesPool(ev dcm.Event) bool {
+	if slices.ContainsFunc(ev.Ops, func(o dcm.Op) bool { return o.Kind == dcm.OpMapReplace }) {
+		return true
+	}
+	for _, name := range ev.Backends {
+		if !slices.ContainsFunc(ev.State, func(b dcm.Backend) bool { return b.Name == name }) {
+			return true
+		}
+	}
+	return false
 }
