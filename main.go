@@ -67,7 +67,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.workDir, "work-dir", "", "directory for haproxy.cfg, map files and sockets (default: a directory under the user cache)")
 	fs.StringVar(&o.mode, "mode", string(dcm.ModeDynamic), "how changes reach HAProxy: dynamic (runtime API), slots (pre-allocated slots, reload when full) or reload (reload on every change)")
 	fs.IntVar(&o.slots, "slots", 8, "free server slots per backend in --mode=slots")
-	fs.IntVar(&o.poolSize, "pool-size", 0, "spare backends per route kind for new routes without reload (not used yet: new routes reload)")
+	fs.IntVar(&o.poolSize, "pool-size", 10, "spare backends per route kind in --mode=dynamic: new routes take one instead of a reload (0: every new route reloads)")
 	fs.StringSliceVar(&o.namespaces, "namespace", nil, "watch only these namespaces (repeatable; default all)")
 	fs.StringVar(&o.ingressClass, "ingress-class", "", "serve only Ingresses of this class (default: all)")
 	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file holding the API bearer token (default: a random token printed at start)")
@@ -85,6 +85,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.mode == string(dcm.ModeSlots) && o.slots < 1 {
 		return o, errors.New("--slots must be at least 1 in --mode=slots")
+	}
+	if o.poolSize < 0 || o.poolSize > 10000 {
+		return o, errors.New("--pool-size must be between 0 and 10000")
 	}
 	return o, nil
 }
@@ -209,7 +212,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := engine.NewMetrics(reg)
-	caps := haproxy.CapsFor(version, dcm.Mode(o.mode), o.slots)
+	caps := haproxy.CapsFor(version, dcm.Mode(o.mode), o.slots, o.poolSize)
 	driver := haproxy.NewDriver(haproxy.DriverConfig{
 		Binary:       o.haproxyBin,
 		WorkDir:      dir,

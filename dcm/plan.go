@@ -31,7 +31,14 @@ type Caps struct {
 	Slots int `json:"slots,omitempty"`
 	// AddServer is true when HAProxy supports add server / del server.
 	AddServer bool `json:"addServer"`
+	// Pool is the number of spare backends per route kind whenever the
+	// configuration is rendered (dynamic mode with AddServer only): new
+	// routes take one instead of reloading.
+	Pool int `json:"pool,omitempty"`
 }
+
+// Pooled reports whether routes come and go at runtime through spare backends.
+func (c Caps) Pooled() bool { return c.Mode == ModeDynamic && c.AddServer && c.Pool > 0 }
 
 // ReloadReason is why a plan needs HAProxy to reload.
 type ReloadReason string
@@ -60,13 +67,21 @@ const (
 	OpSetState     OpKind = "set-state"
 	OpSetWeight    OpKind = "set-weight"
 	OpEnableHealth OpKind = "enable-health"
+	// OpMapReplace replaces one routing map atomically (prepare map, add map
+	// for every entry, commit map) with the map rendered from Plan.Next.
+	OpMapReplace OpKind = "map-replace"
 )
 
-// Op is one runtime change to one server. The haproxy package turns each op
-// into exactly one admin-socket command.
+// Op is one runtime change to one server, or one atomic replace of a routing
+// map. The haproxy package turns a server op into exactly one admin-socket
+// command, and a map replace into one versioned map transaction.
 type Op struct {
-	Kind    OpKind `json:"op"`
+	Kind OpKind `json:"op"`
+	// Backend is the route's backend (empty for map-replace); Slot, when
+	// set, the spare backend that carries it in HAProxy, which the command
+	// names.
 	Backend string `json:"backend"`
+	Slot    string `json:"slot,omitempty"`
 	Server  string `json:"server"`
 	// Addr and Port for add-server and set-addr.
 	Addr string `json:"addr,omitempty"`
@@ -80,11 +95,26 @@ type Op struct {
 	// Endpoint and Pod say whom the op is for; they are not sent to HAProxy.
 	Endpoint string `json:"endpoint,omitempty"`
 	Pod      string `json:"pod,omitempty"`
+	// Map, Set and Del describe a map-replace: the map, the entries it gains
+	// or repoints, and the entries it loses. The command sends the whole map.
+	Map MapTable   `json:"map,omitempty"`
+	Set []MapEntry `json:"set,omitempty"`
+	Del []MapEntry `json:"del,omitempty"`
+}
+
+// ProxyName is the HAProxy backend a server op's command names.
+func (o Op) ProxyName() string {
+	if o.Slot != "" {
+		return o.Slot
+	}
+	return o.Backend
 }
 
 func (o Op) String() string {
 	target := o.Backend + "/" + o.Server
 	switch o.Kind {
+	case OpMapReplace:
+		return fmt.Sprintf("%s %s +%d -%d", o.Kind, o.Map, len(o.Set), len(o.Del))
 	case OpAddServer:
 		return fmt.Sprintf("%s %s %s:%d weight %d", o.Kind, target, o.Addr, o.Port, o.Weight)
 	case OpSetAddr:

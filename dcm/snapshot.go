@@ -29,5 +29,7 @@ type Snapshot struct {
 	LastReload *ReloadInfo `json:"lastReload,omitempty"`
 	Routes     []Route     `json:"routes"`
 	Backends   []Backend   `json:"backends"`
-	Rejected   []Rejection `json:"rejected"`
+	// Pool lists the free spare backends (dynamic mode with a pool).
+	Pool     []string    `json:"pool,omitempty"`
+	Rejected []Rejection `json:"rejected"`
 }

@@ -95,14 +95,33 @@ func (s Server) Idle() bool {
 	return !s.Unobserved && s.Sessions == 0 && s.Queued == 0 && s.UsedConn == 0
 }
 
-// Backend is an HAProxy backend dcm manages.
+// Backend is an HAProxy backend dcm manages. It is known everywhere (pages,
+// API, events, metrics) by its route's name; HAProxy may know it as a spare
+// backend from the pool (Slot).
 type Backend struct {
 	Name  string    `json:"name"`
 	Kind  RouteKind `json:"kind"`
 	Route Route     `json:"route"`
+	// Slot is the spare backend (be_<kind>:_pool:<n>) that carries the route
+	// in HAProxy, when the route was added at runtime; empty when HAProxy
+	// knows the backend by Name (it was rendered for its route).
+	Slot string `json:"slot,omitempty"`
+	// Retiring is set once the route is gone: the backend has no map entries
+	// any more, and its servers are retired; when the last one is deleted a
+	// spare goes back to the pool.
+	Retiring bool `json:"retiring,omitempty"`
 	// Slots is the number of server-template slots (slots mode only).
 	Slots   int      `json:"slots,omitempty"`
 	Servers []Server `json:"servers"` // sorted by Name
+}
+
+// ProxyName is the name HAProxy knows the backend by: its spare's when it
+// has one, else its own. Commands, the cfg and the maps use it.
+func (b Backend) ProxyName() string {
+	if b.Slot != "" {
+		return b.Slot
+	}
+	return b.Name
 }
 
 // Server finds a server by name.
@@ -118,6 +137,9 @@ func (b Backend) Server(name string) (Server, bool) {
 // The planner treats it as a value: every function returns a new State.
 type State struct {
 	Backends []Backend `json:"backends"`
+	// Pool lists the free spare backends (empty, in no map) in the order
+	// they are taken (SortPool); dynamic mode with --pool-size only.
+	Pool []string `json:"pool,omitempty"`
 }
 
 // Backend finds a backend by name.
@@ -129,11 +151,13 @@ func (s State) Backend(name string) (Backend, bool) {
 	return s.Backends[i], true
 }
 
-// Routes lists the routes of all backends in HAProxy's matching order.
+// Routes lists the routes of all routed backends in HAProxy's matching order.
 func (s State) Routes() []Route {
 	routes := make([]Route, 0, len(s.Backends))
 	for _, b := range s.Backends {
-		routes = append(routes, b.Route)
+		if b.Routed() {
+			routes = append(routes, b.Route)
+		}
 	}
 	slices.SortFunc(routes, func(a, b Route) int {
 		switch {

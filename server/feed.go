@@ -62,8 +62,29 @@ func (f feedFilter) keepEvent(ev dcm.Event) (dcm.Event, bool) {
 	}
 	ev.Backends = slices.DeleteFunc(slices.Clone(ev.Backends), func(b string) bool { return !f.keepBackend(b) })
 	ev.State = slices.DeleteFunc(slices.Clone(ev.State), func(b dcm.Backend) bool { return !f.keepBackend(b.Name) })
-	ev.Ops = slices.DeleteFunc(slices.Clone(ev.Ops), func(o dcm.Op) bool { return !f.keepBackend(o.Backend) })
+	ev.Ops = f.ops(ev.Ops)
 	return ev, true
+}
+
+// ops keeps the ops on matching backends, and of a map replace the entries
+// of matching backends only (it is dropped when none is left).
+func (f feedFilter) ops(ops []dcm.Op) []dcm.Op {
+	out := make([]dcm.Op, 0, len(ops))
+	other := func(e dcm.MapEntry) bool { return !f.keepBackend(e.Backend) }
+	for _, o := range ops {
+		if o.Kind == dcm.OpMapReplace {
+			o.Set = slices.DeleteFunc(slices.Clone(o.Set), other)
+			o.Del = slices.DeleteFunc(slices.Clone(o.Del), other)
+			if len(o.Set)+len(o.Del) > 0 {
+				out = append(out, o)
+			}
+			continue
+		}
+		if f.keepBackend(o.Backend) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 func (f feedFilter) snapshot(s dcm.Snapshot) dcm.Snapshot {

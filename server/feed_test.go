@@ -83,7 +83,9 @@ func fullReload() *dcm.ReloadInfo {
 
 func fullSnapshot() dcm.Snapshot {
 	web, app := fullBackend("demo", "web", dcm.KindHTTP), fullBackend("other", "app", dcm.KindEdge)
-	return dcm.Snapshot{Mode: dcm.ModeSlots, Caps: dcm.Caps{Mode: dcm.ModeSlots, Slots: 4, AddServer: true},
+	web.Slot, app.Retiring = "be_http:_pool:3", true
+	return dcm.Snapshot{Mode: dcm.ModeSlots, Caps: dcm.Caps{Mode: dcm.ModeSlots, Slots: 4, AddServer: true, Pool: 4},
+		Pool:    []string{"be_http:_pool:4"},
 		HAProxy: dcm.HAProxyInfo{Version: "2.6.12", PID: 11, Started: tStart(), Reloads: 3, Running: true},
 		Updates: dcm.Updates{Noop: 1, Dynamic: 2, Reload: 3}, LastReload: fullReload(),
 		Routes: []dcm.Route{web.Route, app.Route}, Backends: []dcm.Backend{web, app},
@@ -100,7 +102,7 @@ func applied(names ...string) dcm.Event {
 		parts := strings.SplitN(n, ":", 3)
 		b := fullBackend(parts[1], parts[2], dcm.RouteKind(strings.TrimPrefix(parts[0], "be_")))
 		ev.State = append(ev.State, b)
-		ev.Ops = append(ev.Ops, dcm.Op{Kind: dcm.OpAddServer, Backend: n, Server: "s1", Addr: "127.0.1.9", Port: 80, Weight: 1,
+		ev.Ops = append(ev.Ops, dcm.Op{Kind: dcm.OpAddServer, Backend: n, Slot: "be_http:_pool:3", Server: "s1", Addr: "127.0.1.9", Port: 80, Weight: 1,
 			State: dcm.StateReady, Check: true, Endpoint: "s1", Pod: "p1"})
 	}
 	return ev
@@ -871,6 +873,9 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 		c.expect(dcm.FeedTypeSnapshot)
 	}
 	full := applied(webName)
+	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpMapReplace, Map: dcm.MapHostPrefix,
+		Set: []dcm.MapEntry{{Key: "web.demo.example/", Backend: webName, Slot: "be_http:_pool:3"}},
+		Del: []dcm.MapEntry{{Key: "old.demo.example/", Backend: webName}}})
 	full.Reload, full.Object, full.Reason, full.Actor = fullReload(), &dcm.ObjectRef{Kind: "Ingress", Namespace: "demo", Name: "web"}, "because", "alice"
 	route := fullRoute("demo", "new", dcm.KindHTTP)
 	full.Prediction = &dcm.PredictionCheck{Seq: 3, Match: false,
@@ -1344,4 +1349,25 @@ func hasType(v any, typ string) bool {
 func mustFloat(n json.Number) float64 {
 	f, _ := n.Float64()
 	return f
+}
+
+// TestFeedFilterMapOps: a filtered feed gets of a map replace only the
+// entries of its own backends, and no map replace when none is left.
+func TestFeedFilterMapOps(t *testing.T) {
+	other := "be_http:other:x"
+	op := dcm.Op{Kind: dcm.OpMapReplace, Map: dcm.MapHostExact,
+		Set: []dcm.MapEntry{{Key: "a/", Backend: webName}, {Key: "b/", Backend: other}},
+		Del: []dcm.MapEntry{{Key: "c/", Backend: other}}}
+	ev := dcm.Event{Type: dcm.EventApplied, Backends: []string{webName, other}, Ops: []dcm.Op{op}}
+	got, ok := feedFilter{namespace: "demo"}.keepEvent(ev)
+	if !ok || len(got.Ops) != 1 || !reflect.DeepEqual(got.Ops[0].Set, op.Set[:1]) || len(got.Ops[0].Del) != 0 {
+		t.Errorf("namespace demo: %v %+v", ok, got.Ops)
+	}
+	if got, _ := (feedFilter{namespace: "demo", backend: webName}).keepEvent(ev); len(got.Ops) != 1 || len(got.Ops[0].Set) != 1 {
+		t.Errorf("backend web: ops %+v", got.Ops)
+	}
+	ev.Backends = []string{other}
+	if _, ok := (feedFilter{namespace: "demo"}).keepEvent(ev); ok {
+		t.Errorf("an event about another namespace is kept: %v", ok)
+	}
 }

@@ -146,6 +146,8 @@ export const opCount = (n) => (n === 1 ? '1 runtime command' : `${n} runtime com
 export function opText(op) {
   const target = `${op.backend}/${op.server}`;
   switch (op.op) {
+    case 'map-replace':
+      return `${op.op} ${op.map ?? ''} +${(op.set || []).length} -${(op.del || []).length}`;
     case 'add-server':
       return `${op.op} ${target} ${op.addr ?? ''}:${op.port ?? 0} weight ${op.weight ?? 0}`;
     case 'set-addr':

@@ -32,7 +32,8 @@ type Source interface {
 // Driver is the HAProxy side (dcm/haproxy in production).
 type Driver interface {
 	Start(ctx context.Context, initial dcm.State) error
-	Apply(ctx context.Context, ops []dcm.Op) error
+	// Apply applies ops; next is the state they lead to (map replaces send its maps).
+	Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error
 	Write(st dcm.State) error
 	Reload(ctx context.Context, st dcm.State) (haproxy.ReloadResult, error)
 	Observe(ctx context.Context) (map[string][]dcm.Server, error)
@@ -327,7 +328,7 @@ func (e *Engine) nextChunk() []string {
 	end := min(e.observeCursor+e.cfg.ObserveChunk, len(bs))
 	names := make([]string, 0, end-e.observeCursor)
 	for _, b := range bs[e.observeCursor:end] {
-		names = append(names, b.Name)
+		names = append(names, b.ProxyName())
 	}
 	e.observeCursor = end
 	return names
@@ -388,7 +389,7 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 		e.reload(ctx, p, seen)
 		return
 	}
-	if err := e.driver.Apply(ctx, p.Ops); err != nil {
+	if err := e.driver.Apply(ctx, p.Ops, p.Next); err != nil {
 		e.log.Error("runtime update failed; converging through a reload", "ops", len(p.Ops), "err", err)
 		e.publish(dcm.Event{Type: dcm.EventSyncError, Reason: string(dcm.ReasonRuntimeError), Message: err.Error(),
 			Ops: p.Ops, Backends: backendsOf(p.Ops)})
@@ -447,7 +448,7 @@ func (e *Engine) reload(ctx context.Context, p dcm.Plan, seen time.Time) {
 	if len(p.Ops) > 0 {
 		// Should this fail, the state stays AfterReload and the next sync
 		// plans the same ops again.
-		if err := e.driver.Apply(ctx, p.Ops); err != nil {
+		if err := e.driver.Apply(ctx, p.Ops, p.Next); err != nil {
 			e.log.Error("restoring runtime state after the reload failed", "err", err)
 			e.publish(dcm.Event{Type: dcm.EventSyncError, Reason: string(dcm.ReasonRuntimeError), Message: err.Error(), Ops: p.Ops})
 		} else {
@@ -492,9 +493,10 @@ func (e *Engine) commit(st dcm.State) {
 	e.metrics.setState(st)
 }
 
-// waitingBackends lists the backends with a retired server (its endpoint is
-// gone, it is in maint) that HAProxy has not yet reported idle: they are read
-// back every IdlePollEvery so that del server follows the last request soon.
+// waitingBackends lists (by HAProxy name) the backends with a retired server
+// (its endpoint is gone, it is in maint) that HAProxy has not yet reported
+// idle: they are read back every IdlePollEvery so that del server follows
+// the last request soon.
 func (e *Engine) waitingBackends() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -504,7 +506,7 @@ func (e *Engine) waitingBackends() []string {
 		for _, s := range b.Servers {
 			retired := s.Endpoint != "" && (!desired || !hasEndpoint(db, s.Endpoint))
 			if retired && s.State == dcm.StateMaint && !s.Idle() {
-				names = append(names, b.Name)
+				names = append(names, b.ProxyName())
 				break
 			}
 		}
@@ -512,8 +514,8 @@ func (e *Engine) waitingBackends() []string {
 	return names
 }
 
-// observe reads HAProxy's view of some backends (all when names is nil) and
-// merges it into the engine's state. It reports true when HAProxy lacks a
+// observe reads HAProxy's view of some backends (all when names, HAProxy's
+// names for them, is nil) and merges it into the engine's state. It reports true when HAProxy lacks a
 // backend dcm manages, which only a reload can repair.
 func (e *Engine) observe(ctx context.Context, names []string) (missing bool) {
 	return e.observeWith(ctx, names, true)
@@ -578,7 +580,8 @@ func healthChanged(a, b dcm.State) []string {
 // merge takes HAProxy's figures and admin state as the truth. A server
 // HAProxy lacks is dropped from the state (the planner adds it back); one dcm
 // does not know is kept so the planner retires it. names are the backends
-// obs was asked for (nil: all of them); one of them missing from obs is
+// obs was asked for (nil: all of them); obs and names use HAProxy's names
+// (ProxyName), the state dcm's. One of them missing from obs is
 // reported, since only a reload can bring a backend back. Without traffic,
 // obs carries no sessions figures: the ones dcm had are kept, and a server
 // changed since its last traffic observation stays unproven idle.
@@ -591,11 +594,11 @@ func merge(st dcm.State, obs map[string][]dcm.Server, names []string, traffic bo
 		}
 		asked = func(n string) bool { return set[n] }
 	}
-	out := dcm.State{Backends: slices.Clone(st.Backends)}
+	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool}
 	for i, b := range out.Backends {
-		seen, ok := obs[b.Name]
+		seen, ok := obs[b.ProxyName()]
 		if !ok {
-			if asked(b.Name) {
+			if asked(b.ProxyName()) {
 				drift = append(drift, b.Name+": backend missing in HAProxy")
 				missing = true
 			}
@@ -731,10 +734,21 @@ func sortStrings(s []string) []string {
 	return s
 }
 
+// backendsOf lists the backends ops touch: a server op's, and those whose
+// entries a map replace changes.
 func backendsOf(ops []dcm.Op) []string {
 	var out []string
 	for _, o := range ops {
-		out = append(out, o.Backend)
+		if o.Kind != dcm.OpMapReplace {
+			out = append(out, o.Backend)
+			continue
+		}
+		for _, e := range o.Set {
+			out = append(out, e.Backend)
+		}
+		for _, e := range o.Del {
+			out = append(out, e.Backend)
+		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -810,6 +824,7 @@ func (e *Engine) Snapshot() dcm.Snapshot {
 		LastReload: last,
 		Routes:     routes,
 		Backends:   markRetired(e.actual.Backends, e.desired),
+		Pool:       slices.Clone(e.actual.Pool),
 		Rejected:   rejected,
 	}
 }

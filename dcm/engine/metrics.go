@@ -23,6 +23,7 @@ type Metrics struct {
 	EventToApplied     prometheus.Histogram
 	Servers            *prometheus.GaugeVec
 	Backends           *prometheus.GaugeVec
+	PoolFree           *prometheus.GaugeVec
 	Rejected           *prometheus.CounterVec
 	PredictionMismatch prometheus.Counter
 	FeedClients        prometheus.Gauge
@@ -67,6 +68,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Backends: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "dcm_backends", Help: "HAProxy backends managed by dcm, by route kind.",
 		}, []string{"kind"}),
+		PoolFree: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dcm_pool_free", Help: "Free spare backends, by route kind: new routes of that kind without a reload.",
+		}, []string{"kind"}),
 		Rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dcm_rejected_objects_total", Help: "Kubernetes objects refused because a field cannot safely reach HAProxy, by reason.",
 		}, []string{"reason"}),
@@ -81,7 +85,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.Updates, m.Reloads, m.ReloadFailures, m.ReloadDuration, m.ConfigWrite, m.RuntimeCommand,
-		m.RuntimeErrors, m.EventToApplied, m.Servers, m.Backends, m.Rejected, m.PredictionMismatch, m.FeedClients, m.FeedDropped)
+		m.RuntimeErrors, m.EventToApplied, m.Servers, m.Backends, m.PoolFree, m.Rejected, m.PredictionMismatch, m.FeedClients, m.FeedDropped)
 	for _, r := range []string{"noop", "dynamic", "reload"} {
 		m.Updates.WithLabelValues(r)
 	}
@@ -121,5 +125,17 @@ func (m *Metrics) setState(st dcm.State) {
 	}
 	for k, n := range kinds {
 		m.Backends.WithLabelValues(string(k)).Set(float64(n))
+	}
+	free := map[dcm.RouteKind]int{}
+	for _, k := range dcm.PoolKinds {
+		free[k] = 0
+	}
+	for _, name := range st.Pool {
+		if k, _, ok := dcm.ParsePoolBackend(name); ok {
+			free[k]++
+		}
+	}
+	for k, n := range free {
+		m.PoolFree.WithLabelValues(string(k)).Set(float64(n))
 	}
 }

@@ -3,6 +3,7 @@ package haproxy
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,6 +23,8 @@ const (
 	replyServersState
 	replyStat
 	replyBackends
+	replyPrepareMap
+	replyShowMap
 )
 
 // Command is one runtime API command. Only this package builds commands, from
@@ -33,15 +36,21 @@ type Command struct {
 
 func (c Command) String() string { return c.text }
 
-// CommandFor turns one op into exactly one command, validating every string again.
+// CommandFor turns one server op into exactly one command, validating every
+// string again. The command names the backend as HAProxy knows it (its
+// spare, when it has one). A map replace is a transaction: see MapCommands.
 func CommandFor(op dcm.Op) (Command, error) {
-	if err := validateBackendName(op.Backend); err != nil {
+	if op.Kind == dcm.OpMapReplace {
+		return Command{}, fmt.Errorf("op %s %s: a map transaction, not one command", op.Kind, op.Map)
+	}
+	proxy := op.ProxyName()
+	if err := validateBackendName(proxy); err != nil {
 		return Command{}, fmt.Errorf("op %s: %w", op.Kind, err)
 	}
 	if err := dcm.ValidateServerName("server name", op.Server); err != nil {
-		return Command{}, fmt.Errorf("op %s on %s: %w", op.Kind, op.Backend, err)
+		return Command{}, fmt.Errorf("op %s on %s: %w", op.Kind, proxy, err)
 	}
-	target := op.Backend + "/" + op.Server
+	target := proxy + "/" + op.Server
 	switch op.Kind {
 	case dcm.OpAddServer:
 		// A new server starts in maint whatever we say; saying it keeps the
@@ -77,6 +86,97 @@ func CommandFor(op dcm.Op) (Command, error) {
 		return Command{"enable health " + target, replyEmpty}, nil
 	}
 	return Command{}, fmt.Errorf("op %q on %s: unknown op kind", op.Kind, target)
+}
+
+// Routing maps are replaced atomically with HAProxy's versioned maps:
+// `prepare map` allocates an empty version, `add map @<ver>` fills it in
+// file order (map_beg takes the first match of a list, so order matters),
+// and `commit map @<ver>` makes it the visible one in one step and drops
+// the older versions. Requests see the old map or the new, never a mix.
+
+// mapFileFor validates a routing map and names its file.
+func mapFileFor(t dcm.MapTable) (string, error) {
+	if !slices.Contains(dcm.MapTables, t) {
+		return "", fmt.Errorf("unknown routing map %q", t)
+	}
+	return MapFile(t), nil
+}
+
+// PrepareMapCommand is `prepare map <file>`.
+func PrepareMapCommand(t dcm.MapTable) (Command, error) {
+	file, err := mapFileFor(t)
+	if err != nil {
+		return Command{}, err
+	}
+	return Command{"prepare map " + file, replyPrepareMap}, nil
+}
+
+// AddMapCommand is `add map @<ver> <file> <key> <value>`; the key and the
+// value (an HAProxy backend name) are validated again.
+func AddMapCommand(version uint32, t dcm.MapTable, key, value string) (Command, error) {
+	file, err := mapFileFor(t)
+	if err != nil {
+		return Command{}, err
+	}
+	if err := dcm.ValidateMapKey("map key", key); err != nil {
+		return Command{}, fmt.Errorf("map %s: %w", t, err)
+	}
+	if err := validateBackendName(value); err != nil {
+		return Command{}, fmt.Errorf("map %s key %s: %w", t, key, err)
+	}
+	return Command{"add map @" + strconv.FormatUint(uint64(version), 10) + " " + file + " " + key + " " + value, replyEmpty}, nil
+}
+
+// CommitMapCommand is `commit map @<ver> <file>`.
+func CommitMapCommand(version uint32, t dcm.MapTable) (Command, error) {
+	file, err := mapFileFor(t)
+	if err != nil {
+		return Command{}, err
+	}
+	return Command{"commit map @" + strconv.FormatUint(uint64(version), 10) + " " + file, replyEmpty}, nil
+}
+
+// ShowMapCommand is `show map <file>`: the visible version of a map.
+func ShowMapCommand(t dcm.MapTable) (Command, error) {
+	file, err := mapFileFor(t)
+	if err != nil {
+		return Command{}, err
+	}
+	return Command{"show map " + file, replyShowMap}, nil
+}
+
+// ParseShowMap reads show map's "<ref> <key> <value>" lines as file lines,
+// "<key> <value>\n" each, in HAProxy's order.
+func ParseShowMap(reply string) (string, error) {
+	var b strings.Builder
+	for _, line := range strings.Split(reply, "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 3 || !strings.HasPrefix(f[0], "0x") {
+			return "", fmt.Errorf("show map: unexpected line %q", truncate(line, 200))
+		}
+		b.WriteString(f[1] + " " + f[2] + "\n")
+	}
+	return b.String(), nil
+}
+
+// prepareMapPrefix starts 2.6's reply to prepare map, after the severity.
+const prepareMapPrefix = "New version created: "
+
+// ParseMapVersion reads the version from the reply to prepare map.
+func ParseMapVersion(reply string) (uint32, error) {
+	_, msg, _ := severity(reply)
+	num, ok := strings.CutPrefix(msg, prepareMapPrefix)
+	if !ok {
+		return 0, fmt.Errorf("prepare map: unexpected reply %q", truncate(reply, 200))
+	}
+	v, err := strconv.ParseUint(num, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("prepare map: version in %q: %w", truncate(reply, 200), err)
+	}
+	return uint32(v), nil
 }
 
 // InfoCommand is `show info`.
@@ -159,6 +259,12 @@ func (c Command) succeeded(reply string) bool {
 		return !prefixed && strings.HasPrefix(reply, "# pxname,")
 	case replyBackends:
 		return !prefixed && (reply == "# name" || strings.HasPrefix(reply, "# name\n"))
+	case replyPrepareMap:
+		_, err := ParseMapVersion(reply)
+		return prefixed && err == nil
+	case replyShowMap:
+		_, err := ParseShowMap(reply)
+		return !prefixed && err == nil
 	}
 	return false
 }

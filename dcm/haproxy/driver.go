@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -160,26 +161,186 @@ func (d *Driver) Events() <-chan ProcessEvent {
 	return d.proc.Events()
 }
 
-// Apply sends ops as one pipelined batch, one command per op. Nothing is
-// sent when any op fails validation.
-func (d *Driver) Apply(ctx context.Context, ops []dcm.Op) error {
-	cmds := make([]Command, 0, len(ops))
-	for _, op := range ops {
-		c, err := CommandFor(op)
-		if err != nil {
-			return fmt.Errorf("apply: %w", err)
-		}
-		cmds = append(cmds, c)
+// Apply sends ops as pipelined batches, one command per server op. Map
+// replaces (contiguous in ops, as the planner emits them) send the maps of
+// next, the state the ops lead to, as rendered for the files: the runtime
+// map and the file Write writes next are the same lines. They take two
+// batches, since add map needs the version prepare map returns: the server
+// ops before the maps and the prepares, then the entries, the commits and
+// the server ops after the maps. Nothing is sent when any op fails
+// validation; a failed batch stops before the next.
+func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error {
+	pre, maps, post, err := splitMapOps(ops)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	preCmds, err := commandsFor(pre)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	postCmds, err := commandsFor(post)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	txs, err := d.mapTransactions(maps, next)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.ready(); err != nil {
 		return err
 	}
-	if _, err := d.client.Exec(ctx, cmds); err != nil {
-		return fmt.Errorf("apply %d ops: %w", len(ops), err)
+	if len(txs) == 0 {
+		if _, err := d.client.Exec(ctx, append(preCmds, postCmds...)); err != nil {
+			return fmt.Errorf("apply %d ops: %w", len(ops), err)
+		}
+		return nil
+	}
+	first := preCmds
+	for _, tx := range txs {
+		first = append(first, tx.prepare)
+	}
+	replies, err := d.client.Exec(ctx, first)
+	if err != nil {
+		return fmt.Errorf("apply %d ops, before the map commits: %w", len(pre)+len(txs), err)
+	}
+	var second []Command
+	for k, tx := range txs {
+		version, err := ParseMapVersion(replies[len(preCmds)+k].Text)
+		if err != nil {
+			return fmt.Errorf("apply: %w", err)
+		}
+		cmds, err := tx.commands(version)
+		if err != nil {
+			return fmt.Errorf("apply: %w", err)
+		}
+		second = append(second, cmds...)
+	}
+	second = append(second, postCmds...)
+	if _, err := d.client.Exec(ctx, second); err != nil {
+		return fmt.Errorf("apply %d map replaces and %d ops after them: %w", len(txs), len(post), err)
 	}
 	return nil
+}
+
+// splitMapOps cuts ops into the server ops before the map replaces, the map
+// replaces, and the server ops after them.
+func splitMapOps(ops []dcm.Op) (pre, maps, post []dcm.Op, err error) {
+	first := slices.IndexFunc(ops, func(o dcm.Op) bool { return o.Kind == dcm.OpMapReplace })
+	if first < 0 {
+		return ops, nil, nil, nil
+	}
+	end := first
+	for end < len(ops) && ops[end].Kind == dcm.OpMapReplace {
+		end++
+	}
+	if slices.ContainsFunc(ops[end:], func(o dcm.Op) bool { return o.Kind == dcm.OpMapReplace }) {
+		return nil, nil, nil, errors.New("map replaces are not contiguous")
+	}
+	return ops[:first], ops[first:end], ops[end:], nil
+}
+
+func commandsFor(ops []dcm.Op) ([]Command, error) {
+	cmds := make([]Command, 0, len(ops))
+	for _, op := range ops {
+		c, err := CommandFor(op)
+		if err != nil {
+			return nil, err
+		}
+		cmds = append(cmds, c)
+	}
+	return cmds, nil
+}
+
+// mapTx is one map replace: its prepare, and the lines of the new map.
+type mapTx struct {
+	table   dcm.MapTable
+	prepare Command
+	lines   [][2]string // key, value
+}
+
+// mapTransactions renders next and takes each replaced map's lines from it,
+// validated now so that nothing is sent when one is wrong.
+func (d *Driver) mapTransactions(ops []dcm.Op, next dcm.State) ([]mapTx, error) {
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	files, err := d.render(next)
+	if err != nil {
+		return nil, err
+	}
+	txs := make([]mapTx, 0, len(ops))
+	for _, op := range ops {
+		prepare, err := PrepareMapCommand(op.Map)
+		if err != nil {
+			return nil, err
+		}
+		tx := mapTx{table: op.Map, prepare: prepare}
+		for _, line := range strings.Split(string(files.Maps[MapFile(op.Map)]), "\n") {
+			if line == "" {
+				continue
+			}
+			key, value, ok := strings.Cut(line, " ")
+			if !ok {
+				return nil, fmt.Errorf("map %s: line %q has no value", op.Map, line)
+			}
+			if _, err := AddMapCommand(0, op.Map, key, value); err != nil {
+				return nil, err
+			}
+			tx.lines = append(tx.lines, [2]string{key, value})
+		}
+		txs = append(txs, tx)
+	}
+	return txs, nil
+}
+
+// commands fills the prepared version and commits it.
+func (tx mapTx) commands(version uint32) ([]Command, error) {
+	cmds := make([]Command, 0, len(tx.lines)+1)
+	for _, l := range tx.lines {
+		c, err := AddMapCommand(version, tx.table, l[0], l[1])
+		if err != nil {
+			return nil, err
+		}
+		cmds = append(cmds, c)
+	}
+	commit, err := CommitMapCommand(version, tx.table)
+	if err != nil {
+		return nil, err
+	}
+	return append(cmds, commit), nil
+}
+
+// RuntimeMaps reads the routing maps HAProxy uses, as file bytes keyed
+// like Files.Maps, to compare the runtime with the files.
+func (d *Driver) RuntimeMaps(ctx context.Context) (map[string][]byte, error) {
+	cmds := make([]Command, 0, len(dcm.MapTables))
+	for _, t := range dcm.MapTables {
+		c, err := ShowMapCommand(t)
+		if err != nil {
+			return nil, err
+		}
+		cmds = append(cmds, c)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.ready(); err != nil {
+		return nil, err
+	}
+	replies, err := d.client.Exec(ctx, cmds)
+	if err != nil {
+		return nil, fmt.Errorf("show map: %w", err)
+	}
+	out := make(map[string][]byte, len(cmds))
+	for i, t := range dcm.MapTables {
+		text, err := ParseShowMap(replies[i].Text)
+		if err != nil {
+			return nil, err
+		}
+		out[MapFile(t)] = []byte(text)
+	}
+	return out, nil
 }
 
 // Render renders st without touching the files or the cache of the

@@ -117,7 +117,7 @@ func TestApplyLifecycle(t *testing.T) {
 			}, ""},
 	}
 	for _, st := range steps {
-		if err := d.Apply(ctx, st.ops); err != nil {
+		if err := d.Apply(ctx, st.ops, dcm.State{}); err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
 		if st.check != nil {
@@ -163,7 +163,7 @@ func TestApplyFailures(t *testing.T) {
 	for i, tt := range tests {
 		ops = append(ops, tt.op, dcm.Op{Kind: dcm.OpSetWeight, Backend: be, Server: s.Name, Weight: i + 10})
 	}
-	err := d.Apply(ctx, ops)
+	err := d.Apply(ctx, ops, dcm.State{})
 	ces := commandErrors(err)
 	if len(ces) != len(tests) {
 		t.Fatalf("got %d command errors, want %d: %v", len(ces), len(tests), err)
@@ -210,7 +210,7 @@ func TestApplyLargeBatch(t *testing.T) {
 		ops = append(ops, dcm.Op{Kind: dcm.OpSetWeight, Backend: be, Server: fmt.Sprintf("s%04d", i), Weight: i%256 + 1})
 	}
 	start := time.Now()
-	if err := d.Apply(context.Background(), ops); err != nil {
+	if err := d.Apply(context.Background(), ops, dcm.State{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("2000 commands in %s", time.Since(start))
@@ -256,7 +256,7 @@ func TestWriteThenReload(t *testing.T) {
 		{Kind: dcm.OpSetState, Backend: be, Server: sb.Name, State: dcm.StateDrain},
 		{Kind: dcm.OpAddServer, Backend: be, Server: "s-d", Addr: c.Addr, Port: c.Port, Weight: 4},
 	}
-	mustf(t, d.Apply(ctx, ops), "apply")
+	mustf(t, d.Apply(ctx, ops, dcm.State{}), "apply")
 	sa.Weight = 5
 	sb.State = dcm.StateDrain
 	sc := dcm.Server{Name: "s-c", Endpoint: "s-c", Addr: c.Addr, Port: c.Port, Weight: 2, State: dcm.StateReady, Origin: dcm.OriginRuntime}
@@ -444,7 +444,7 @@ func TestFreeSlot(t *testing.T) {
 	mustf(t, d.Apply(ctx, []dcm.Op{
 		{Kind: dcm.OpSetAddr, Backend: be, Server: "slot1", Addr: e.Addr, Port: e.Port},
 		{Kind: dcm.OpSetState, Backend: be, Server: "slot1", State: dcm.StateReady},
-	}), "fill slot")
+	}, dcm.State{}), "fill slot")
 	if s := observeOne(t, d, be)["slot1"]; s.Addr != e.Addr || s.Port != e.Port || s.State != dcm.StateReady {
 		t.Errorf("filled slot observed as %+v", s)
 	}
@@ -475,14 +475,14 @@ func TestIPv6(t *testing.T) {
 		{Kind: dcm.OpSetState, Backend: be, Server: s.Name, State: dcm.StateMaint},
 		{Kind: dcm.OpAddServer, Backend: be, Server: "rt6", Addr: "::1", Port: rtSrv.Port, Weight: 1},
 		{Kind: dcm.OpSetState, Backend: be, Server: "rt6", State: dcm.StateReady},
-	}), "apply")
+	}, dcm.State{}), "apply")
 	if code, body := get(t, bind, "six.example", "/"); code != 200 || body != "six-rt" {
 		t.Errorf("runtime IPv6 server: GET = %d %q", code, body)
 	}
 	if got := observeOne(t, d, be)["rt6"]; got.Addr != "::1" || got.Port != rtSrv.Port {
 		t.Errorf("observed %+v", got)
 	}
-	mustf(t, d.Apply(ctx, []dcm.Op{{Kind: dcm.OpSetAddr, Backend: be, Server: s.Name, Addr: "::1", Port: rtSrv.Port}}), "set-addr v6")
+	mustf(t, d.Apply(ctx, []dcm.Op{{Kind: dcm.OpSetAddr, Backend: be, Server: s.Name, Addr: "::1", Port: rtSrv.Port}}, dcm.State{}), "set-addr v6")
 }
 
 // TestObserveBackends limits observation to some backends, by name.

@@ -2,7 +2,6 @@ package haproxy
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"net"
 	"net/netip"
@@ -44,6 +43,10 @@ const (
 	MapAnyPrefix  = "maps/any_prefix.map"
 )
 
+// MapFile is the file of a routing map, relative to the cfg; HAProxy's
+// runtime API names the map by this same string.
+func MapFile(t dcm.MapTable) string { return MapsDir + "/" + string(t) + ".map" }
+
 const (
 	// DefaultBackend answers requests no route matches.
 	DefaultBackend = "be_default"
@@ -62,12 +65,18 @@ const (
 // header without its port followed by the path. Exact maps first, then
 // prefix maps, host-specific before any-host; the first match wins.
 func frontendRouting() []struct{ keyVar, conv, file string } {
-	return []struct{ keyVar, conv, file string }{
-		{"txn.key", "map_str", MapHostExact},
-		{"txn.key", "map_beg", MapHostPrefix},
-		{"txn.path", "map_str", MapAnyExact},
-		{"txn.path", "map_beg", MapAnyPrefix},
+	out := make([]struct{ keyVar, conv, file string }, 0, len(dcm.MapTables))
+	for _, t := range dcm.MapTables {
+		keyVar, conv := "txn.path", "map_str"
+		if t == dcm.MapHostExact || t == dcm.MapHostPrefix {
+			keyVar = "txn.key"
+		}
+		if t.Prefix() {
+			conv = "map_beg"
+		}
+		out = append(out, struct{ keyVar, conv, file string }{keyVar, conv, MapFile(t)})
 	}
+	return out
 }
 
 // Render produces haproxy.cfg and the map files for st. It validates every
@@ -99,10 +108,11 @@ type renderedBackend struct {
 
 // routeKey holds what the maps are rendered from, per backend.
 type routeKey struct {
-	backend, name, namespace, host, path string
-	kind                                 dcm.RouteKind
-	pathType                             dcm.PathType
-	balance                              string
+	backend, slot, name, namespace, host, path string
+	kind                                       dcm.RouteKind
+	pathType                                   dcm.PathType
+	balance                                    string
+	retiring                                   bool
 }
 
 // NewRenderer returns a Renderer with an empty cache.
@@ -130,12 +140,28 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 			return Files{}, fmt.Errorf("backend %q appears twice", b.Name)
 		}
 	}
+	// The free spares are rendered as empty backends, after the others.
+	all := backends
+	if len(st.Pool) > 0 {
+		all = make([]dcm.Backend, 0, len(backends)+len(st.Pool))
+		all = append(all, backends...)
+		for _, name := range st.Pool {
+			if _, _, ok := dcm.ParsePoolBackend(name); !ok {
+				return Files{}, fmt.Errorf("spare backend %q: not a pool backend name", name)
+			}
+			all = append(all, dcm.Backend{Name: name})
+		}
+	}
 
-	texts := make([][]byte, len(backends))
+	texts := make([][]byte, len(all))
 	size := len(r.global)
-	next := make(map[string]renderedBackend, len(backends))
-	for i, b := range backends {
-		rb, ok := r.backends[b.Name]
+	next := make(map[string]renderedBackend, len(all))
+	for i, b := range all {
+		proxy := b.ProxyName()
+		if _, dup := next[proxy]; dup {
+			return Files{}, fmt.Errorf("HAProxy backend %q carries two backends (%s)", proxy, b.Name)
+		}
+		rb, ok := r.backends[proxy]
 		if !ok || rb.balance != b.Route.Balance || !slices.EqualFunc(rb.servers, b.Servers, sameRendering) {
 			var w bytes.Buffer
 			if err := renderBackend(&w, b); err != nil {
@@ -143,7 +169,7 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 			}
 			rb = renderedBackend{balance: b.Route.Balance, servers: slices.Clone(b.Servers), text: w.Bytes()}
 		}
-		next[b.Name] = rb
+		next[proxy] = rb
 		texts[i] = rb.text
 		size += len(rb.text)
 	}
@@ -156,8 +182,8 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 	keys := make([]routeKey, len(backends))
 	for i, b := range backends {
 		rt := b.Route
-		keys[i] = routeKey{backend: b.Name, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
-			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance}
+		keys[i] = routeKey{backend: b.Name, slot: b.Slot, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
+			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring}
 	}
 	maps := r.maps
 	if maps == nil || !slices.Equal(keys, r.routes) {
@@ -216,8 +242,10 @@ frontend fe_http
 	w.WriteString("    http-request return status 404 content-type text/plain string \"no route\"\n")
 }
 
+// renderBackend renders b under the name HAProxy knows it by (its spare's,
+// when it has one).
 func renderBackend(w *bytes.Buffer, b dcm.Backend) error {
-	if err := validateBackendName(b.Name); err != nil {
+	if err := validateBackendName(b.ProxyName()); err != nil {
 		return err
 	}
 	balance := b.Route.Balance
@@ -227,7 +255,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend) error {
 	if err := dcm.ValidateBalance("balance", balance); err != nil {
 		return fmt.Errorf("backend %q: %w", b.Name, err)
 	}
-	fmt.Fprintf(w, "\nbackend %s\n", b.Name)
+	fmt.Fprintf(w, "\nbackend %s\n", b.ProxyName())
 	fmt.Fprintf(w, "    balance %s\n", balance)
 	servers := slices.Clone(b.Servers)
 	dcm.SortServers(servers)
@@ -309,20 +337,13 @@ func validateBackendName(name string) error {
 	return nil
 }
 
-type mapEntry struct{ key, backend string }
-
-// renderMaps builds the four routing maps. A Prefix route "/api" yields the
-// exact key host/api and the prefix key host/api/, so /api and /api/x match
-// and /apix does not; Prefix "/" yields the prefix key host/.
+// renderMaps writes the four routing maps as dcm.RoutingTables orders them
+// (the runtime map replace sends the same lines), after validating every
+// route and spare that reaches them.
 func renderMaps(backends []dcm.Backend) (map[string][]byte, error) {
-	type routed struct {
-		r       dcm.Route
-		backend string
-	}
-	var routes []routed
 	for _, b := range backends {
-		if b.Route.Name == "" {
-			continue // a spare backend that serves no route yet
+		if !b.Routed() {
+			continue // a retiring backend, or one that serves no route
 		}
 		r := b.Route
 		if r.Balance == "" {
@@ -331,70 +352,18 @@ func renderMaps(backends []dcm.Backend) (map[string][]byte, error) {
 		if err := dcm.ValidateRoute(r); err != nil {
 			return nil, fmt.Errorf("backend %q: route %s: %w", b.Name, r.Key(), err)
 		}
-		routes = append(routes, routed{b.Route, b.Name})
+		if err := validateBackendName(b.ProxyName()); err != nil {
+			return nil, err
+		}
 	}
-	// The same order as State.Routes(), which decides who wins a shared key.
-	slices.SortStableFunc(routes, func(a, b routed) int {
-		switch {
-		case a.r.Less(b.r):
-			return -1
-		case b.r.Less(a.r):
-			return 1
-		}
-		return strings.Compare(a.backend, b.backend)
-	})
-
-	entries := map[string][]mapEntry{MapHostExact: nil, MapHostPrefix: nil, MapAnyExact: nil, MapAnyPrefix: nil}
-	seen := map[string]map[string]bool{}
-	add := func(file, key, backend string) {
-		if seen[file] == nil {
-			seen[file] = map[string]bool{}
-		}
-		// Two routes with the same key: the first in route order wins and
-		// the other is skipped (the kube layer rejects such conflicts anyway).
-		if seen[file][key] {
-			return
-		}
-		seen[file][key] = true
-		entries[file] = append(entries[file], mapEntry{key, backend})
-	}
-	for _, rt := range routes {
-		exact, prefix := MapAnyExact, MapAnyPrefix
-		if rt.r.Host != "" {
-			exact, prefix = MapHostExact, MapHostPrefix
-		}
-		key := rt.r.Host + rt.r.Path
-		if rt.r.PathType == dcm.PathExact {
-			add(exact, key, rt.backend)
-			continue
-		}
-		p := strings.TrimRight(rt.r.Path, "/")
-		if p == "" {
-			add(prefix, rt.r.Host+"/", rt.backend)
-			continue
-		}
-		add(exact, rt.r.Host+p, rt.backend)
-		add(prefix, rt.r.Host+p+"/", rt.backend)
-	}
-
-	out := make(map[string][]byte, len(entries))
-	for file, es := range entries {
-		if file == MapHostPrefix || file == MapAnyPrefix {
-			// map_beg may scan a list where the first match wins: longest first.
-			slices.SortFunc(es, func(a, b mapEntry) int {
-				if c := cmp.Compare(len(b.key), len(a.key)); c != 0 {
-					return c
-				}
-				return strings.Compare(a.key, b.key)
-			})
-		} else {
-			slices.SortFunc(es, func(a, b mapEntry) int { return strings.Compare(a.key, b.key) })
-		}
+	tables := dcm.RoutingTables(backends)
+	out := make(map[string][]byte, len(tables))
+	for _, t := range dcm.MapTables {
 		var buf bytes.Buffer
-		for _, e := range es {
-			buf.WriteString(e.key + " " + e.backend + "\n")
+		for _, e := range tables[t] {
+			buf.WriteString(e.Key + " " + e.Value() + "\n")
 		}
-		out[file] = buf.Bytes()
+		out[MapFile(t)] = buf.Bytes()
 	}
 	return out, nil
 }

@@ -117,11 +117,16 @@ func DetectVersion(ctx context.Context, bin string) (Version, error) {
 	return v, nil
 }
 
-// CapsFor says what the planner may do with HAProxy v in the given mode.
-func CapsFor(v Version, mode dcm.Mode, slots int) dcm.Caps {
+// CapsFor says what the planner may do with HAProxy v in the given mode:
+// slots per backend in slots mode, spare backends per route kind in dynamic
+// mode when HAProxy can add servers to them.
+func CapsFor(v Version, mode dcm.Mode, slots, pool int) dcm.Caps {
 	c := dcm.Caps{Mode: mode, AddServer: v.AtLeast(2, 6)}
-	if mode == dcm.ModeSlots {
+	switch {
+	case mode == dcm.ModeSlots:
 		c.Slots = slots
+	case mode == dcm.ModeDynamic && c.AddServer:
+		c.Pool = pool
 	}
 	return c
 }

@@ -50,10 +50,16 @@ func TestVersionAtLeast(t *testing.T) {
 			t.Errorf("%v.AtLeast(%d,%d) = %v", tt.v, tt.major, tt.minor, got)
 		}
 	}
-	if c := CapsFor(Version{Major: 2, Minor: 6}, dcm.ModeSlots, 4); !c.AddServer || c.Slots != 4 || c.Mode != dcm.ModeSlots {
+	if c := CapsFor(Version{Major: 2, Minor: 6}, dcm.ModeDynamic, 4, 10); !c.AddServer || c.Pool != 10 || c.Slots != 0 {
+		t.Errorf("2.6 dynamic caps = %+v", c)
+	}
+	if c := CapsFor(Version{Major: 2, Minor: 6}, dcm.ModeReload, 4, 10); c.Pool != 0 {
+		t.Errorf("2.6 reload caps = %+v", c)
+	}
+	if c := CapsFor(Version{Major: 2, Minor: 6}, dcm.ModeSlots, 4, 10); !c.AddServer || c.Slots != 4 || c.Pool != 0 || c.Mode != dcm.ModeSlots {
 		t.Errorf("CapsFor 2.6 slots: %+v", c)
 	}
-	if c := CapsFor(Version{Major: 2, Minor: 4}, dcm.ModeDynamic, 4); c.AddServer || c.Slots != 0 {
+	if c := CapsFor(Version{Major: 2, Minor: 4}, dcm.ModeDynamic, 4, 10); c.AddServer || c.Slots != 0 || c.Pool != 0 {
 		t.Errorf("CapsFor 2.4 dynamic: %+v", c)
 	}
 }

@@ -2,68 +2,127 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/dcm-router/dcm/dcm"
 )
 
-// Apply predicts what HAProxy's state becomes when ops are applied to st,
-// refusing what HAProxy refuses (adding a server twice, deleting one that is
-// not in maint, touching one that does not exist). The planner's properties
-// are stated with it, and the what-if simulator uses it.
-func Apply(st dcm.State, ops []dcm.Op) (dcm.State, error) {
-	backends := slices.Clone(st.Backends)
-	copied := make(map[int]bool)
+// DataPlane is what HAProxy holds: the servers of every backend by the name
+// HAProxy knows it by (free spares with none), and the routing maps in file
+// order. Which route a spare carries is dcm's knowledge, not HAProxy's.
+type DataPlane struct {
+	Servers map[string][]dcm.Server
+	Maps    map[dcm.MapTable][]dcm.MapEntry
+}
+
+// DataPlaneOf is the data plane a state describes.
+func DataPlaneOf(st dcm.State) DataPlane {
+	dp := DataPlane{Servers: make(map[string][]dcm.Server, len(st.Backends)+len(st.Pool)), Maps: dcm.RoutingTables(st.Backends)}
+	for _, b := range st.Backends {
+		dp.Servers[b.ProxyName()] = b.Servers
+	}
+	for _, name := range st.Pool {
+		dp.Servers[name] = nil
+	}
+	return dp
+}
+
+// Apply predicts what HAProxy's data plane becomes when ops are applied to
+// it, refusing what HAProxy refuses (adding a server twice, deleting one that
+// is not in maint, touching one or a backend that does not exist). The
+// planner's properties are stated with it.
+func Apply(dp DataPlane, ops []dcm.Op) (DataPlane, error) {
+	out := DataPlane{Servers: maps.Clone(dp.Servers), Maps: maps.Clone(dp.Maps)}
+	copied := make(map[string]bool)
 	for n, op := range ops {
-		bi, ok := slices.BinarySearchFunc(backends, op.Backend, func(b dcm.Backend, name string) int { return strings.Compare(b.Name, name) })
-		if !ok {
-			return dcm.State{}, fmt.Errorf("op %d (%s): no such backend", n, op)
-		}
-		b := backends[bi]
-		if !copied[bi] {
-			b.Servers = slices.Clone(b.Servers)
-			copied[bi] = true
-		}
-		si, exists := slices.BinarySearchFunc(b.Servers, op.Server, func(s dcm.Server, name string) int { return strings.Compare(s.Name, name) })
-		if op.Kind == dcm.OpAddServer {
-			if exists {
-				return dcm.State{}, fmt.Errorf("op %d (%s): server already exists", n, op)
+		if op.Kind == dcm.OpMapReplace {
+			entries, err := replaceMap(out.Maps[op.Map], op)
+			if err != nil {
+				return DataPlane{}, fmt.Errorf("op %d (%s): %w", n, op, err)
 			}
-			s := dcm.Server{
-				Name: op.Server, Addr: op.Addr, Port: op.Port, Weight: op.Weight, State: dcm.StateMaint,
-				Origin: dcm.OriginRuntime, Endpoint: op.Endpoint, Pod: op.Pod, Check: op.Check, Unobserved: true,
-			}
-			b.Servers = slices.Insert(b.Servers, si, s)
-			backends[bi] = b
+			out.Maps[op.Map] = entries
 			continue
 		}
-		if !exists {
-			return dcm.State{}, fmt.Errorf("op %d (%s): no such server", n, op)
+		name := op.ProxyName()
+		servers, ok := out.Servers[name]
+		if !ok {
+			return DataPlane{}, fmt.Errorf("op %d (%s): no such backend %s", n, op, name)
 		}
-		s := &b.Servers[si]
-		switch op.Kind {
-		case dcm.OpDelServer:
-			if s.State != dcm.StateMaint {
-				return dcm.State{}, fmt.Errorf("op %d (%s): only servers in maint can be deleted", n, op)
-			}
-			b.Servers = slices.Delete(b.Servers, si, si+1)
-		case dcm.OpSetAddr:
-			s.Addr, s.Port, s.Endpoint, s.Pod = op.Addr, op.Port, op.Endpoint, op.Pod
-			s.Unobserved = true
-		case dcm.OpSetState:
-			s.State = op.State
-			s.Unobserved = true
-		case dcm.OpSetWeight:
-			s.Weight = op.Weight
-		case dcm.OpEnableHealth:
-			if !s.Check {
-				return dcm.State{}, fmt.Errorf("op %d (%s): server has no health check", n, op)
-			}
-		default:
-			return dcm.State{}, fmt.Errorf("op %d: unknown op %q", n, op.Kind)
+		if !copied[name] {
+			servers = slices.Clone(servers)
+			copied[name] = true
 		}
-		backends[bi] = b
+		servers, err := applyServerOp(servers, op)
+		if err != nil {
+			return DataPlane{}, fmt.Errorf("op %d (%s): %w", n, op, err)
+		}
+		out.Servers[name] = servers
 	}
-	return dcm.State{Backends: backends}, nil
+	return out, nil
+}
+
+// replaceMap applies a map-replace's changes to a map and sorts it as the
+// renderer does.
+func replaceMap(entries []dcm.MapEntry, op dcm.Op) ([]dcm.MapEntry, error) {
+	if !slices.Contains(dcm.MapTables, op.Map) {
+		return nil, fmt.Errorf("unknown map %q", op.Map)
+	}
+	byKey := make(map[string]dcm.MapEntry, len(entries))
+	for _, e := range entries {
+		byKey[e.Key] = e
+	}
+	for _, e := range op.Del {
+		if byKey[e.Key] != e {
+			return nil, fmt.Errorf("map %s has no entry %+v to delete", op.Map, e)
+		}
+		delete(byKey, e.Key)
+	}
+	for _, e := range op.Set {
+		byKey[e.Key] = e
+	}
+	out := slices.AppendSeq(make([]dcm.MapEntry, 0, len(byKey)), maps.Values(byKey))
+	dcm.SortMapEntries(op.Map, out)
+	return out, nil
+}
+
+func applyServerOp(servers []dcm.Server, op dcm.Op) ([]dcm.Server, error) {
+	si, exists := slices.BinarySearchFunc(servers, op.Server, func(s dcm.Server, name string) int { return strings.Compare(s.Name, name) })
+	if op.Kind == dcm.OpAddServer {
+		if exists {
+			return nil, fmt.Errorf("server already exists")
+		}
+		s := dcm.Server{
+			Name: op.Server, Addr: op.Addr, Port: op.Port, Weight: op.Weight, State: dcm.StateMaint,
+			Origin: dcm.OriginRuntime, Endpoint: op.Endpoint, Pod: op.Pod, Check: op.Check, Unobserved: true,
+		}
+		return slices.Insert(servers, si, s), nil
+	}
+	if !exists {
+		return nil, fmt.Errorf("no such server")
+	}
+	s := &servers[si]
+	switch op.Kind {
+	case dcm.OpDelServer:
+		if s.State != dcm.StateMaint {
+			return nil, fmt.Errorf("only servers in maint can be deleted")
+		}
+		return slices.Delete(servers, si, si+1), nil
+	case dcm.OpSetAddr:
+		s.Addr, s.Port, s.Endpoint, s.Pod = op.Addr, op.Port, op.Endpoint, op.Pod
+		s.Unobserved = true
+	case dcm.OpSetState:
+		s.State = op.State
+		s.Unobserved = true
+	case dcm.OpSetWeight:
+		s.Weight = op.Weight
+	case dcm.OpEnableHealth:
+		if !s.Check {
+			return nil, fmt.Errorf("server has no health check")
+		}
+	default:
+		return nil, fmt.Errorf("unknown op %q", op.Kind)
+	}
+	return servers, nil
 }

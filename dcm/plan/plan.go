@@ -22,25 +22,63 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 		reasons []dcm.ReloadReason
 		next    = make([]dcm.Backend, 0, len(desired.Backends))
 		ops     []dcm.Op
+		retired []dcm.Op // ops of retiring backends: after the maps stop sending them traffic
 		waiting int
+		routing bool // a route is bound, re-keyed or unbound: the maps change
+		pooled  = caps.Pooled()
+		spares  = newPool(actual, caps)
 	)
 	as, ds := actual.Backends, desired.Backends
 	i, j := 0, 0
 	for i < len(as) || j < len(ds) {
 		switch {
 		case j >= len(ds) || (i < len(as) && as[i].Name < ds[j].Name):
-			reasons = append(reasons, dcm.ReasonRouteRemoved)
+			a := as[i]
 			i++
+			if !pooled {
+				reasons = append(reasons, dcm.ReasonRouteRemoved)
+				continue
+			}
+			r := retire(a)
+			routing = routing || !a.Retiring
+			retired = append(retired, withSlot(r.ops, a.Slot)...)
+			waiting += r.waiting
+			if len(r.next.Servers) == 0 {
+				spares.release(a.Slot)
+				continue
+			}
+			next = append(next, r.next)
 		case i >= len(as) || ds[j].Name < as[i].Name:
-			reasons = append(reasons, dcm.ReasonRouteAdded)
+			d := ds[j]
 			j++
+			if !pooled {
+				reasons = append(reasons, dcm.ReasonRouteAdded)
+				continue
+			}
+			slot, reason := spares.take(d.Route)
+			if reason != "" {
+				reasons = append(reasons, reason)
+				continue
+			}
+			r := planDynamic(dcm.Backend{Name: d.Name, Kind: d.Route.Kind, Route: d.Route, Slot: slot}, d)
+			routing = true
+			next = append(next, r.next)
+			ops = append(ops, withSlot(r.ops, slot)...)
+			waiting += r.waiting
 		default:
 			a, d := as[i], ds[j]
 			i++
 			j++
+			if a.Retiring { // the route came back before its backend was empty
+				a.Retiring = false
+				routing = true
+			}
 			if !a.Route.SameServing(d.Route) {
-				reasons = append(reasons, dcm.ReasonRouteChanged)
-				continue
+				if !pooled || !rekeyable(a.Route, d.Route) {
+					reasons = append(reasons, dcm.ReasonRouteChanged)
+					continue
+				}
+				routing = true
 			}
 			r := planBackend(a, d, caps)
 			if r.reason != "" {
@@ -48,14 +86,21 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 				continue
 			}
 			next = append(next, r.next)
-			ops = append(ops, r.ops...)
+			ops = append(ops, withSlot(r.ops, a.Slot)...)
 			waiting += r.waiting
 		}
 	}
 	if len(reasons) > 0 {
 		return Reload(desired, caps, reasons...)
 	}
-	return dcm.Plan{Ops: ops, Next: dcm.State{Backends: next}, Waiting: waiting}
+	st := dcm.State{Backends: next, Pool: spares.names()}
+	if routing {
+		// New routes' servers are in place before the maps send them
+		// traffic; retired ones get none before they are taken out.
+		ops = append(ops, mapOps(actual, st)...)
+	}
+	ops = append(ops, retired...)
+	return dcm.Plan{Ops: ops, Next: st, Waiting: waiting}
 }
 
 // Reload returns the plan that renders desired from scratch and reloads
@@ -77,8 +122,9 @@ func Reload(desired dcm.Desired, caps dcm.Caps, reasons ...dcm.ReloadReason) dcm
 }
 
 // Fresh is the state a configuration rendered for desired gives: every
-// endpoint a server from the file, and in slots mode caps.Slots free slots
-// per backend on top of its endpoints.
+// endpoint a server from the file, in slots mode caps.Slots free slots
+// per backend on top of its endpoints, and with a pool caps.Pool spare
+// backends per kind while every route has a backend of its own name.
 func Fresh(desired dcm.Desired, caps dcm.Caps) dcm.State {
 	backends := make([]dcm.Backend, 0, len(desired.Backends))
 	for _, d := range desired.Backends {
@@ -102,7 +148,7 @@ func Fresh(desired dcm.Desired, caps dcm.Caps) dcm.State {
 		}
 		backends = append(backends, b)
 	}
-	return dcm.State{Backends: backends}
+	return dcm.State{Backends: backends, Pool: freshPool(caps)}
 }
 
 // AfterReload is what a reload does to a state rendered into the
@@ -125,7 +171,7 @@ func AfterReload(st dcm.State) dcm.State {
 		b.Servers = servers
 		backends[i] = b
 	}
-	return dcm.State{Backends: backends}
+	return dcm.State{Backends: backends, Pool: st.Pool}
 }
 
 func serverFor(e dcm.Endpoint, r dcm.Route, origin dcm.Origin) dcm.Server {

@@ -57,7 +57,7 @@ func (g gen) desired() dcm.Desired {
 
 // observe plays HAProxy reporting on the state: random traffic on some servers.
 func (g gen) observe(st dcm.State) dcm.State {
-	out := dcm.State{Backends: slices.Clone(st.Backends)}
+	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool}
 	for i, b := range out.Backends {
 		b.Servers = slices.Clone(b.Servers)
 		for k := range b.Servers {
@@ -88,16 +88,23 @@ func modes() []dcm.Caps {
 	return []dcm.Caps{
 		{Mode: dcm.ModeDynamic, AddServer: true},
 		{Mode: dcm.ModeDynamic, AddServer: false},
+		{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1},
+		{Mode: dcm.ModeDynamic, AddServer: true, Pool: 3},
 		{Mode: dcm.ModeSlots, Slots: 1, AddServer: true},
 		{Mode: dcm.ModeSlots, Slots: 3, AddServer: true},
 		{Mode: dcm.ModeReload, AddServer: true},
 	}
 }
 
-func serversOf(st dcm.State) map[string][]dcm.Server {
-	out := make(map[string][]dcm.Server, len(st.Backends))
-	for _, b := range st.Backends {
-		out[b.Name] = b.Servers
+// serversOf is the servers of a data plane by HAProxy backend; a backend
+// without servers is left out, since an empty spare, an empty backend a
+// released route left behind and no backend serve alike.
+func serversOf(dp DataPlane) map[string][]dcm.Server {
+	out := make(map[string][]dcm.Server, len(dp.Servers))
+	for name, servers := range dp.Servers {
+		if len(servers) > 0 {
+			out[name] = servers
+		}
 	}
 	return out
 }
@@ -107,11 +114,27 @@ func serversOf(st dcm.State) map[string][]dcm.Server {
 // takes no traffic.
 func servesDesired(t *testing.T, next dcm.State, d dcm.Desired) {
 	t.Helper()
-	if len(next.Backends) != len(d.Backends) {
-		t.Fatalf("next has %d backends, desired %d", len(next.Backends), len(d.Backends))
+	var routed []dcm.Backend
+	for _, b := range next.Backends {
+		if !b.Retiring {
+			routed = append(routed, b)
+			continue
+		}
+		// A retiring backend is in no map and takes no new traffic.
+		if _, ok := d.Backend(b.Name); ok {
+			t.Errorf("%s is retiring but desired", b.Name)
+		}
+		for _, s := range b.Servers {
+			if s.State != dcm.StateMaint {
+				t.Errorf("%s/%s is retiring but %s", b.Name, s.Name, s.State)
+			}
+		}
+	}
+	if len(routed) != len(d.Backends) {
+		t.Fatalf("next has %d routed backends, desired %d", len(routed), len(d.Backends))
 	}
 	for i, db := range d.Backends {
-		b := next.Backends[i]
+		b := routed[i]
 		if b.Name != db.Name {
 			t.Fatalf("backend %d: next %s, desired %s", i, b.Name, db.Name)
 		}
@@ -159,17 +182,28 @@ func TestComputeProperties(t *testing.T) {
 				desired := g.desired()
 				p := Compute(actual, desired, caps)
 
-				// Applying the ops yields Next.
-				base := actual
+				// Applying the ops yields Next: the same servers in every
+				// HAProxy backend and the same maps, in the renderer's order.
+				base := DataPlaneOf(actual)
 				if p.Reload {
-					base = AfterReload(p.Next)
+					base = DataPlaneOf(AfterReload(p.Next))
 				}
 				got, err := Apply(base, p.Ops)
 				if err != nil {
 					t.Fatalf("seed %d: ops do not apply: %v", seed, err)
 				}
-				if !reflect.DeepEqual(serversOf(got), serversOf(p.Next)) {
+				want := DataPlaneOf(p.Next)
+				if !reflect.DeepEqual(serversOf(got), serversOf(want)) {
 					t.Fatalf("seed %d: apply(ops) != next\ngot  %+v\nnext %+v", seed, got, p.Next)
+				}
+				if !reflect.DeepEqual(got.Maps, want.Maps) {
+					t.Fatalf("seed %d: maps after ops != maps of next\ngot  %+v\nnext %+v\nops %v", seed, got.Maps, want.Maps, opStrings(p.Ops))
+				}
+				// Every free spare exists in HAProxy and is empty.
+				for _, name := range p.Next.Pool {
+					if servers, ok := got.Servers[name]; !ok || len(servers) > 0 {
+						t.Fatalf("seed %d: free spare %s missing or not empty: %v", seed, name, servers)
+					}
 				}
 				// Next serves exactly what is desired.
 				servesDesired(t, p.Next, desired)
@@ -186,24 +220,48 @@ func TestComputeProperties(t *testing.T) {
 				// Only backends that need a change are touched.
 				if !p.Reload {
 					for _, op := range p.Ops {
-						ab, _ := actual.Backend(op.Backend)
-						db, _ := desired.Backend(op.Backend)
+						ab, inActual := actual.Backend(op.Backend)
+						db, inDesired := desired.Backend(op.Backend)
+						if op.Kind == dcm.OpMapReplace || !inActual || !inDesired || ab.Retiring {
+							continue // a route that comes or goes: it needs its ops
+						}
 						alone := Compute(dcm.State{Backends: []dcm.Backend{ab}}, dcm.Desired{Backends: []dcm.DesiredBackend{db}}, caps)
 						if alone.Empty() {
 							t.Fatalf("seed %d: op %s touches a backend that needs nothing", seed, op)
 						}
 					}
 				}
-				if caps.Mode == dcm.ModeDynamic && caps.AddServer && p.Reload {
+				if caps.Mode == dcm.ModeDynamic && caps.AddServer && caps.Pool == 0 && p.Reload {
 					for _, r := range p.Reasons {
 						if r != dcm.ReasonRouteAdded && r != dcm.ReasonRouteRemoved && r != dcm.ReasonRouteChanged {
 							t.Fatalf("seed %d: dynamic mode reloaded for %s", seed, r)
 						}
 					}
 				}
+				// With a pool, routes come, go and change paths without a
+				// reload while the pool lasts; only an empty pool reloads.
+				if caps.Pooled() {
+					if p.Reload && !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonPoolExhausted}) {
+						t.Fatalf("seed %d: pooled mode reloaded for %v", seed, p.Reasons)
+					}
+					if p.Reload && newRoutes(actual, desired) <= len(actual.Pool) {
+						t.Fatalf("seed %d: reloaded for %d new routes with %d spares free", seed, newRoutes(actual, desired), len(actual.Pool))
+					}
+				}
 			}
 		})
 	}
+}
+
+// newRoutes counts the desired routes that have no backend in st.
+func newRoutes(st dcm.State, d dcm.Desired) int {
+	n := 0
+	for _, db := range d.Backends {
+		if _, ok := st.Backend(db.Name); !ok {
+			n++
+		}
+	}
+	return n
 }
 
 // TestConverges: with HAProxy reporting idle servers, repeated syncs reach a

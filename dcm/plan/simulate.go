@@ -9,8 +9,9 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 )
 
-// DesiredOf reads back what Kubernetes asks from a state: every server that
-// carries an endpoint Kubernetes still has (Retired unset), as that endpoint.
+// DesiredOf reads back what Kubernetes asks from a state: every route whose
+// backend is not retiring, and every server that carries an endpoint
+// Kubernetes still has (Retired unset), as that endpoint.
 // A snapshot marks retired servers, so the what-if planner can start from a
 // snapshot alone.
 func DesiredOf(st dcm.State) dcm.Desired {
@@ -24,6 +25,9 @@ func DesiredOf(st dcm.State) dcm.Desired {
 	slab := make([]dcm.Endpoint, 0, n)
 	d := dcm.Desired{Backends: make([]dcm.DesiredBackend, 0, len(st.Backends))}
 	for _, b := range st.Backends {
+		if b.Retiring {
+			continue // its route is gone
+		}
 		start := len(slab)
 		for _, s := range b.Servers {
 			if s.Endpoint == "" || s.Retired {
@@ -60,7 +64,7 @@ type phase struct {
 // the planner itself run forward, so the preview is what dcm will do.
 func Simulate(snap dcm.Snapshot, whatifs []dcm.WhatIf, costs dcm.MemoryCosts) dcm.Simulation {
 	caps := snap.Caps
-	st := dcm.State{Backends: snap.Backends}
+	st := dcm.State{Backends: snap.Backends, Pool: snap.Pool}
 	desired := DesiredOf(st)
 	sim := dcm.Simulation{Seq: snap.Seq, Mode: caps.Mode, Before: totals(st, desired, costs),
 		Steps: []dcm.SimStep{}, Traffic: []dcm.Share{}, Draining: []dcm.Draining{}, Backends: []string{}}
@@ -110,10 +114,19 @@ func Simulate(snap dcm.Snapshot, whatifs []dcm.WhatIf, costs dcm.MemoryCosts) dc
 // computeTouched is Compute for the backends a what-if touches: the others
 // are what they are whatever the what-if, so planning them would only cost
 // time (the browser does this on every preview) and show commands the
-// what-if does not cause. A reload renders every backend, so a plan that
-// reloads is made whole.
+// what-if does not cause. Only endpoints may change that way: a route that
+// comes, goes or changes moves the routing maps and the pool, which belong
+// to every route, and a reload renders every backend, so those plans are
+// made whole.
 func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) dcm.Plan {
-	var sub dcm.State
+	for _, n := range names {
+		a, okA := st.Backend(n)
+		w, okD := d.Backend(n)
+		if !okA || !okD || a.Retiring || !a.Route.SameServing(w.Route) {
+			return Compute(st, d, caps)
+		}
+	}
+	sub := dcm.State{Pool: st.Pool}
 	var subD dcm.Desired
 	for _, n := range names {
 		if b, ok := st.Backend(n); ok {
@@ -126,7 +139,7 @@ func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) 
 	dcm.SortBackends(sub.Backends)
 	slices.SortFunc(subD.Backends, func(a, b dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
 	p := Compute(sub, subD, caps)
-	if p.Reload {
+	if p.Reload || slices.ContainsFunc(p.Ops, func(o dcm.Op) bool { return o.Server == "" }) {
 		return Compute(st, d, caps)
 	}
 	next := make([]dcm.Backend, 0, len(st.Backends)+len(p.Next.Backends))
@@ -137,14 +150,14 @@ func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) 
 	}
 	next = append(next, p.Next.Backends...)
 	dcm.SortBackends(next)
-	p.Next = dcm.State{Backends: next}
+	p.Next = dcm.State{Backends: next, Pool: p.Next.Pool}
 	return p
 }
 
 // idleBackends is HAProxy reporting every server of the named backends
 // idle: nothing in flight.
 func idleBackends(st dcm.State, names []string) dcm.State {
-	out := dcm.State{Backends: slices.Clone(st.Backends)}
+	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool}
 	for i, b := range out.Backends {
 		if !slices.Contains(names, b.Name) {
 			continue
@@ -161,7 +174,7 @@ func idleBackends(st dcm.State, names []string) dcm.State {
 
 // idle is HAProxy reporting every server idle: nothing in flight.
 func idle(st dcm.State) dcm.State {
-	out := dcm.State{Backends: slices.Clone(st.Backends)}
+	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool}
 	for i, b := range out.Backends {
 		b.Servers = slices.Clone(b.Servers)
 		for k := range b.Servers {
@@ -467,7 +480,8 @@ func draining(before, after dcm.State, backends []string) []dcm.Draining {
 // Follow keeps a snapshot current with a feed event, as the browser's
 // planner does between previews: backends an event carries replace their
 // old selves; ok is false when the event cannot be followed this way (a
-// reload, or events missed) and a fresh snapshot is needed.
+// reload, events missed, or a route bound to or released from a spare,
+// which moves the pool no event carries) and a fresh snapshot is needed.
 func Follow(snap dcm.Snapshot, ev dcm.Event) (dcm.Snapshot, bool) {
 	if ev.Seq != snap.Seq+1 {
 		return snap, ev.Seq <= snap.Seq // old news is harmless; a gap is not
@@ -475,6 +489,9 @@ func Follow(snap dcm.Snapshot, ev dcm.Event) (dcm.Snapshot, bool) {
 	snap.Seq = ev.Seq
 	if ev.Type == dcm.EventReload {
 		return snap, false
+	}
+	if ev.Type == dcm.EventApplied && movesPool(ev) {
+		return snap, false // the free spares are not in events
 	}
 	if ev.Type != dcm.EventApplied && ev.Type != dcm.EventObserved {
 		// Others name backends without carrying their state.
@@ -495,4 +512,19 @@ func Follow(snap dcm.Snapshot, ev dcm.Event) (dcm.Snapshot, bool) {
 	}
 	snap.Backends = backends
 	return snap, true
+}
+
+// movesPool reports whether an applied event changed the routing maps or
+// dropped a backend (named, but without its state): a spare was taken or
+// given back.
+func movesPool(ev dcm.Event) bool {
+	if slices.ContainsFunc(ev.Ops, func(o dcm.Op) bool { return o.Kind == dcm.OpMapReplace }) {
+		return true
+	}
+	for _, name := range ev.Backends {
+		if !slices.ContainsFunc(ev.State, func(b dcm.Backend) bool { return b.Name == name }) {
+			return true
+		}
+	}
+	return false
 }

@@ -11,7 +11,8 @@ import (
 
 // snapshotOf is the snapshot of an engine that has applied desired.
 func snapshotOf(d dcm.Desired, caps dcm.Caps) dcm.Snapshot {
-	return dcm.Snapshot{Seq: 42, Mode: caps.Mode, Caps: caps, Backends: idle(Fresh(d, caps)).Backends}
+	st := idle(Fresh(d, caps))
+	return dcm.Snapshot{Seq: 42, Mode: caps.Mode, Caps: caps, Backends: st.Backends, Pool: st.Pool}
 }
 
 func webApp(pods int) dcm.Desired {
@@ -22,6 +23,14 @@ func webApp(pods int) dcm.Desired {
 		eps = append(eps, ep(fmt.Sprintf("web-%d", i), fmt.Sprintf("10.0.0.%d", i+1), dcm.StateReady))
 	}
 	return desiredOf(r, eps...)
+}
+
+// withService names the service behind the routes of d: web, port http.
+func withService(d dcm.Desired) dcm.Desired {
+	for i := range d.Backends {
+		d.Backends[i].Route.Services = []dcm.ServiceRef{{Name: "web", Port: "http"}}
+	}
+	return d
 }
 
 func opCounts(sim dcm.Simulation) map[string]int {
@@ -44,6 +53,9 @@ func TestSimulate(t *testing.T) {
 	}
 	dynamic := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
 	slots1 := dcm.Caps{Mode: dcm.ModeSlots, Slots: 1, AddServer: true}
+	pooled := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2}
+	web2 := &dcm.Route{Namespace: "demo", Name: "web2", Kind: dcm.KindHTTP, Host: "web2.example", Path: "/",
+		PathType: dcm.PathPrefix, Balance: "roundrobin", Services: []dcm.ServiceRef{{Name: "web", Port: "http"}}}
 	tests := []struct {
 		name        string
 		snap        dcm.Snapshot
@@ -67,6 +79,12 @@ func TestSimulate(t *testing.T) {
 			whatifs: []dcm.WhatIf{{Kind: dcm.WhatIfAddRoute, Route: &dcm.Route{Namespace: "demo", Name: "web2", Kind: dcm.KindHTTP,
 				Host: "web2.example", Path: "/", PathType: dcm.PathPrefix, Balance: "roundrobin"}}},
 			wantOps: map[string]int{}, wantReasons: []dcm.ReloadReason{dcm.ReasonRouteAdded}, wantReady: 2},
+		{name: "a new route takes a spare", snap: snapshotOf(withService(webApp(2)), pooled),
+			whatifs: []dcm.WhatIf{{Kind: dcm.WhatIfAddRoute, Route: web2}},
+			wantOps: map[string]int{"add-server": 2, "set-state:ready": 2, "map-replace": 1}, wantReady: 4},
+		{name: "a deleted route leaves the maps, then retires", snap: snapshotOf(webApp(2), pooled),
+			whatifs: []dcm.WhatIf{{Kind: dcm.WhatIfDeleteRoute, Backend: "be_http:demo:web"}},
+			wantOps: map[string]int{"map-replace": 1, "set-state:maint": 2}, wantReady: 0},
 		{name: "unknown workload", snap: snapshotOf(webApp(2), dynamic),
 			whatifs: []dcm.WhatIf{{Kind: dcm.WhatIfScale, Namespace: "demo", Workload: &dcm.WorkloadRef{Kind: "Deployment", Name: "nope"}, Replicas: 3}},
 			wantOps: map[string]int{}, wantReady: 2, wantErr: true},
@@ -142,10 +160,13 @@ func TestFollow(t *testing.T) {
 		{"a reload needs a snapshot", dcm.Event{Seq: 43, Type: dcm.EventReload}, false, 43, 2},
 		{"a gap needs a snapshot", dcm.Event{Seq: 45, Type: dcm.EventApplied, State: next.Backends}, false, 42, 2},
 		{"an old event is ignored", dcm.Event{Seq: 40, Type: dcm.EventApplied, State: next.Backends}, true, 42, 2},
-		{"a touched backend the event does not carry is gone", dcm.Event{Seq: 43, Type: dcm.EventApplied,
+		{"a touched backend an observation does not carry is gone", dcm.Event{Seq: 43, Type: dcm.EventObserved,
 			Backends: []string{snap.Backends[0].Name}}, true, 43, -1},
 		{"an action naming a backend removes nothing", dcm.Event{Seq: 43, Type: dcm.EventAction,
 			Backends: []string{snap.Backends[0].Name}}, true, 43, 2},
+		{"a map replace needs a snapshot", dcm.Event{Seq: 43, Type: dcm.EventApplied, State: next.Backends,
+			Ops: []dcm.Op{{Kind: dcm.OpMapReplace, Map: dcm.MapHostPrefix}}}, false, 43, 2},
+		{"a backend gone needs a snapshot", dcm.Event{Seq: 43, Type: dcm.EventApplied, Backends: []string{"be_http:demo:gone"}}, false, 43, 2},
 	}
 	for _, tt := range tests {
 		got, ok := Follow(snap, tt.ev)

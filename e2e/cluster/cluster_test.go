@@ -242,3 +242,44 @@ func TestAPIServerRestart(t *testing.T) {
 		t.Error("HAProxy reloaded across the API server restart")
 	}
 }
+
+// TestIngressesThroughSpares: with spare backends (dynamic mode, as dcm
+// runs by default), an Ingress created is served, one deleted answers 404
+// and one whose host changes moves to the new host, all without a reload.
+func TestIngressesThroughSpares(t *testing.T) {
+	ns := kapitest.Namespace(t, env.admin)
+	host := "front." + ns + ".test"
+	createApp(t, ns, "front", 1, host, "/")
+	s := harness.Start(t, harness.Options{Client: dcmClient(t), Namespaces: []string{ns},
+		Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4}})
+	s.Serves(host, "/", 1, readyPods(ns, "front"))
+	pid, reloads := s.WorkerPID(), s.Reloads()
+
+	extra := "extra." + ns + ".test"
+	createApp(t, ns, "extra", 1, extra, "/")
+	s.Serves(extra, "/", 1, readyPods(ns, "extra"))
+	ctx := context.Background()
+	if err := env.admin.NetworkingV1().Ingresses(ns).Delete(ctx, "extra", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Eventually("the deleted route answers 404", 15*time.Second, func() error {
+		return s.ExpectStatus(extra, "/", http.StatusNotFound)
+	})
+
+	moved := "moved." + ns + ".test"
+	ing, err := env.admin.NetworkingV1().Ingresses(ns).Get(ctx, "front", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ing.Spec.Rules[0].Host = moved
+	if _, err := env.admin.NetworkingV1().Ingresses(ns).Update(ctx, ing, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Serves(moved, "/", 1, readyPods(ns, "front"))
+	s.Eventually("the old host answers 404", 15*time.Second, func() error {
+		return s.ExpectStatus(host, "/", http.StatusNotFound)
+	})
+	if s.WorkerPID() != pid || s.Reloads() != reloads {
+		t.Errorf("worker %d → %d, reloads %v → %v: routes reloaded", pid, s.WorkerPID(), reloads, s.Reloads())
+	}
+}

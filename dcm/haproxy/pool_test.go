@@ -1,0 +1,237 @@
+package haproxy
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/internal/testkit"
+)
+
+// TestMapCommands talks to the real binary: prepare map answers with a
+// version, add map and commit map answer nothing, and a commit of a version
+// that was never prepared is refused.
+func TestMapCommands(t *testing.T) {
+	t.Parallel()
+	r := route("ns", "web", "web.example", "/", dcm.PathPrefix)
+	d, _ := startDriver(t, state(backendFor(r)))
+	ctx := context.Background()
+	prepare, err := PrepareMapCommand(dcm.MapHostPrefix)
+	mustf(t, err, "prepare")
+	replies, err := d.client.Exec(ctx, []Command{prepare})
+	mustf(t, err, "exec prepare")
+	if !strings.HasPrefix(replies[0].Text, "[6]: New version created: ") {
+		t.Fatalf("prepare map replied %q", replies[0].Text)
+	}
+	v, err := ParseMapVersion(replies[0].Text)
+	mustf(t, err, "version")
+	add1, err := AddMapCommand(v, dcm.MapHostPrefix, "web.example/api/", r.BackendName())
+	mustf(t, err, "add")
+	add2, err := AddMapCommand(v, dcm.MapHostPrefix, "web.example/", r.BackendName())
+	mustf(t, err, "add")
+	commit, err := CommitMapCommand(v, dcm.MapHostPrefix)
+	mustf(t, err, "commit")
+	show, err := ShowMapCommand(dcm.MapHostPrefix)
+	mustf(t, err, "show")
+	replies, err = d.client.Exec(ctx, []Command{add1, add2, commit, show})
+	mustf(t, err, "exec add, commit, show")
+	for _, r := range replies[:3] {
+		if r.Text != "" {
+			t.Errorf("%s replied %q", r.Command, r.Text)
+		}
+	}
+	got, err := ParseShowMap(replies[3].Text)
+	mustf(t, err, "parse show map")
+	if want := "web.example/api/ be_http:ns:web\nweb.example/ be_http:ns:web\n"; got != want {
+		t.Errorf("show map after commit = %q, want %q", got, want)
+	}
+	stale, _ := CommitMapCommand(v+5, dcm.MapHostPrefix)
+	_, err = d.client.Exec(ctx, []Command{stale})
+	var ce *CommandError
+	if !errors.As(err, &ce) || !strings.Contains(ce.Reply, "[3]:") {
+		t.Errorf("commit of an unprepared version: %v", err)
+	}
+	// Strings that could break a command never leave the package.
+	for _, bad := range []struct{ key, value string }{
+		{"a.example/ x", "be_x"}, {"a.example/;show", "be_x"}, {"a.example/#", "be_x"}, {"", "be_x"},
+		{"a.example/", "be_x y"}, {"a.example/", "other"}, {"a.example/", "be_x;"},
+	} {
+		if _, err := AddMapCommand(v, dcm.MapHostPrefix, bad.key, bad.value); err == nil {
+			t.Errorf("add map %q %q accepted", bad.key, bad.value)
+		}
+	}
+	if _, err := PrepareMapCommand("../etc/passwd"); err == nil {
+		t.Error("prepare map of an unknown map accepted")
+	}
+}
+
+// TestPooledRoute: a route added at runtime into a spare serves without a
+// reload, the runtime maps equal the map files after every step, and a
+// route deleted leaves the maps before its server goes to maint. Overlapping
+// prefixes added most generic first still each reach their own backend.
+func TestPooledRoute(t *testing.T) {
+	t.Parallel()
+	web := route("ns", "web", "web.example", "/", dcm.PathPrefix)
+	webSrv := serverFor(testkit.StartBackend(t, "127.0.0.2", "web"), dcm.StateReady)
+	st := state(backendFor(web, webSrv))
+	st.Pool = []string{"be_http:_pool:1", "be_http:_pool:2", "be_http:_pool:3"}
+	d, bind := startDriver(t, st)
+	ctx := context.Background()
+	pid := workerPID(t, d)
+
+	cfg, err := os.ReadFile(filepath.Join(d.cfg.WorkDir, ConfigName))
+	mustf(t, err, "read cfg")
+	if !strings.Contains(string(cfg), "\nbackend be_http:_pool:3\n    balance roundrobin\n") {
+		t.Fatalf("cfg lacks the empty spare:\n%s", cfg)
+	}
+
+	// Three routes on one host, most generic first, each into a spare.
+	var prev = st
+	for i, p := range []struct{ name, path, ip string }{{"root", "/", "127.0.0.3"}, {"api", "/api", "127.0.0.4"}, {"v1", "/api/v1", "127.0.0.5"}} {
+		r := route("ns", p.name, "a.example", p.path, dcm.PathPrefix)
+		srv := serverFor(testkit.StartBackend(t, p.ip, p.name), dcm.StateReady)
+		b := backendFor(r, srv)
+		b.Slot = prev.Pool[0]
+		next := state(append(slices.Clone(prev.Backends), b)...)
+		next.Pool = prev.Pool[1:]
+		ops := []dcm.Op{
+			{Kind: dcm.OpAddServer, Backend: b.Name, Slot: b.Slot, Server: srv.Name, Addr: srv.Addr, Port: srv.Port, Weight: 1},
+			{Kind: dcm.OpSetState, Backend: b.Name, Slot: b.Slot, Server: srv.Name, State: dcm.StateReady},
+		}
+		ops = append(ops, mapReplaces(prev, next)...)
+		mustf(t, d.Apply(ctx, ops, next), "apply route %d", i)
+		mustf(t, d.Write(next), "write")
+		filesEqualRuntime(t, d)
+		prev = next
+	}
+	for _, tt := range []struct{ path, body string }{{"/", "root"}, {"/x", "root"}, {"/api", "api"}, {"/api/x", "api"}, {"/api/v1/y", "v1"}, {"/apix", "root"}} {
+		if code, body := get(t, bind, "a.example", tt.path); code != 200 || body != tt.body {
+			t.Errorf("GET a.example%s = %d %q, want %q", tt.path, code, body, tt.body)
+		}
+	}
+	if code, body := get(t, bind, "web.example", "/"); code != 200 || body != "web" {
+		t.Errorf("GET web.example = %d %q", code, body)
+	}
+
+	// Delete /api: out of the maps first, then its server to maint.
+	api, _ := prev.Backend(dcm.BackendName(dcm.KindHTTP, "ns", "api"))
+	retiring := api
+	retiring.Retiring = true
+	retiring.Servers = []dcm.Server{api.Servers[0]}
+	retiring.Servers[0].State = dcm.StateMaint
+	next := prev
+	next.Backends = nil
+	for _, b := range prev.Backends {
+		if b.Name == api.Name {
+			b = retiring
+		}
+		next.Backends = append(next.Backends, b)
+	}
+	ops := append(mapReplaces(prev, next), dcm.Op{Kind: dcm.OpSetState, Backend: api.Name, Slot: api.Slot, Server: api.Servers[0].Name, State: dcm.StateMaint})
+	mustf(t, d.Apply(ctx, ops, next), "delete api")
+	mustf(t, d.Write(next), "write")
+	filesEqualRuntime(t, d)
+	if code, body := get(t, bind, "a.example", "/api/x"); code != 200 || body != "root" {
+		t.Errorf("after delete: GET a.example/api/x = %d %q, want root", code, body)
+	}
+	if workerPID(t, d) != pid {
+		t.Error("the worker changed: something reloaded")
+	}
+	// The files, loaded by a reload, serve the same.
+	_, err = d.Reload(ctx, next)
+	mustf(t, err, "reload")
+	filesEqualRuntime(t, d)
+	if code, body := get(t, bind, "a.example", "/api/v1/z"); code != 200 || body != "v1" {
+		t.Errorf("after reload: GET a.example/api/v1/z = %d %q", code, body)
+	}
+}
+
+// mapReplaces is what the planner emits for the maps between two states.
+func mapReplaces(before, after dcm.State) []dcm.Op {
+	bt, at := dcm.RoutingTables(before.Backends), dcm.RoutingTables(after.Backends)
+	var ops []dcm.Op
+	for _, t := range dcm.MapTables {
+		if len(bt[t]) != len(at[t]) || !equalEntries(bt[t], at[t]) {
+			ops = append(ops, dcm.Op{Kind: dcm.OpMapReplace, Map: t})
+		}
+	}
+	return ops
+}
+
+func equalEntries(a, b []dcm.MapEntry) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// filesEqualRuntime checks that every map HAProxy uses equals its file, line
+// for line and in order.
+func filesEqualRuntime(t *testing.T, d *Driver) {
+	t.Helper()
+	runtime, err := d.RuntimeMaps(context.Background())
+	mustf(t, err, "runtime maps")
+	files, err := d.ReadFiles()
+	mustf(t, err, "read files")
+	for name, b := range runtime {
+		if string(files.Maps[name]) != string(b) {
+			t.Errorf("%s: file\n%s\nruntime\n%s", name, files.Maps[name], b)
+		}
+	}
+}
+
+func workerPID(t *testing.T, d *Driver) int {
+	t.Helper()
+	info, err := d.Info(context.Background())
+	mustf(t, err, "show info")
+	return info.Pid
+}
+
+// TestRenderPool: a backend carried by a spare is rendered under the
+// spare's name and the maps point there; a retiring one keeps its servers
+// but leaves the maps; free spares are empty backends; a spare cannot
+// carry two backends.
+func TestRenderPool(t *testing.T) {
+	a := backendFor(route("ns", "a", "a.example", "/", dcm.PathPrefix),
+		dcm.Server{Name: "s1", Endpoint: "s1", Addr: "127.0.0.9", Port: 80, Weight: 1, State: dcm.StateReady})
+	a.Slot = "be_http:_pool:1"
+	gone := backendFor(route("ns", "gone", "gone.example", "/", dcm.PathPrefix),
+		dcm.Server{Name: "s2", Endpoint: "s2", Addr: "127.0.0.9", Port: 81, Weight: 1, State: dcm.StateMaint})
+	gone.Slot, gone.Retiring = "be_http:_pool:2", true
+	st := state(a, gone)
+	st.Pool = []string{"be_http:_pool:3"}
+	f, err := Render(testSettings, st)
+	mustf(t, err, "render")
+	cfg := string(f.Config)
+	for _, want := range []string{
+		"\nbackend be_http:_pool:1\n    balance roundrobin\n    server s1 127.0.0.9:80 weight 1\n",
+		"\nbackend be_http:_pool:2\n    balance roundrobin\n    server s2 127.0.0.9:81 weight 1 disabled\n",
+		"\nbackend be_http:_pool:3\n    balance roundrobin\n",
+	} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("cfg lacks %q:\n%s", want, cfg)
+		}
+	}
+	if strings.Contains(cfg, "backend be_http:ns:") {
+		t.Errorf("a backend is rendered under its route's name:\n%s", cfg)
+	}
+	if got := string(f.Maps[MapHostPrefix]); got != "a.example/ be_http:_pool:1\n" {
+		t.Errorf("host_prefix map = %q", got)
+	}
+	twice := state(a, func() dcm.Backend { b := gone; b.Slot = a.Slot; return b }())
+	if _, err := Render(testSettings, twice); err == nil {
+		t.Error("one spare carrying two backends rendered")
+	}
+	bad := state(a)
+	bad.Pool = []string{"be_http:ns:x"}
+	if _, err := Render(testSettings, bad); err == nil {
+		t.Error("a free spare with a route's name rendered")
+	}
+}

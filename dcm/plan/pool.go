@@ -1,0 +1,157 @@
+package plan
+
+import (
+	"slices"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// Pooled routes (dynamic mode with caps.Pool): a new route takes a free spare
+// backend — add server for its endpoints, then a map replace points its keys
+// at the spare. A deleted route leaves the maps first, then its servers are
+// retired as any retired server is (maint, del server once idle), and when
+// the last one is gone its spare returns to the pool. A route whose host or
+// path changes is re-keyed in the maps in place. Only what HAProxy cannot
+// change at runtime (balance, checks) and an empty pool reload.
+//
+// A reload renders every route as a backend of its own name and a full pool
+// (Fresh): the reload rewrites everything anyway, and it keeps the cfg of a
+// fresh start free of history. Between reloads the cfg is rendered from the
+// state as it is, spares included, so a restart of HAProxy finds exactly
+// the runtime state.
+
+// pool hands out the free spares of a plan. Spares released by the plan are
+// not handed out again by it: their old route's keys leave the maps only when
+// the plan's map replace commits, after the new route's servers were added.
+type pool struct {
+	free     []string // from actual, in taking order
+	released []string
+}
+
+func newPool(st dcm.State, caps dcm.Caps) *pool {
+	if !caps.Pooled() {
+		return &pool{}
+	}
+	return &pool{free: slices.Clone(st.Pool)}
+}
+
+// take returns a spare for r, or why the route needs a reload.
+func (p *pool) take(r dcm.Route) (string, dcm.ReloadReason) {
+	if !slices.Contains(dcm.PoolKinds, r.Kind) || balanceOf(r) != poolBalance {
+		return "", dcm.ReasonRouteAdded // spares are rendered for this kind and balance only
+	}
+	for i, name := range p.free {
+		if kind, _, ok := dcm.ParsePoolBackend(name); ok && kind == r.Kind {
+			p.free = slices.Delete(p.free, i, i+1)
+			return name, ""
+		}
+	}
+	return "", dcm.ReasonPoolExhausted
+}
+
+// release returns a spare; a backend rendered under its route's name has
+// none and simply stays, empty and in no map, until the next reload drops it.
+func (p *pool) release(slot string) {
+	if slot != "" {
+		p.released = append(p.released, slot)
+	}
+}
+
+func (p *pool) names() []string {
+	if len(p.free)+len(p.released) == 0 {
+		return nil
+	}
+	out := append(slices.Clone(p.free), p.released...)
+	dcm.SortPool(out)
+	return out
+}
+
+// poolBalance is the balance algorithm spares are rendered with; HAProxy
+// cannot change a backend's algorithm at runtime.
+const poolBalance = dcm.BalanceRoundRobin
+
+func balanceOf(r dcm.Route) string {
+	if r.Balance == "" {
+		return dcm.BalanceRoundRobin
+	}
+	return r.Balance
+}
+
+// freshPool is the pool a rendered configuration starts with.
+func freshPool(caps dcm.Caps) []string {
+	if !caps.Pooled() {
+		return nil
+	}
+	out := make([]string, 0, caps.Pool*len(dcm.PoolKinds))
+	for _, k := range dcm.PoolKinds {
+		for n := 1; n <= caps.Pool; n++ {
+			out = append(out, dcm.PoolBackendName(k, n))
+		}
+	}
+	dcm.SortPool(out)
+	return out
+}
+
+// rekeyable reports whether a route changed only in what the maps say (host,
+// path, path type), so the change is a map replace and no reload.
+func rekeyable(a, d dcm.Route) bool {
+	a.Host, a.Path, a.PathType = d.Host, d.Path, d.PathType
+	return a.SameServing(d)
+}
+
+// retire plans a backend whose route is gone: out of the maps (Retiring),
+// its servers retired as endpoints that left.
+func retire(a dcm.Backend) backendPlan {
+	r := planDynamic(a, dcm.DesiredBackend{Name: a.Name, Route: a.Route})
+	r.next.Retiring = true
+	return r
+}
+
+// withSlot makes ops name the spare that carries their backend.
+func withSlot(ops []dcm.Op, slot string) []dcm.Op {
+	if slot == "" {
+		return ops
+	}
+	for i := range ops {
+		ops[i].Slot = slot
+	}
+	return ops
+}
+
+// mapOps replaces every routing map that differs between two states, each
+// op saying which entries change.
+func mapOps(before, after dcm.State) []dcm.Op {
+	bt, at := dcm.RoutingTables(before.Backends), dcm.RoutingTables(after.Backends)
+	var ops []dcm.Op
+	for _, t := range dcm.MapTables {
+		set, del := diffEntries(bt[t], at[t])
+		if len(set) == 0 && len(del) == 0 {
+			continue
+		}
+		ops = append(ops, dcm.Op{Kind: dcm.OpMapReplace, Map: t, Set: set, Del: del})
+	}
+	return ops
+}
+
+// diffEntries lists the entries of after that before lacks or has otherwise,
+// and the entries of before whose key after lacks, in after's and before's
+// order.
+func diffEntries(before, after []dcm.MapEntry) (set, del []dcm.MapEntry) {
+	old := make(map[string]dcm.MapEntry, len(before))
+	for _, e := range before {
+		old[e.Key] = e
+	}
+	keep := make(map[string]bool, len(after))
+	for _, e := range after {
+		keep[e.Key] = true
+		if o, ok := old[e.Key]; !ok || o != e {
+			set = append(set, e)
+		}
+	}
+	for _, e := range before {
+		if !keep[e.Key] {
+			del = append(del, e)
+		}
+	}
+	return set, del
+}

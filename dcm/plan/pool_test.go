@@ -1,0 +1,156 @@
+package plan
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+func desiredAll(bs ...dcm.DesiredBackend) dcm.Desired {
+	slices.SortFunc(bs, func(a, b dcm.DesiredBackend) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return dcm.Desired{Backends: bs}
+}
+
+func desiredBackend(r dcm.Route, eps ...dcm.Endpoint) dcm.DesiredBackend {
+	return dcm.DesiredBackend{Name: r.BackendName(), Route: r, Endpoints: eps}
+}
+
+// TestPoolLifecycle walks one route through its life in dynamic mode with a
+// pool: it takes a spare without a reload, is re-keyed in place, leaves the
+// maps before its servers are retired, and gives the spare back once they
+// are gone; a route beyond the pool reloads once, with pool-exhausted.
+func TestPoolLifecycle(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2}
+	web, shop := route("web"), route("shop")
+	web.Check, shop.Check = false, false
+	a := ep("web-a", "127.0.1.1", dcm.StateReady)
+	s1 := ep("shop-1", "127.0.2.1", dcm.StateReady)
+	base := desiredAll(desiredBackend(web, a))
+	st := idle(Fresh(base, caps))
+	if want := []string{"be_http:_pool:1", "be_http:_pool:2"}; !slices.Equal(st.Pool, want) {
+		t.Fatalf("fresh pool %v, want %v", st.Pool, want)
+	}
+
+	step := func(name string, d dcm.Desired, wantOps []string, wantReasons ...dcm.ReloadReason) dcm.Plan {
+		t.Helper()
+		p := Compute(st, d, caps)
+		if got := opStrings(p.Ops); !slices.Equal(got, wantOps) {
+			t.Fatalf("%s: ops\n got %q\nwant %q", name, got, wantOps)
+		}
+		if !slices.Equal(p.Reasons, wantReasons) {
+			t.Fatalf("%s: reasons %v, want %v", name, p.Reasons, wantReasons)
+		}
+		if again := Compute(p.Next, d, caps); !again.Empty() {
+			t.Fatalf("%s: compute(next) not empty: %q", name, opStrings(again.Ops))
+		}
+		st = idle(p.Next)
+		return p
+	}
+
+	// A new route: servers into the spare first, then the maps.
+	withShop := desiredAll(desiredBackend(web, a), desiredBackend(shop, s1))
+	p := step("add", withShop, []string{
+		"add-server be_http:demo:shop/shop-1:http 127.0.2.1:8080 weight 1",
+		"set-state be_http:demo:shop/shop-1:http ready",
+		"map-replace host_prefix +1 -0",
+	})
+	if p.Ops[0].Slot != "be_http:_pool:1" || p.Ops[2].Set[0] != (dcm.MapEntry{Key: "shop.example/", Backend: "be_http:demo:shop", Slot: "be_http:_pool:1"}) {
+		t.Fatalf("add: ops do not name the spare: %+v", p.Ops)
+	}
+	b, _ := st.Backend(shop.BackendName())
+	if b.Name != "be_http:demo:shop" || b.Slot != "be_http:_pool:1" || !slices.Equal(st.Pool, []string{"be_http:_pool:2"}) {
+		t.Fatalf("add: backend %s slot %s, pool %v", b.Name, b.Slot, st.Pool)
+	}
+
+	// A new path: the keys move in place, nothing else.
+	moved := shop
+	moved.Path, moved.PathType = "/api", dcm.PathPrefix
+	step("re-key", desiredAll(desiredBackend(web, a), desiredBackend(moved, s1)), []string{
+		"map-replace host_exact +1 -0",
+		"map-replace host_prefix +1 -1",
+	})
+	// A new balance algorithm cannot be applied at runtime.
+	leastconn := moved
+	leastconn.Balance = dcm.BalanceLeastConn
+	if p := Compute(st, desiredAll(desiredBackend(web, a), desiredBackend(leastconn, s1)), caps); !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonRouteChanged}) {
+		t.Fatalf("balance change: reasons %v", p.Reasons)
+	}
+
+	// Deleted: out of the maps first, then its server to maint.
+	p = step("delete", base, []string{
+		"map-replace host_exact +0 -1",
+		"map-replace host_prefix +0 -1",
+		"set-state be_http:demo:shop/shop-1:http maint",
+	})
+	if b, ok := st.Backend(shop.BackendName()); !ok || !b.Retiring || p.Waiting != 1 {
+		t.Fatalf("delete: backend kept %v retiring %v waiting %d", ok, b.Retiring, p.Waiting)
+	}
+	// Idle: deleted, and the spare goes back to the pool.
+	step("release", base, []string{"del-server be_http:demo:shop/shop-1:http"})
+	if _, ok := st.Backend(shop.BackendName()); ok || !slices.Equal(st.Pool, []string{"be_http:_pool:1", "be_http:_pool:2"}) {
+		t.Fatalf("release: backend kept %v, pool %v", ok, st.Pool)
+	}
+
+	// Three new routes, two spares: one reload, which renders them all.
+	var three []dcm.DesiredBackend
+	for _, n := range []string{"x", "y", "z"} {
+		three = append(three, desiredBackend(route(n)))
+	}
+	p = Compute(st, desiredAll(append(three, desiredBackend(web, a))...), caps)
+	if !p.Reload || !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonPoolExhausted}) {
+		t.Fatalf("overflow: reload %v reasons %v", p.Reload, p.Reasons)
+	}
+	if len(p.Next.Pool) != 2 || len(p.Next.Backends) != 4 || p.Next.Backends[1].Slot != "" {
+		t.Fatalf("overflow: next pool %v, backends %+v", p.Next.Pool, p.Next.Backends)
+	}
+}
+
+// TestPoolRouteBackWhileRetiring: a route deleted and created again before
+// its servers are gone gets its backend back, with no remove-then-add.
+func TestPoolRouteBackWhileRetiring(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1}
+	web := route("web")
+	web.Check = false
+	a := ep("web-a", "127.0.1.1", dcm.StateReady)
+	d := desiredAll(desiredBackend(web, a))
+	st := idle(Fresh(d, caps))
+	st = Compute(st, dcm.Desired{}, caps).Next // retiring, a in maint, not yet observed
+	p := Compute(st, d, caps)
+	if got, want := opStrings(p.Ops), []string{
+		"set-state be_http:demo:web/web-a:http ready",
+		"map-replace host_prefix +1 -0",
+	}; !slices.Equal(got, want) || p.Reload {
+		t.Fatalf("ops %q reload %v, want %q", got, p.Reload, want)
+	}
+	if b, _ := p.Next.Backend(web.BackendName()); b.Retiring {
+		t.Fatal("the backend is still retiring")
+	}
+}
+
+// TestPoolOnlyInDynamicMode: slots and reload modes, and dynamic mode
+// without add server, keep reloading for routes and render no spares.
+func TestPoolOnlyInDynamicMode(t *testing.T) {
+	for _, caps := range []dcm.Caps{
+		{Mode: dcm.ModeSlots, Slots: 2, AddServer: true, Pool: 4},
+		{Mode: dcm.ModeReload, AddServer: true, Pool: 4},
+		{Mode: dcm.ModeDynamic, AddServer: false, Pool: 4},
+		{Mode: dcm.ModeDynamic, AddServer: true},
+	} {
+		st := Fresh(dcm.Desired{}, caps)
+		if len(st.Pool) != 0 {
+			t.Errorf("%+v: fresh pool %v", caps, st.Pool)
+		}
+		if p := Compute(st, desiredOf(route("web")), caps); !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonRouteAdded}) {
+			t.Errorf("%+v: reasons %v, want route-added", caps, p.Reasons)
+		}
+	}
+}

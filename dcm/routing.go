@@ -1,0 +1,201 @@
+package dcm
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Routing: HAProxy finds a request's backend in four maps, tried in this
+// order — exact keys before prefixes, a named host before any host — and the
+// first match wins. The maps are derived from the routes alone, so the cfg
+// renderer, the runtime map replace and the planner all read them from here
+// and cannot disagree on a key or on the order.
+
+// MapTable names one routing map.
+type MapTable string
+
+const (
+	MapHostExact  MapTable = "host_exact"
+	MapHostPrefix MapTable = "host_prefix"
+	MapAnyExact   MapTable = "any_exact"
+	MapAnyPrefix  MapTable = "any_prefix"
+)
+
+// MapTables lists the routing maps in the order HAProxy tries them.
+var MapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix}
+
+// Prefix reports whether the map matches keys by prefix (map_beg).
+func (t MapTable) Prefix() bool { return t == MapHostPrefix || t == MapAnyPrefix }
+
+// MapEntry is one line of a routing map: requests whose key matches go to
+// the backend. Backend is the route's backend as dcm names it; Slot, when
+// set, is the spare backend that carries it in HAProxy.
+type MapEntry struct {
+	Key     string `json:"key"`
+	Backend string `json:"backend"`
+	Slot    string `json:"slot,omitempty"`
+}
+
+// Value is what the map says to HAProxy: the backend's HAProxy name.
+func (e MapEntry) Value() string {
+	if e.Slot != "" {
+		return e.Slot
+	}
+	return e.Backend
+}
+
+// MapKey is one key of a route in one routing map.
+type MapKey struct {
+	Table MapTable
+	Key   string
+}
+
+// MapKeys are the keys a route puts into the maps. A Prefix route "/api"
+// yields the exact key host/api and the prefix key host/api/, so /api and
+// /api/x match and /apix does not; Prefix "/" yields the prefix key host/.
+func (r Route) MapKeys() []MapKey {
+	exact, prefix := MapAnyExact, MapAnyPrefix
+	if r.Host != "" {
+		exact, prefix = MapHostExact, MapHostPrefix
+	}
+	if r.PathType == PathExact {
+		return []MapKey{{exact, r.Host + r.Path}}
+	}
+	p := strings.TrimRight(r.Path, "/")
+	if p == "" {
+		return []MapKey{{prefix, r.Host + "/"}}
+	}
+	return []MapKey{{exact, r.Host + p}, {prefix, r.Host + p + "/"}}
+}
+
+// Routed reports whether a backend has entries in the maps: it serves a
+// route that is not being retired.
+func (b Backend) Routed() bool { return b.Route.Name != "" && !b.Retiring }
+
+// RoutingTables builds the four routing maps of the routed backends, each in
+// the order its file lists it and the runtime receives it. Two routes with
+// the same key: the first in route order (State.Routes) wins, the other is
+// skipped (the kube layer rejects such conflicts anyway). It does not
+// validate: the renderer does, before anything reaches HAProxy.
+func RoutingTables(backends []Backend) map[MapTable][]MapEntry {
+	routed := make([]Backend, 0, len(backends))
+	for _, b := range backends {
+		if b.Routed() {
+			routed = append(routed, b)
+		}
+	}
+	slices.SortStableFunc(routed, func(a, b Backend) int {
+		switch {
+		case a.Route.Less(b.Route):
+			return -1
+		case b.Route.Less(a.Route):
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	out := make(map[MapTable][]MapEntry, len(MapTables))
+	seen := make(map[MapTable]map[string]bool, len(MapTables))
+	for _, t := range MapTables {
+		out[t] = []MapEntry{}
+		seen[t] = map[string]bool{}
+	}
+	for _, b := range routed {
+		for _, k := range b.Route.MapKeys() {
+			if seen[k.Table][k.Key] {
+				continue
+			}
+			seen[k.Table][k.Key] = true
+			out[k.Table] = append(out[k.Table], MapEntry{Key: k.Key, Backend: b.Name, Slot: b.Slot})
+		}
+	}
+	for t, es := range out {
+		SortMapEntries(t, es)
+	}
+	return out
+}
+
+// SortMapEntries puts a map's entries in file order. map_beg scans a list and
+// takes the first match, so prefix maps list longer keys first; exact maps
+// are sorted by key. The order depends on the keys alone, so a map changed
+// entry by entry sorts back to the map rendered from scratch.
+func SortMapEntries(t MapTable, es []MapEntry) {
+	if t.Prefix() {
+		slices.SortFunc(es, func(a, b MapEntry) int {
+			if c := cmp.Compare(len(b.Key), len(a.Key)); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Key, b.Key)
+		})
+		return
+	}
+	slices.SortFunc(es, func(a, b MapEntry) int { return strings.Compare(a.Key, b.Key) })
+}
+
+// ValidateMapKey checks a routing map key: a host followed by a path, both
+// already restricted to characters that need no quoting in a map file or an
+// `add map` command.
+func ValidateMapKey(field, s string) error {
+	if s == "" || len(s) > 253+2048 {
+		return invalid(RejectInvalidPath, field, s)
+	}
+	for i := 0; i < len(s); i++ {
+		if !pathByte(s[i]) {
+			return invalid(RejectInvalidPath, field, s)
+		}
+	}
+	return nil
+}
+
+// Pools: in dynamic mode HAProxy starts with spare, empty backends per route
+// kind. A new route takes one (add server, then a map replace points its
+// keys at it) instead of a reload; a deleted route's spare goes back once
+// its servers are gone. "_pool" cannot be a Kubernetes namespace (no
+// underscore), so a spare's name never collides with a route's.
+
+// PoolKinds are the route kinds that get spare backends. TLS kinds will get
+// theirs with their frontends.
+var PoolKinds = []RouteKind{KindHTTP}
+
+const poolInfix = ":_pool:"
+
+// PoolBackendName is the n-th spare backend of a kind: be_<kind>:_pool:<n>.
+func PoolBackendName(kind RouteKind, n int) string {
+	return "be_" + string(kind) + poolInfix + strconv.Itoa(n)
+}
+
+// ParsePoolBackend reads a spare backend's name back.
+func ParsePoolBackend(name string) (RouteKind, int, bool) {
+	rest, ok := strings.CutPrefix(name, "be_")
+	if !ok {
+		return "", 0, false
+	}
+	kind, num, ok := strings.Cut(rest, poolInfix)
+	if !ok || kind == "" {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 1 || strconv.Itoa(n) != num {
+		return "", 0, false
+	}
+	return RouteKind(kind), n, true
+}
+
+// SortPool orders spare backends the way they are taken: by kind, then by
+// number (pool:2 before pool:10).
+func SortPool(names []string) {
+	slices.SortFunc(names, comparePool)
+}
+
+func comparePool(a, b string) int {
+	ka, na, _ := ParsePoolBackend(a)
+	kb, nb, _ := ParsePoolBackend(b)
+	if c := strings.Compare(string(ka), string(kb)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(na, nb); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
+}

@@ -1,0 +1,210 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/e2e/harness"
+)
+
+var pooled = dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4}
+
+// poolRoute is a route of namespace test on host, served by one pod.
+func poolRoute(name, host, path string) dcm.Route {
+	return dcm.Route{Namespace: "test", Name: name, Source: dcm.SourceIngress, Object: name, Kind: dcm.KindHTTP,
+		Host: host, Path: path, PathType: dcm.PathPrefix, Balance: dcm.BalanceRoundRobin}
+}
+
+// withRoutes is desired with the given routes, each served by its pod.
+func withRoutes(base dcm.Desired, routes []dcm.Route, pods []pod) dcm.Desired {
+	out := dcm.Desired{Backends: slices.Clone(base.Backends)}
+	for i, r := range routes {
+		out.Backends = append(out.Backends, dcm.DesiredBackend{Name: r.BackendName(), Route: r,
+			Endpoints: []dcm.Endpoint{pods[i].endpoint(dcm.StateReady)}})
+	}
+	slices.SortFunc(out.Backends, func(a, b dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// answers waits until host+path reaches the pod named want.
+func answers(s *harness.Stack, host, path, want string) {
+	s.Eventually(host+path+" answers "+want, 5*time.Second, func() error {
+		code, body, err := s.Get(host, path)
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK || body != want {
+			return fmt.Errorf("HTTP %d %q", code, body)
+		}
+		return nil
+	})
+}
+
+// filesEqualRuntime checks that HAProxy's routing maps equal the map files.
+func filesEqualRuntime(t *testing.T, s *harness.Stack) {
+	t.Helper()
+	runtime, err := s.Driver.RuntimeMaps(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := s.Driver.ReadFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range runtime {
+		if !bytes.Equal(files.Maps[name], b) {
+			t.Errorf("%s differs\nfile:\n%s\nruntime:\n%s", name, files.Maps[name], b)
+		}
+	}
+}
+
+// TestRoutesWithoutReload: 16 times a route is created, answers from its
+// pod, is deleted and answers 404 (dcm's default backend: no route), all
+// through spare backends with the HAProxy worker and the reload count
+// unchanged. Clients see the route's backend name, never the spare's.
+func TestRoutesWithoutReload(t *testing.T) {
+	app := startPod(t, "127.0.4.1", "app")
+	src := harness.NewStaticSource(desiredApp(app.endpoint(dcm.StateReady)))
+	s := harness.Start(t, harness.Options{Source: src, Caps: pooled})
+	base := desiredApp(app.endpoint(dcm.StateReady))
+	pid, reloads := s.WorkerPID(), s.Reloads()
+	if got := len(s.Engine.Snapshot().Pool); got != pooled.Pool {
+		t.Fatalf("%d free spares at start, want %d", got, pooled.Pool)
+	}
+	start := time.Now()
+	for i := range 16 {
+		name := fmt.Sprintf("r%d", i)
+		host := name + ".test"
+		p := startPod(t, fmt.Sprintf("127.0.4.%d", 10+i), "pod-"+name)
+		r := poolRoute(name, host, "/")
+		src.Set(withRoutes(base, []dcm.Route{r}, []pod{p}))
+		answers(s, host, "/", p.Name)
+		b := s.Backend(r.BackendName())
+		if b.Name != "be_http:test:"+name || !strings.HasPrefix(b.Slot, "be_http:_pool:") {
+			t.Fatalf("round %d: backend %s slot %q", i, b.Name, b.Slot)
+		}
+		filesEqualRuntime(t, s)
+
+		src.Set(base)
+		s.Eventually(host+" is gone", 5*time.Second, func() error { return s.ExpectStatus(host, "/", http.StatusNotFound) })
+		s.Eventually(name+"'s spare is back", 5*time.Second, func() error {
+			if n := len(s.Engine.Snapshot().Pool); n != pooled.Pool {
+				return fmt.Errorf("%d spares free", n)
+			}
+			return nil
+		})
+		answers(s, "app.test", "/", app.Name)
+	}
+	t.Logf("16 route create/serve/delete rounds in %s", time.Since(start).Round(time.Millisecond))
+	if s.WorkerPID() != pid || s.Reloads() != reloads {
+		t.Errorf("worker %d → %d, reloads %v → %v: routes reloaded", pid, s.WorkerPID(), reloads, s.Reloads())
+	}
+	filesEqualRuntime(t, s)
+	if got := s.Counter("dcm_runtime_errors_total"); got != 0 {
+		t.Errorf("%v runtime errors", got)
+	}
+}
+
+// TestPoolExhausted: routes beyond the pool reload exactly once, with reason
+// pool-exhausted; the reload renders them and refills the pool.
+func TestPoolExhausted(t *testing.T) {
+	app := startPod(t, "127.0.5.1", "app")
+	base := desiredApp(app.endpoint(dcm.StateReady))
+	src := harness.NewStaticSource(base)
+	caps := pooled
+	caps.Pool = 2
+	s := harness.Start(t, harness.Options{Source: src, Caps: caps})
+	pid := s.WorkerPID()
+	var routes []dcm.Route
+	var pods []pod
+	for i := range 3 {
+		name := fmt.Sprintf("x%d", i)
+		routes = append(routes, poolRoute(name, name+".test", "/"))
+		pods = append(pods, startPod(t, fmt.Sprintf("127.0.5.%d", 10+i), "pod-"+name))
+	}
+	// Two fit: no reload.
+	src.Set(withRoutes(base, routes[:2], pods[:2]))
+	answers(s, "x0.test", "/", pods[0].Name)
+	answers(s, "x1.test", "/", pods[1].Name)
+	if s.Reloads() != 0 || s.WorkerPID() != pid {
+		t.Fatalf("%v reloads for routes that fit the pool", s.Reloads())
+	}
+	// The third does not.
+	src.Set(withRoutes(base, routes, pods))
+	answers(s, "x2.test", "/", pods[2].Name)
+	s.Eventually("one reload", 5*time.Second, func() error {
+		if n := s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonPoolExhausted)); n != 1 {
+			return fmt.Errorf("%v pool-exhausted reloads", n)
+		}
+		return nil
+	})
+	if s.Reloads() != 1 || s.WorkerPID() == pid {
+		t.Errorf("reloads %v, worker %d → %d", s.Reloads(), pid, s.WorkerPID())
+	}
+	for i, r := range routes {
+		answers(s, r.Host, "/", pods[i].Name)
+		if b := s.Backend(r.BackendName()); b.Slot != "" {
+			t.Errorf("%s still in spare %s after the reload", b.Name, b.Slot)
+		}
+	}
+	if got := s.Engine.Snapshot().Pool; len(got) != caps.Pool {
+		t.Errorf("pool after the reload %v, want %d spares", got, caps.Pool)
+	}
+	filesEqualRuntime(t, s)
+}
+
+// TestOverlappingPathsInSpares: /, /api and /api/v1 on one host, created
+// one at a time most generic first, then deleted and created in reverse
+// order: each path reaches its own pod every time, without a reload.
+func TestOverlappingPathsInSpares(t *testing.T) {
+	app := startPod(t, "127.0.6.1", "app")
+	base := desiredApp(app.endpoint(dcm.StateReady))
+	src := harness.NewStaticSource(base)
+	s := harness.Start(t, harness.Options{Source: src, Caps: pooled})
+	paths := []string{"/", "/api", "/api/v1"}
+	routes := make([]dcm.Route, len(paths))
+	pods := make([]pod, len(paths))
+	for i, p := range paths {
+		name := []string{"root", "api", "v1"}[i]
+		routes[i] = poolRoute(name, "multi.test", p)
+		pods[i] = startPod(t, fmt.Sprintf("127.0.6.%d", 10+i), "pod-"+name)
+	}
+	probes := []struct{ path, want string }{
+		{"/", "pod-root"}, {"/x", "pod-root"}, {"/apix", "pod-root"}, {"/api", "pod-api"},
+		{"/api/x", "pod-api"}, {"/api/v10", "pod-api"}, {"/api/v1", "pod-v1"}, {"/api/v1/y", "pod-v1"},
+	}
+	check := func(n int) {
+		t.Helper()
+		for _, p := range probes {
+			want := p.want
+			// Until the more specific route exists, the longest existing prefix answers.
+			for want != "pod-root" && !slices.ContainsFunc(routes[:n], func(r dcm.Route) bool { return "pod-"+r.Name == want }) {
+				want = map[string]string{"pod-v1": "pod-api", "pod-api": "pod-root"}[want]
+			}
+			answers(s, "multi.test", p.path, want)
+		}
+		filesEqualRuntime(t, s)
+	}
+	for n := 1; n <= 3; n++ { // most generic first
+		src.Set(withRoutes(base, routes[:n], pods[:n]))
+		check(n)
+	}
+	src.Set(base)
+	s.Eventually("multi.test is gone", 5*time.Second, func() error { return s.ExpectStatus("multi.test", "/", http.StatusNotFound) })
+	// Reverse: most specific first; check once all exist.
+	for n := len(routes) - 1; n >= 0; n-- {
+		src.Set(withRoutes(base, routes[n:], pods[n:]))
+		answers(s, "multi.test", paths[n], pods[n].Name)
+	}
+	check(3)
+	if n := s.Reloads(); n != 0 {
+		t.Errorf("%v reloads", n)
+	}
+}
