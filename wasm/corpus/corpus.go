@@ -221,14 +221,15 @@ func modeName(c dcm.Caps) string {
 	return string(c.Mode)
 }
 
-// capsChoices are the modes scenarios run in, the first five as often as
-// each other.
+// capsChoices are the modes scenarios run in, as often as each other.
 var capsChoices = []dcm.Caps{
 	{Mode: dcm.ModeDynamic, AddServer: true},
 	{Mode: dcm.ModeDynamic, AddServer: false},
 	{Mode: dcm.ModeSlots, Slots: 1, AddServer: true},
 	{Mode: dcm.ModeSlots, Slots: 3, AddServer: true},
 	{Mode: dcm.ModeReload, AddServer: true},
+	{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2},
+	{Mode: dcm.ModeDynamic, AddServer: true, Pool: 5},
 }
 
 // base is the clock of every generated time: the planner never reads it,
@@ -428,7 +429,7 @@ var healthOf = map[dcm.AdminState][]string{
 // observe plays HAProxy reporting on a state: traffic on some servers,
 // health, and most servers observed since dcm last changed them.
 func (g *gen) observe(st dcm.State) dcm.State {
-	out := dcm.State{Backends: slices.Clone(st.Backends)}
+	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool}
 	for i, b := range out.Backends {
 		b.Servers = slices.Clone(b.Servers)
 		for k := range b.Servers {
@@ -500,6 +501,7 @@ func (g *gen) snapshot(seq uint64, caps dcm.Caps, st dcm.State, d dcm.Desired) d
 			Started: base.Add(-time.Duration(g.r.IntN(1e6)) * time.Second), Reloads: g.r.IntN(40), Running: true},
 		Updates:  dcm.Updates{Noop: uint64(g.r.IntN(1000)), Dynamic: uint64(g.r.IntN(500)), Reload: uint64(g.r.IntN(40))},
 		Backends: markRetired(st.Backends, d),
+		Pool:     st.Pool,
 		Rejected: []dcm.Rejection{},
 	}
 	if g.r.IntN(2) == 0 {
