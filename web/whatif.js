@@ -15,6 +15,7 @@
 
 import { confirmDialog, csrf } from './actions.js';
 import { bind, clone } from './bind.js';
+import { opText } from './format.js';
 import { coalesce, Live } from './live.js';
 
 const stats = (window.dcmWhatIf = { firstPreviewMs: null, lastMs: null, previews: 0, source: '', plannerMs: null, errors: [] });
@@ -22,23 +23,7 @@ const stats = (window.dcmWhatIf = { firstPreviewMs: null, lastMs: null, previews
 const $ = (id) => document.getElementById(id);
 const plural = (n, one, many) => (n === 1 ? one : many.replace('%d', String(n)));
 
-// These mirror views/whatif.go and dcm.Op.String, which render the same
-// preview on the server.
-export function opText(o) {
-  const target = `${o.backend}/${o.server}`;
-  switch (o.op) {
-    case 'add-server':
-      return `${o.op} ${target} ${o.addr || ''}:${o.port || 0} weight ${o.weight || 0}`;
-    case 'set-addr':
-      return `${o.op} ${target} ${o.addr || ''}:${o.port || 0}`;
-    case 'set-state':
-      return `${o.op} ${target} ${o.state || ''}`;
-    case 'set-weight':
-      return `${o.op} ${target} ${o.weight || 0}`;
-  }
-  return `${o.op} ${target}`;
-}
-
+// These mirror views/whatif.go, which renders the same preview on the server.
 export function verdict(s) {
   const cmds = plural(s.ops, '1 runtime command', '%d runtime commands');
   if ((s.errors || []).length > 0 && s.ops === 0 && s.reloads === 0) return 'Nothing to do';
