@@ -47,6 +47,9 @@ type SimTotals struct {
 	RuntimeServers int `json:"runtimeServers"`
 	// SlotsFree counts free slots (slots mode).
 	SlotsFree int `json:"slotsFree"`
+	// SpareBackends counts the free spare backends of the pool (dynamic
+	// mode): they exist in HAProxy, and cost memory, until a route takes one.
+	SpareBackends int `json:"spareBackends"`
 	// MemoryBytes estimates the HAProxy worker's memory for backends and
 	// servers, from MemoryCosts.
 	MemoryBytes int64 `json:"memoryBytes"`

@@ -122,6 +122,7 @@ func TotalRows(s *dcm.Simulation) []TotalRow {
 		{"cfgServers", "Servers in haproxy.cfg", n(b.CfgServers), n(a.CfgServers)},
 		{"runtimeServers", "Servers added at runtime", n(b.RuntimeServers), n(a.RuntimeServers)},
 		{"slotsFree", "Free slots", n(b.SlotsFree), n(a.SlotsFree)},
+		{"spareBackends", "Spare backends (pool)", n(b.SpareBackends), n(a.SpareBackends)},
 		{"memory", "Memory (estimate)", Bytes(b.MemoryBytes), Bytes(a.MemoryBytes)},
 	}
 }

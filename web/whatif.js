@@ -38,7 +38,7 @@ export function bytes(n) {
   return `${(n / (1 << 20)).toFixed(1)} MiB`;
 }
 
-const totalKeys = ['backends', 'ready', 'drain', 'maint', 'cfgServers', 'runtimeServers', 'slotsFree'];
+const totalKeys = ['backends', 'ready', 'drain', 'maint', 'cfgServers', 'runtimeServers', 'slotsFree', 'spareBackends'];
 
 // opKey is how the engine counts commands for a prediction (dcm/engine).
 const opKey = (o) => `${o.backend} ${o.op}${o.op === 'set-state' ? `:${o.state}` : ''}`;

@@ -417,7 +417,8 @@ func totals(st dcm.State, d dcm.Desired, costs dcm.MemoryCosts) dcm.SimTotals {
 			}
 		}
 	}
-	t.MemoryBytes = int64(t.Backends)*costs.PerBackend + int64(t.CfgServers)*costs.PerCfgServer +
+	t.SpareBackends = len(st.Pool)
+	t.MemoryBytes = int64(t.Backends+t.SpareBackends)*costs.PerBackend + int64(t.CfgServers)*costs.PerCfgServer +
 		int64(t.RuntimeServers)*costs.PerRuntimeServer
 	return t
 }

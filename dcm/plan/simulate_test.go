@@ -182,3 +182,20 @@ func TestFollow(t *testing.T) {
 		t.Error("Follow modified its input")
 	}
 }
+
+// TestSimulateCountsSpares: a route that takes a spare backend moves it from
+// the pool to the backends; the memory estimate counts spares as backends.
+func TestSimulateCountsSpares(t *testing.T) {
+	pooled := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2}
+	web2 := &dcm.Route{Namespace: "demo", Name: "web2", Kind: dcm.KindHTTP, Host: "web2.example", Path: "/",
+		PathType: dcm.PathPrefix, Balance: "roundrobin", Services: []dcm.ServiceRef{{Name: "web", Port: "http"}}}
+	costs := dcm.HAProxy26MemoryCosts()
+	sim := Simulate(snapshotOf(withService(webApp(2)), pooled), []dcm.WhatIf{{Kind: dcm.WhatIfAddRoute, Route: web2}}, costs)
+	b, a := sim.Before, sim.After
+	if b.SpareBackends != 2 || a.SpareBackends != 1 || a.Backends != b.Backends+1 {
+		t.Fatalf("spares %d → %d, backends %d → %d; want 2 → 1 and one backend more", b.SpareBackends, a.SpareBackends, b.Backends, a.Backends)
+	}
+	if grew := a.MemoryBytes - b.MemoryBytes; grew != 2*costs.PerRuntimeServer {
+		t.Errorf("memory grows by %d, want the 2 servers added at runtime (%d): the spare existed already", grew, 2*costs.PerRuntimeServer)
+	}
+}
