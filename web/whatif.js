@@ -197,6 +197,13 @@ export function start({ status }) {
       message: sim.reloads > 0 ? `HAProxy will reload (${sim.reasons.join(', ')}).` : `HAProxy gets ${plural(sim.ops, '1 runtime command', '%d runtime commands')}, no reload.`,
     });
     if (!ok) return;
+    // Follow from now: HAProxy may get the commands before the answer comes.
+    applied = { whatif: w, seq: sim.seq, backends: new Set(sim.backends), pending: true, ops: [] };
+    $('cmp-ops').replaceChildren();
+    $('cmp-rows').replaceChildren();
+    $('cmp-verdict').textContent = 'Waiting for HAProxy…';
+    $('cmp-verdict').dataset.match = '';
+    updateApply();
     const r = await fetch('/api/v1/scale', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-CSRF-Token': csrf() },
@@ -207,6 +214,11 @@ export function start({ status }) {
       body = await r.json();
     } catch {
       // not JSON: the status says enough
+    }
+    if (!r.ok) {
+      applied = null;
+      $('compare').hidden = true;
+      updateApply();
     }
     if (r.status === 409) {
       message(`The state moved since this preview (now at seq ${body.seq}); nothing was scaled. The preview has been computed again: check it and apply again.`, 'stale');
@@ -220,15 +232,8 @@ export function start({ status }) {
       message(`Not applied: ${body.error || body.message || `HTTP ${r.status}`}`, 'error');
       return;
     }
-    applied = { whatif: w, seq: sim.seq, backends: new Set(sim.backends), pending: true, ops: [] };
     message(`Scaled ${w.workload.kind} ${w.namespace}/${w.workload.name} to ${w.replicas}. Following what HAProxy is asked…`, 'ok');
     $('compare').hidden = false;
-    bind($('compare'), {});
-    $('cmp-verdict').textContent = 'Waiting for HAProxy…';
-    $('cmp-verdict').dataset.match = '';
-    $('cmp-rows').replaceChildren();
-    $('cmp-ops').replaceChildren();
-    updateApply();
   }
 
   // follow collects, after an Apply, the commands HAProxy gets for the
