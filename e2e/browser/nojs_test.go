@@ -9,7 +9,8 @@ import (
 )
 
 // TestPagesWithAndWithoutJavaScript: every page is complete without
-// JavaScript — the filters are GET forms the server applies — and with it
+// JavaScript — the filters and the what-if are GET forms the server
+// applies — and with it
 // the same filters apply as you type and the address follows them.
 func TestPagesWithAndWithoutJavaScript(t *testing.T) {
 	p := startPortal(t)
@@ -35,6 +36,10 @@ func TestPagesWithAndWithoutJavaScript(t *testing.T) {
 		{"/events?type=applied", `[...new Set([...document.querySelectorAll('#event-list > li')].map(li => li.dataset.type))].join(' ')`, "applied"},
 		{"/events?q=be_http%3Ademo%3Aapi", `[...document.querySelectorAll('#event-list > li')].every(li => li.innerText.includes('be_http:demo:api')) && document.querySelectorAll('#event-list > li').length > 0`, "true"},
 		{"/config", `document.querySelector('#files').innerText.includes('backend be_http:demo:web') + ' ' + !document.querySelector('#drift .ok').hidden`, "true true"},
+		// The what-if form asks the server, which runs the same planner.
+		{"/whatif", `document.querySelector('#wi-workload').options.length + ' ' + document.querySelector('#preview [data-bind="show=empty"]').hidden`, "4 false"},
+		{"/whatif?workload=demo%2FDeployment%2Fweb&replicas=4", `document.getElementById('preview').dataset.source + ' ' + document.querySelector('#preview .verdict').textContent + ' ' + document.querySelectorAll('#pv-steps [data-op="add-server"]').length + ' ' + document.querySelectorAll('#pv-traffic tr').length`,
+			"server No reload · 6 runtime commands 2 4"}, // add-server, enable-health, set-state ready ×2
 	}
 	for _, pg := range pages {
 		do(t, static, chromedp.Navigate(p.PortalURL+pg.path))

@@ -193,3 +193,42 @@ func TestWhatIfStalePreviewRefused(t *testing.T) {
 
 // whatifTab is a tab on /whatif.
 type whatifTab struct{ context.Context }
+
+// TestWhatIfStackedEvents: events stacked after the scale — a pod deleted,
+// a route deleted — are previewed together, in order, and removing one
+// from the stack previews without it; Apply is only offered for a scale
+// alone.
+func TestWhatIfStackedEvents(t *testing.T) {
+	p := startPortal(t)
+	tab := openWhatIf(t, p)
+	preview(t, tab, 3)
+	previewShows(t, tab, "No reload", dcm.OpAddServer, 1)
+	pod := p.ReadyPods("demo", "shop")[0]
+	eval[bool](t, tab.Context, fmt.Sprintf(`(() => {
+		const kind = document.getElementById('wi-add-kind');
+		kind.value = 'delete-pod'; kind.dispatchEvent(new Event('change'));
+		document.getElementById('wi-add-pod').value = %s;
+		document.getElementById('wi-add').click();
+		kind.value = 'delete-route'; kind.dispatchEvent(new Event('change'));
+		document.getElementById('wi-add-backend').value = 'be_http:demo:api';
+		document.getElementById('wi-add').click();
+		return true;
+	})()`, jsString("demo/"+pod)))
+	phases := `[...document.querySelectorAll('#pv-steps .step [data-bind="text=phase"]')].map((e) => e.textContent).join(' | ')`
+	waitFor(t, tab.Context, "the stack is previewed in order", 10*time.Second, fmt.Sprintf(`(() => {
+		const s = JSON.parse(window.dcmWhatIf.lastSim);
+		return document.querySelectorAll('#wi-stack li').length === 2 &&
+			s.backends.join(' ') === 'be_http:demo:api be_http:demo:shop be_http:demo:web' &&
+			%s.endsWith('route deleted');
+	})()`, phases), phases, `document.getElementById('wi-stack').innerText`)
+	if got := textOf(t, tab.Context, "#wi-stack"); !strings.Contains(got, "delete pod demo/"+pod) || !strings.Contains(got, "delete route be_http:demo:api") {
+		t.Errorf("the stack reads %q", got)
+	}
+	if !eval[bool](t, tab.Context, `document.getElementById('wi-apply').disabled`) {
+		t.Error("Apply is offered for a stack it cannot make")
+	}
+	// Remove the route deletion: the preview no longer touches api.
+	do(t, tab.Context, chromedp.Click(chromedp.CSS(`#wi-stack li:nth-child(2) button`)))
+	waitFor(t, tab.Context, "the preview without the removed event", 10*time.Second,
+		`JSON.parse(window.dcmWhatIf.lastSim).backends.join(' ') === 'be_http:demo:shop be_http:demo:web'`)
+}
