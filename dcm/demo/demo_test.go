@@ -251,7 +251,8 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 func (h *harness) settled(ns, app string, n int) map[string]endpointView {
 	h.t.Helper()
 	var eps map[string]endpointView
-	waitFor(h.t, 10*time.Second, fmt.Sprintf("%s/%s to settle at %d ready pods", ns, app, n), func() (bool, string) {
+	// Generous: on two busy cores 150 pods take well over 10 s to start.
+	waitFor(h.t, 45*time.Second, fmt.Sprintf("%s/%s to settle at %d ready pods", ns, app, n), func() (bool, string) {
 		var slices []*discoveryv1.EndpointSlice
 		eps, slices = h.endpoints(ns, app)
 		pods := h.c.Pods(ns, app)
