@@ -84,6 +84,14 @@ func TestSlotsMode(t *testing.T) {
 	total := s.Reloads()
 	s.Scale("demo", "web", int32(slots+1))
 	s.DemoServes(webHost, "/", "demo", "web", slots+1)
+	// The new worker can serve before dcm has seen it take over (and
+	// counted the reload): on a busy machine, wait for the count first.
+	s.Eventually("the reload is counted", 10*time.Second, func() error {
+		if s.Reloads() == total {
+			return errors.New("no reload counted yet")
+		}
+		return nil
+	})
 	if got := s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonSlotsExhausted)); got != base+1 {
 		t.Errorf("slots-exhausted reloads: %v, want 1", got-base)
 	}
