@@ -14,7 +14,11 @@ import (
 // gen builds random but valid states and desires. Endpoints come from a small
 // universe per backend so that consecutive desires overlap, as they do when
 // a Deployment scales.
-type gen struct{ r *rand.Rand }
+type gen struct{ r chooser }
+
+// chooser is where gen takes its decisions from: a seeded PRNG in the
+// property tests, the fuzzer's bytes in FuzzCompute.
+type chooser interface{ IntN(n int) int }
 
 var genStates = []dcm.AdminState{dcm.StateReady, dcm.StateReady, dcm.StateReady, dcm.StateDrain, dcm.StateMaint}
 
@@ -157,52 +161,61 @@ func TestComputeProperties(t *testing.T) {
 				g := gen{rand.New(rand.NewPCG(uint64(seed), 7))}
 				actual := g.history(caps)
 				desired := g.desired()
-				p := Compute(actual, desired, caps)
-
-				// Applying the ops yields Next.
-				base := actual
-				if p.Reload {
-					base = AfterReload(p.Next)
-				}
-				got, err := Apply(base, p.Ops)
-				if err != nil {
-					t.Fatalf("seed %d: ops do not apply: %v", seed, err)
-				}
-				if !reflect.DeepEqual(serversOf(got), serversOf(p.Next)) {
-					t.Fatalf("seed %d: apply(ops) != next\ngot  %+v\nnext %+v", seed, got, p.Next)
-				}
-				// Next serves exactly what is desired.
-				servesDesired(t, p.Next, desired)
-				// Idempotent.
-				if again := Compute(p.Next, desired, caps); !again.Empty() {
-					t.Fatalf("seed %d: compute(next) not empty: %+v", seed, again.Ops)
-				}
-				// Deterministic, down to the JSON bytes.
-				a, _ := json.Marshal(p)
-				b, _ := json.Marshal(Compute(actual, desired, caps))
-				if string(a) != string(b) {
-					t.Fatalf("seed %d: two computes differ", seed)
-				}
-				// Only backends that need a change are touched.
-				if !p.Reload {
-					for _, op := range p.Ops {
-						ab, _ := actual.Backend(op.Backend)
-						db, _ := desired.Backend(op.Backend)
-						alone := Compute(dcm.State{Backends: []dcm.Backend{ab}}, dcm.Desired{Backends: []dcm.DesiredBackend{db}}, caps)
-						if alone.Empty() {
-							t.Fatalf("seed %d: op %s touches a backend that needs nothing", seed, op)
-						}
-					}
-				}
-				if caps.Mode == dcm.ModeDynamic && caps.AddServer && p.Reload {
-					for _, r := range p.Reasons {
-						if r != dcm.ReasonRouteAdded && r != dcm.ReasonRouteRemoved && r != dcm.ReasonRouteChanged {
-							t.Fatalf("seed %d: dynamic mode reloaded for %s", seed, r)
-						}
-					}
-				}
+				checkPlan(t, fmt.Sprintf("seed %d", seed), actual, desired, caps)
 			}
 		})
+	}
+}
+
+// checkPlan asserts the planner contract (DESIGN.md §4) for one input: the
+// ops applied to actual give Next, Next serves exactly what is desired,
+// Compute(Next) is empty, equal input gives equal output down to the JSON
+// bytes, and no op touches a backend that needs nothing.
+func checkPlan(t *testing.T, what string, actual dcm.State, desired dcm.Desired, caps dcm.Caps) {
+	t.Helper()
+	p := Compute(actual, desired, caps)
+
+	// Applying the ops yields Next.
+	base := actual
+	if p.Reload {
+		base = AfterReload(p.Next)
+	}
+	got, err := Apply(base, p.Ops)
+	if err != nil {
+		t.Fatalf("%s: ops do not apply: %v", what, err)
+	}
+	if !reflect.DeepEqual(serversOf(got), serversOf(p.Next)) {
+		t.Fatalf("%s: apply(ops) != next\ngot  %+v\nnext %+v", what, got, p.Next)
+	}
+	// Next serves exactly what is desired.
+	servesDesired(t, p.Next, desired)
+	// Idempotent.
+	if again := Compute(p.Next, desired, caps); !again.Empty() {
+		t.Fatalf("%s: compute(next) not empty: %+v", what, again.Ops)
+	}
+	// Deterministic, down to the JSON bytes.
+	a, _ := json.Marshal(p)
+	b, _ := json.Marshal(Compute(actual, desired, caps))
+	if string(a) != string(b) {
+		t.Fatalf("%s: two computes differ", what)
+	}
+	// Only backends that need a change are touched.
+	if !p.Reload {
+		for _, op := range p.Ops {
+			ab, _ := actual.Backend(op.Backend)
+			db, _ := desired.Backend(op.Backend)
+			alone := Compute(dcm.State{Backends: []dcm.Backend{ab}}, dcm.Desired{Backends: []dcm.DesiredBackend{db}}, caps)
+			if alone.Empty() {
+				t.Fatalf("%s: op %s touches a backend that needs nothing", what, op)
+			}
+		}
+	}
+	if caps.Mode == dcm.ModeDynamic && caps.AddServer && p.Reload {
+		for _, r := range p.Reasons {
+			if r != dcm.ReasonRouteAdded && r != dcm.ReasonRouteRemoved && r != dcm.ReasonRouteChanged {
+				t.Fatalf("%s: dynamic mode reloaded for %s", what, r)
+			}
+		}
 	}
 }
 
