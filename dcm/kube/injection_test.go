@@ -12,21 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dcm-router/dcm/dcm"
-	"github.com/dcm-router/dcm/internal/testkit"
+	"github.com/dcm-router/dcm/internal/injection"
 )
-
-// injField is one Kubernetes string field that can reach HAProxy: how to
-// write a value into it, a valid value of the field with a hostile one
-// inside (so the hostile part alone makes it invalid), a value too long for
-// it, and what the refusal must say.
-type injField struct {
-	name   string
-	set    func(ing *networkingv1.Ingress, sl *discoveryv1.EndpointSlice, v string)
-	wrap   func(hostile string) string
-	long   string
-	reason string
-	field  string
-}
 
 // injObjects is an Ingress and an EndpointSlice that are served as they are.
 func injObjects() (*networkingv1.Ingress, *discoveryv1.EndpointSlice) {
@@ -38,63 +25,6 @@ func injObjects() (*networkingv1.Ingress, *discoveryv1.EndpointSlice) {
 		},
 	}
 	return ing, slice("web-a", discoveryv1.AddressTypeIPv4, map[string]int32{"http": 8080}, ready("web-0", "10.0.0.1"))
-}
-
-const (
-	pathField = "spec.rules[0].http.paths[0]"
-	svcField  = pathField + ".backend.service"
-)
-
-func inName(h string) string { return "inj" + h + "x" }
-
-type (
-	ingressT = networkingv1.Ingress
-	sliceT   = discoveryv1.EndpointSlice
-)
-
-// injStringFields lists every string field dcm reads and passes on.
-var injStringFields = []injField{
-	{"namespace", func(i *ingressT, _ *sliceT, v string) { i.Namespace = v },
-		inName, strings.Repeat("a", 64), dcm.RejectInvalidName, "metadata.namespace"},
-	{"ingress name", func(i *ingressT, _ *sliceT, v string) { i.Name = v },
-		inName, strings.Repeat("a", 254), dcm.RejectInvalidName, "metadata.name"},
-	{"host", func(i *ingressT, _ *sliceT, v string) { i.Spec.Rules[0].Host = v },
-		func(h string) string { return "inj" + h + "x.example.com" }, strings.Repeat("a", 64) + ".example.com", dcm.RejectInvalidHost, "spec.rules[0].host"},
-	{"path", func(i *ingressT, _ *sliceT, v string) { i.Spec.Rules[0].HTTP.Paths[0].Path = v },
-		func(h string) string { return "/inj" + h + "x" }, "/" + strings.Repeat("a", 2048), dcm.RejectInvalidPath, pathField + ".path"},
-	{"service name", func(i *ingressT, _ *sliceT, v string) { i.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = v },
-		inName, strings.Repeat("a", 64), dcm.RejectInvalidName, svcField + ".name"},
-	{"service port name", func(i *ingressT, _ *sliceT, v string) { i.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Name = v },
-		inName, strings.Repeat("a", 64), dcm.RejectInvalidPort, svcField + ".port.name"},
-	{"default backend service name", func(i *ingressT, _ *sliceT, v string) { i.Spec.DefaultBackend.Service.Name = v },
-		inName, strings.Repeat("a", 64), dcm.RejectInvalidName, "spec.defaultBackend.service.name"},
-	{"default backend port name", func(i *ingressT, _ *sliceT, v string) { i.Spec.DefaultBackend.Service.Port.Name = v },
-		inName, strings.Repeat("a", 64), dcm.RejectInvalidPort, "spec.defaultBackend.service.port.name"},
-	{"balance annotation", func(i *ingressT, _ *sliceT, v string) { i.Annotations[AnnotationBalance] = v },
-		func(h string) string { return "roundrobin" + h }, "roundrobin" + strings.Repeat("a", 300), dcm.RejectInvalidValue, "metadata.annotations[" + AnnotationBalance + "]"},
-	{"health-check annotation", func(i *ingressT, _ *sliceT, v string) { i.Annotations[AnnotationHealthCheck] = v },
-		func(h string) string { return "true" + h }, "true" + strings.Repeat("e", 300), dcm.RejectInvalidValue, "metadata.annotations[" + AnnotationHealthCheck + "]"},
-	{"slice port name", func(_ *ingressT, s *sliceT, v string) { s.Ports[0].Name = &v },
-		inName, strings.Repeat("a", 64), dcm.RejectInvalidPort, "ports[0].name"},
-	{"endpoint address", func(_ *ingressT, s *sliceT, v string) { s.Endpoints[0].Addresses[0] = v },
-		func(h string) string { return "10.0.0.1" + h }, "10.0.0." + strings.Repeat("1", 300), dcm.RejectInvalidAddress, "endpoints[0].addresses[0]"},
-	{"pod name", func(_ *ingressT, s *sliceT, v string) { s.Endpoints[0].TargetRef.Name = v },
-		inName, strings.Repeat("a", 254), dcm.RejectInvalidName, "endpoints[0].targetRef.name"},
-}
-
-// injPortFields lists the numbers dcm passes on.
-var injPortFields = []struct {
-	name  string
-	set   func(*networkingv1.Ingress, *discoveryv1.EndpointSlice, int32)
-	field string
-}{
-	{"service port number", func(i *networkingv1.Ingress, _ *discoveryv1.EndpointSlice, p int32) {
-		i.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port = networkingv1.ServiceBackendPort{Number: p}
-	}, svcField + ".port.number"},
-	{"default backend port number", func(i *networkingv1.Ingress, _ *discoveryv1.EndpointSlice, p int32) {
-		i.Spec.DefaultBackend.Service.Port = networkingv1.ServiceBackendPort{Number: p}
-	}, "spec.defaultBackend.service.port.number"},
-	{"slice port number", func(_ *networkingv1.Ingress, s *discoveryv1.EndpointSlice, p int32) { s.Ports[0].Port = ptr(p) }, "ports[0].port"},
 }
 
 // refusal converts both objects as the Source does and returns the refusal.
@@ -131,25 +61,21 @@ func TestInjectionCorpus(t *testing.T) {
 	if ing, sl := injObjects(); refusal(ing, sl) != nil {
 		t.Fatalf("the base objects are refused: %v", refusal(ing, sl))
 	}
-	for _, f := range injStringFields {
-		values := map[string]string{"long": f.long}
-		for _, h := range testkit.Hostile {
-			values[h.Name] = f.wrap(h.Value)
-		}
-		for name, v := range values {
-			t.Run(f.name+"/"+name, func(t *testing.T) {
+	for _, f := range injection.StringFields {
+		for _, v := range f.Values() {
+			t.Run(f.Name+"/"+v.Name, func(t *testing.T) {
 				ing, sl := injObjects()
-				f.set(ing, sl, v)
-				checkRefusal(t, refusal(ing, sl), f.reason, f.field)
+				f.Set(ing, sl, v.V)
+				checkRefusal(t, refusal(ing, sl), f.Reason, f.Path)
 			})
 		}
 	}
-	for _, f := range injPortFields {
-		for _, p := range testkit.HostilePorts {
-			t.Run(fmt.Sprintf("%s/%d", f.name, p), func(t *testing.T) {
+	for _, f := range injection.PortFields {
+		for _, p := range injection.HostilePorts {
+			t.Run(fmt.Sprintf("%s/%d", f.Name, p), func(t *testing.T) {
 				ing, sl := injObjects()
-				f.set(ing, sl, p)
-				checkRefusal(t, refusal(ing, sl), dcm.RejectInvalidPort, f.field)
+				f.Set(ing, sl, p)
+				checkRefusal(t, refusal(ing, sl), dcm.RejectInvalidPort, f.Path)
 			})
 		}
 	}
@@ -160,9 +86,9 @@ func TestInjectionCorpus(t *testing.T) {
 // HTTP, the workload annotation, a Service's port names) leave no trace in
 // the routes or endpoints, however hostile.
 func TestInjectionIgnoredFields(t *testing.T) {
-	for _, h := range testkit.Hostile {
+	for _, h := range injection.Hostile {
 		t.Run(h.Name, func(t *testing.T) {
-			v := inName(h.Value)
+			v := injection.Marker + h.Value + "x"
 			ing, sl := injObjects()
 			ing.Annotations[AnnotationIngressClass] = v
 			ing.Annotations["dcm.io/unknown"] = v
@@ -172,7 +98,7 @@ func TestInjectionIgnoredFields(t *testing.T) {
 			if err != nil {
 				t.Fatalf("refused for a field dcm does not use: %v", err)
 			}
-			if s := fmt.Sprintf("%#v", routes); strings.Contains(s, "inj") {
+			if s := fmt.Sprintf("%#v", routes); strings.Contains(s, injection.Marker) {
 				t.Errorf("the routes carry the value: %s", s)
 			}
 
