@@ -7,7 +7,7 @@ WORK ?= .work/demo
 # lines, chromium for the portal's browser tests (e2e/browser).
 APT_PACKAGES := haproxy curl chromium
 
-.PHONY: all deps build run test vet fmt-check generate generate-check bench kapi clean
+.PHONY: all deps build run test vet fmt-check generate generate-check bench kapi clean fuzz fuzz-quick
 
 all: build
 
@@ -59,6 +59,32 @@ kapi:
 test: deps fmt-check generate-check vet kapi
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -race -count=1 -timeout 10m ./dcm/engine/ ./dcm/haproxy/ ./dcm/plan/ ./server/
+	@$(MAKE) --no-print-directory fuzz-quick
+
+## Fuzz targets as package:target; go test -fuzz takes one target per run.
+FUZZ_TARGETS := \
+	./dcm/haproxy:FuzzParseServersState ./dcm/haproxy:FuzzParseStat ./dcm/haproxy:FuzzParseInfo \
+	./dcm/haproxy:FuzzParseProc ./dcm/haproxy:FuzzReadReply ./dcm/haproxy:FuzzCommandFor \
+	./dcm/haproxy:FuzzRender ./dcm/kube:FuzzKubeToHAProxy ./dcm/plan:FuzzCompute ./server:FuzzFeedInbound
+FUZZTIME ?= 60s
+FUZZTIME_QUICK ?= 5s
+# Minimizing every new interesting input stalls short runs for seconds at a
+# time; a failing input is written to testdata/fuzz either way.
+FUZZMINIMIZETIME ?= 0
+fuzz-run = for t in $(FUZZ_TARGETS); do \
+	$(GO) test -run '^$$' -fuzz "^$${t\#\#*:}\$$" -fuzztime $(1) -fuzzminimizetime $(FUZZMINIMIZETIME) $${t%%:*} || exit 1; \
+	done
+
+## fuzz-quick: every fuzz target for FUZZTIME_QUICK (part of make test; about
+## a minute and a half when the instrumented build is cached, the first build
+## of dcm/kube's with client-go takes minutes on two cores)
+fuzz-quick:
+	@$(call fuzz-run,$(FUZZTIME_QUICK))
+
+## fuzz: every fuzz target for FUZZTIME (default 60s each); a failure leaves
+## its input in the package's testdata/fuzz/<target>/, a regression seed
+fuzz:
+	@$(call fuzz-run,$(FUZZTIME))
 
 ## bench: planner, renderer, runtime API round trip, and event to HAProxy reply at 1,000 routes
 bench: deps
