@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -105,6 +106,11 @@ func ParseServersState(text string) ([]ServerState, error) {
 		}
 		if err := checkNames(s.Backend, s.Name); err != nil {
 			return nil, fmt.Errorf("show servers state line %d: %w", n, err)
+		}
+		// HAProxy prints an IP literal, or "-" for a server without one
+		// (FuzzParseServersState found any bytes accepted here).
+		if _, err := netip.ParseAddr(s.Addr); err != nil && s.Addr != "-" {
+			return nil, fmt.Errorf("show servers state line %d: srv_addr %q is not an address", n, truncate(s.Addr, 80))
 		}
 		var err error
 		ints := []struct {
