@@ -78,16 +78,7 @@ func TestEveryActionIsAuthorized(t *testing.T) {
 		} {
 			t.Run(r.Method+" "+r.Path+"/"+tt.who, func(t *testing.T) {
 				before := len(eng.actions)
-				req, _ := http.NewRequest(r.Method, srvURL+path, strings.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				if tt.token != "" {
-					req.Header.Set("Authorization", "Bearer "+tt.token)
-				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := readAll(t, resp)
+				resp, got := call(t, http.DefaultClient, r.Method, srvURL+path, tt.token, body)
 				if !tt.want(resp.StatusCode) {
 					t.Errorf("HTTP %d: %s", resp.StatusCode, got)
 				}
@@ -110,16 +101,7 @@ func TestOversizedBodies(t *testing.T) {
 	for _, path := range []string{"/api/v1/scale", "/api/v1/plan", "/api/v1/reload", "/login",
 		"/api/v1/backends/be_http:demo:web/servers/web-1:http/state", "/api/v1/backends/be_http:demo:web/servers/web-1:http/weight"} {
 		for _, token := range []string{"", adminToken} {
-			req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(big))
-			req.Header.Set("Content-Type", "application/json")
-			if token != "" {
-				req.Header.Set("Authorization", "Bearer "+token)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			readAll(t, resp)
+			resp, _ := call(t, http.DefaultClient, http.MethodPost, srv.URL+path, token, big)
 			if resp.StatusCode != http.StatusRequestEntityTooLarge {
 				t.Errorf("POST %s (token %v): HTTP %d, want 413", path, token != "", resp.StatusCode)
 			}
@@ -296,15 +278,7 @@ func TestTokensNeverLeak(t *testing.T) {
 	var sessions []string
 	do := func(c *http.Client, method, path, token, body string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp, text := call(t, c, method, base+path, token, body)
 		for _, ck := range resp.Cookies() {
 			if ck.Name == sessionCookie && ck.Value != "" {
 				sessions = append(sessions, ck.Value)
@@ -314,7 +288,7 @@ func TestTokensNeverLeak(t *testing.T) {
 		hdr.Del("Set-Cookie")
 		var b strings.Builder
 		_ = hdr.Write(&b)
-		said = append(said, method+" "+path+" "+resp.Status+"\n"+b.String()+readAll(t, resp))
+		said = append(said, method+" "+path+" "+resp.Status+"\n"+b.String()+text)
 	}
 	plain := &http.Client{}
 	do(plain, "GET", "/api/v1/snapshot", mistyped, "")

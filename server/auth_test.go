@@ -90,6 +90,25 @@ func signIn(t *testing.T, c *http.Client, base, token string) string {
 	return csrf[1]
 }
 
+// call sends a JSON body with a bearer token ("" for none) and returns the
+// response with its body read.
+func call(t *testing.T, c *http.Client, method, url, token, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, readAll(t, resp)
+}
+
 func readAll(t *testing.T, resp *http.Response) string {
 	t.Helper()
 	defer resp.Body.Close()
@@ -126,16 +145,7 @@ func TestAuthorization(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(eng.actions)
-			req, _ := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader(tt.body))
-			req.Header.Set("Content-Type", "application/json")
-			if tt.token != "" {
-				req.Header.Set("Authorization", "Bearer "+tt.token)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body := readAll(t, resp)
+			resp, body := call(t, http.DefaultClient, tt.method, srv.URL+tt.path, tt.token, tt.body)
 			if resp.StatusCode != tt.want {
 				t.Errorf("HTTP %d, want %d: %s", resp.StatusCode, tt.want, body)
 			}
