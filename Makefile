@@ -10,7 +10,7 @@ APT_PACKAGES := haproxy curl chromium nodejs
 # make wasm writes the planner here; static/ embeds it into the binary.
 WASM_DIR := static/dist
 
-.PHONY: all deps build wasm run test vet fmt-check generate generate-check bench kapi clean
+.PHONY: all deps build wasm run test vet fmt-check generate generate-check bench kapi clean fuzz fuzz-quick
 
 all: build
 
@@ -70,6 +70,36 @@ kapi:
 test: deps fmt-check generate-check vet kapi wasm
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -race -count=1 -timeout 10m ./dcm/engine/ ./dcm/haproxy/ ./dcm/plan/ ./server/
+	@$(MAKE) --no-print-directory fuzz-quick
+
+## Fuzz targets as package:target; go test -fuzz takes one target per run.
+FUZZ_TARGETS := \
+	./dcm/haproxy:FuzzParseServersState ./dcm/haproxy:FuzzParseStat ./dcm/haproxy:FuzzParseInfo \
+	./dcm/haproxy:FuzzParseProc ./dcm/haproxy:FuzzReadReply ./dcm/haproxy:FuzzCommandFor \
+	./dcm/haproxy:FuzzRender ./dcm/kube:FuzzKubeToHAProxy ./dcm/plan:FuzzCompute ./server:FuzzFeedInbound
+FUZZTIME ?= 60s
+FUZZTIME_QUICK ?= 3s
+# Minimizing every new interesting input stalls short runs for seconds at a
+# time; a failing input is written to testdata/fuzz either way.
+FUZZMINIMIZETIME ?= 0
+# make test leaves out dcm/kube's target: its first instrumented build
+# (client-go and all) takes ten minutes or more on two cores. Its seeds run
+# as a plain test in go test ./... all the same.
+FUZZ_TARGETS_QUICK := $(filter-out ./dcm/kube:%,$(FUZZ_TARGETS))
+fuzz-run = for t in $(2); do \
+	$(GO) test -run '^$$' -fuzz "^$${t\#\#*:}\$$" -fuzztime $(1) -fuzzminimizetime $(FUZZMINIMIZETIME) $${t%%:*} || exit 1; \
+	done
+
+## fuzz-quick: the fuzz targets but dcm/kube's for FUZZTIME_QUICK, the last step
+## of make test: about a minute and a half once the instrumented builds are
+## cached (each run links its own test binary)
+fuzz-quick:
+	@$(call fuzz-run,$(FUZZTIME_QUICK),$(FUZZ_TARGETS_QUICK))
+
+## fuzz: every fuzz target for FUZZTIME (default 60s each); a failure leaves
+## its input in the package's testdata/fuzz/<target>/, a regression seed
+fuzz:
+	@$(call fuzz-run,$(FUZZTIME),$(FUZZ_TARGETS))
 
 ## bench: planner, renderer, runtime API round trip, event to HAProxy reply at 1,000 routes,
 ## and the what-if preview in Chromium at 1,000 backends

@@ -122,6 +122,8 @@ type feedServer struct {
 	// shutdown cancels the connections' base context, as main does when dcm stops.
 	shutdown context.CancelFunc
 	schema   *jsonSchema
+	// pipes, when set, connects clients through socket pairs instead of TCP.
+	pipes *pipeListener
 }
 
 type feedConfig struct {
@@ -133,6 +135,12 @@ type feedConfig struct {
 	// connection, so a client that stops reading blocks the server's writes
 	// after kilobytes rather than the megabytes loopback buffers grow to.
 	sndbuf int
+	// pipes connects clients through unix socket pairs: a fuzzer opens
+	// tens of thousands of connections, which over TCP would leave as many
+	// loopback ports in TIME_WAIT on a machine others share. (net.Pipe has
+	// no buffer: a server closing on a client that is still writing would
+	// wait out its write deadline every time.)
+	pipes bool
 }
 
 func startFeedServer(t testing.TB, cfg feedConfig) *feedServer {
@@ -164,6 +172,11 @@ func startFeedServer(t testing.TB, cfg feedConfig) *feedServer {
 	if cfg.sndbuf > 0 {
 		ts.Listener = smallSendBuffers{Listener: ts.Listener, size: cfg.sndbuf}
 	}
+	if cfg.pipes {
+		_ = ts.Listener.Close()
+		s.pipes = newPipeListener()
+		ts.Listener = s.pipes
+	}
 	ts.Start()
 	s.url = ts.URL
 	t.Cleanup(func() {
@@ -186,6 +199,62 @@ func (l smallSendBuffers) Accept() (net.Conn, error) {
 		}
 	}
 	return c, err
+}
+
+// pipeListener accepts the server ends of unix socket pairs whose client
+// ends dial returns.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
+
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socketpair: %w", err)
+	}
+	var ends [2]net.Conn
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "feed-pipe")
+		ends[i], err = net.FileConn(f) // dups fd
+		_ = f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("socketpair end %d: %w", i, err)
+		}
+	}
+	client, server := ends[0], ends[1]
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		err = net.ErrClosed
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	_ = client.Close()
+	_ = server.Close()
+	return nil, err
 }
 
 func counterValue(c prometheus.Counter) float64 {
@@ -234,6 +303,9 @@ func (s *feedServer) dialRaw(query string, o dialOpts) (*websocket.Conn, *http.R
 		h.Set("Authorization", "Bearer "+o.token)
 	}
 	d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+	if s.pipes != nil {
+		d.NetDialContext = s.pipes.dial
+	}
 	if o.rcvbuf > 0 {
 		nd := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 			var serr error
@@ -554,7 +626,7 @@ func TestFeedFilters(t *testing.T) {
 
 func TestFeedBadRequests(t *testing.T) {
 	s := startFeedServer(t, feedConfig{})
-	for _, q := range []string{"?since=soon", "?since=-1", "?namespace=Not_A_Label", "?namespace=a/b", "?backend=web", "?backend=../x"} {
+	for _, q := range []string{"?since=soon", "?since=-1", "?namespace=Not_A_Label", "?namespace=a/b", "?backend=web", "?backend=../x", "?backend=be_a%0Ab", "?backend=be_%B8%01"} {
 		_, resp, err := s.dialRaw(q, dialOpts{})
 		if err == nil || resp == nil || resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("%s: %v, want HTTP 400", q, err)

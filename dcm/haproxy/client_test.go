@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -304,4 +305,43 @@ func ExampleCommandFor() {
 	c, err := CommandFor(dcm.Op{Kind: dcm.OpAddServer, Backend: "be_http:shop:web", Server: "web-7d9f:http", Addr: "10.244.1.7", Port: 8080, Weight: 1, Check: true})
 	fmt.Println(c, err)
 	// Output: add server be_http:shop:web/web-7d9f:http 10.244.1.7:8080 weight 1 check inter 5s disabled <nil>
+}
+
+// FuzzReadReply splits arbitrary prompt-mode streams into replies. Whatever
+// HAProxy sends, the split must not depend on how the bytes arrive (a 16-byte
+// buffer, lines longer than it, or a 64 KiB one), a reply never carries a
+// prompt inside it (a missed prompt would shift every later reply onto the
+// wrong command), and it never ends in a newline.
+func FuzzReadReply(f *testing.F) {
+	f.Add(testdata(f, "prompt_stream.txt"), uint8(0))
+	f.Add("> \n> [3]: No such server.\n\n> ", uint8(3))
+	f.Add(strings.Repeat("x", 40)+"\n> "+strings.Repeat("> ", 20)+"\n\n> ", uint8(1))
+	f.Fuzz(func(t *testing.T, stream string, small uint8) {
+		split := func(size int) ([]string, int) {
+			r := bufio.NewReaderSize(strings.NewReader(stream), size)
+			var out []string
+			consumed := 0
+			for {
+				text, err := readReply(r)
+				if err != nil {
+					return out, consumed
+				}
+				out = append(out, text)
+				consumed += len(text) + 2
+			}
+		}
+		a, consumed := split(16 + int(small))
+		b, _ := split(64 << 10)
+		if !slices.Equal(a, b) {
+			t.Fatalf("the split depends on the buffer size:\n%q\n%q", a, b)
+		}
+		if consumed > len(stream) {
+			t.Fatalf("replies hold %d bytes of a %d-byte stream", consumed, len(stream))
+		}
+		for _, reply := range a {
+			if strings.HasPrefix(reply, "> ") || strings.Contains(reply, "\n> ") || strings.HasSuffix(reply, "\n") {
+				t.Fatalf("reply %q holds a prompt or ends in a newline", reply)
+			}
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -102,6 +103,14 @@ func ParseServersState(text string) ([]ServerState, error) {
 			Backend: fields[col["be_name"]],
 			Name:    fields[col["srv_name"]],
 			Addr:    fields[col["srv_addr"]],
+		}
+		if err := checkNames(s.Backend, s.Name); err != nil {
+			return nil, fmt.Errorf("show servers state line %d: %w", n, err)
+		}
+		// HAProxy prints an IP literal, or "-" for a server without one
+		// (FuzzParseServersState found any bytes accepted here).
+		if _, err := netip.ParseAddr(s.Addr); err != nil && s.Addr != "-" {
+			return nil, fmt.Errorf("show servers state line %d: srv_addr %q is not an address", n, truncate(s.Addr, 80))
 		}
 		var err error
 		ints := []struct {
@@ -209,6 +218,9 @@ func ParseStat(text string) ([]StatRow, error) {
 			Status:      get("status"),
 			CheckStatus: get("check_status"),
 			Addr:        get("addr"),
+		}
+		if err := checkNames(row.Proxy, row.Server); err != nil {
+			return nil, fmt.Errorf("show stat line %d: %w", line, err)
 		}
 		for _, f := range []struct {
 			name string
@@ -381,6 +393,31 @@ func ParseProc(text string) (Procs, error) {
 		return Procs{}, errors.New("show proc: no master line")
 	}
 	return p, nil
+}
+
+// identByte is HAProxy's alphabet for proxy and server names (invalid_char
+// in 2.6's tools.c): letters, digits, '.', '_', '-' and ':'.
+func identByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == ':'
+}
+
+// checkNames refuses a row whose proxy or server name HAProxy could not have
+// printed: such a reply is not one dcm understands (a torn or foreign
+// stream), and its names must not reach the planner, which would put them
+// back into commands. Found by FuzzParseStat (an empty or quoted name with a
+// newline was accepted) and FuzzParseServersState (any byte in a name).
+func checkNames(proxy, server string) error {
+	for _, n := range []string{proxy, server} {
+		if n == "" {
+			return errors.New("empty proxy or server name")
+		}
+		for i := 0; i < len(n); i++ {
+			if !identByte(n[i]) {
+				return fmt.Errorf("name %q is not an HAProxy name", truncate(n, 80))
+			}
+		}
+	}
+	return nil
 }
 
 func firstLine(s string) string {

@@ -1,10 +1,14 @@
 package haproxy
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/dcm-router/dcm/dcm"
 )
@@ -80,6 +84,9 @@ func TestParseServersStateErrors(t *testing.T) {
 		hdr + "3 be 1 s0 127.0.0.1 0 0 1 1\n",
 		hdr + "3 be 1 s0 127.0.0.1 x 0 1 1 80\n",
 		hdr + "3 be 1 s0 127.0.0.1 0 -1 1 1 80\n",
+		hdr + "3 be\x00x 1 s0 127.0.0.1 0 0 1 1 80\n",
+		hdr + "3 be 1 s;0 127.0.0.1 0 0 1 1 80\n",
+		hdr + "3 be 1 s0 127.0.0.1\x00 0 0 1 1 80\n",
 		"[3]: Can't find backend.\n",
 	} {
 		if _, err := ParseServersState(in); err == nil {
@@ -133,6 +140,8 @@ func TestParseStatErrors(t *testing.T) {
 		"# pxname,svname\n",
 		"# pxname,svname,type,status,weight,scur,qcur,\nbe,s,2,UP,1,0\n",
 		"# pxname,svname,type,status,weight,scur,qcur,\nbe,s,2,UP,x,0,0,\n",
+		"# pxname,svname,type,status,weight,scur,qcur,\n,s,2,UP,1,0,0,\n",
+		"# pxname,svname,type,status,weight,scur,qcur,\n\"be\nx\",s,2,UP,1,0,0,\n",
 		"[3]: No such proxy.\n",
 	} {
 		if _, err := ParseStat(in); err == nil {
@@ -214,31 +223,54 @@ func fuzzSeeds(f *testing.F, files ...string) {
 	f.Add("\n\n")
 }
 
+// haproxyNameRE is what a proxy or server name HAProxy printed looks like;
+// dcm may put such a name back into a command.
+var haproxyNameRE = regexp.MustCompile(`^[A-Za-z0-9._:-]+$`)
+
+func haproxyName(s string) bool { return haproxyNameRE.MatchString(s) }
+
+// The parser fuzz targets start from the captured real replies. A parser
+// must never panic; it either refuses the text or returns values that
+// HAProxy could have printed: names dcm can reuse in a command, counts that
+// are not negative, states derived from the bits, and the same answer twice.
+
 func FuzzParseServersState(f *testing.F) {
 	fuzzSeeds(f, "show_servers_state.txt")
+	f.Add("1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_port\n1 be\x00x 1 s 127.0.0.1 2 0 1 80\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		got, err := ParseServersState(in)
 		if err != nil {
 			return
 		}
 		for _, s := range got {
-			if s.Port < 0 || s.Weight < 0 || s.State != adminStateOf(s.AdminBits) || strings.ContainsAny(s.Name, " \n") {
+			if s.Port < 0 || s.Weight < 0 || s.OpState < 0 || s.AdminBits < 0 || s.State != adminStateOf(s.AdminBits) {
 				t.Fatalf("invariant broken: %+v", s)
 			}
+			if _, err := netip.ParseAddr(s.Addr); !haproxyName(s.Backend) || !haproxyName(s.Name) || err != nil && s.Addr != "-" {
+				t.Fatalf("a name HAProxy cannot print: %+v", s)
+			}
+		}
+		again, _ := ParseServersState(in)
+		if !slices.Equal(got, again) {
+			t.Fatalf("two parses differ")
 		}
 	})
 }
 
 func FuzzParseStat(f *testing.F) {
 	fuzzSeeds(f, "show_stat.txt", "show_stat_backend.txt")
+	f.Add("# pxname,svname,type,status,weight,scur,qcur,\n\"be\nx\",s,2,UP,1,0,0,\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		got, err := ParseStat(in)
 		if err != nil {
 			return
 		}
 		for _, r := range got {
-			if r.Weight < 0 || r.Sessions < 0 || r.Queued < 0 || r.UsedConn < 0 {
+			if r.Weight < 0 || r.Sessions < 0 || r.Queued < 0 || r.UsedConn < 0 || r.Type < 0 {
 				t.Fatalf("negative count: %+v", r)
+			}
+			if !haproxyName(r.Proxy) || !haproxyName(r.Server) {
+				t.Fatalf("a name HAProxy cannot print: %+v", r)
 			}
 		}
 	})
@@ -251,8 +283,13 @@ func FuzzParseInfo(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if info.Pid <= 0 || info.Fields["Pid"] == "" {
+		if info.Pid <= 0 || info.Fields["Pid"] == "" || info.UptimeSec < 0 || info.Version != info.Fields["Version"] {
 			t.Fatalf("invariant broken: %+v", info)
+		}
+		for k, v := range info.Fields {
+			if k == "" || strings.TrimSpace(k) != k || strings.ContainsAny(k, "\n:") || strings.TrimSpace(v) != v || strings.Contains(v, "\n") {
+				t.Fatalf("field %q: %q", k, v)
+			}
 		}
 	})
 }
@@ -264,11 +301,17 @@ func FuzzParseProc(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if p.Master.PID <= 0 || p.Failed < 0 {
+		if p.Master.PID <= 0 || p.Failed < 0 || p.Master.Reloads < 0 {
 			t.Fatalf("invariant broken: %+v", p)
 		}
-		if cur, ok := p.Current(); ok && cur.PID <= 0 {
-			t.Fatalf("current worker %+v", cur)
+		for _, w := range slices.Concat(p.Workers, p.OldWorkers) {
+			if w.PID <= 0 || w.Reloads < 0 || strings.ContainsFunc(w.Uptime+w.Version, unicode.IsSpace) {
+				t.Fatalf("worker %+v", w)
+			}
+		}
+		cur, ok := p.Current()
+		if ok != (len(p.Workers) > 0) || ok && !slices.Contains(p.Workers, cur) {
+			t.Fatalf("current worker %+v of %+v", cur, p.Workers)
 		}
 	})
 }

@@ -328,8 +328,9 @@ func serverAddr(addr string, port int) (string, error) {
 // characters HAProxy takes in a proxy name and that need no quoting in a
 // command, a cfg line or a map value.
 func validateBackendName(name string) error {
-	if !strings.HasPrefix(name, BackendPrefix) || name == DefaultBackend {
-		return fmt.Errorf("backend %q: name must start with %q and not be %q", name, BackendPrefix, DefaultBackend)
+	// A bare "be_" names nothing dcm manages (FuzzCommandFor found it accepted).
+	if !strings.HasPrefix(name, BackendPrefix) || name == BackendPrefix || name == DefaultBackend {
+		return fmt.Errorf("backend %q: name must start with %q, go on after it and not be %q", name, BackendPrefix, DefaultBackend)
 	}
 	if err := dcm.ValidateServerName("backend name", name); err != nil {
 		return fmt.Errorf("backend %q: %w", name, err)

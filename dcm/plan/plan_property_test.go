@@ -14,7 +14,11 @@ import (
 // gen builds random but valid states and desires. Endpoints come from a small
 // universe per backend so that consecutive desires overlap, as they do when
 // a Deployment scales.
-type gen struct{ r *rand.Rand }
+type gen struct{ r chooser }
+
+// chooser is where gen takes its decisions from: a seeded PRNG in the
+// property tests, the fuzzer's bytes in FuzzCompute.
+type chooser interface{ IntN(n int) int }
 
 var genStates = []dcm.AdminState{dcm.StateReady, dcm.StateReady, dcm.StateReady, dcm.StateDrain, dcm.StateMaint}
 
@@ -175,81 +179,92 @@ func endpointByName(eps []dcm.Endpoint, name string) (dcm.Endpoint, bool) {
 
 func TestComputeProperties(t *testing.T) {
 	for _, caps := range modes() {
-		t.Run(fmt.Sprintf("%s-slots%d-add%v", caps.Mode, caps.Slots, caps.AddServer), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s-slots%d-add%v-pool%d", caps.Mode, caps.Slots, caps.AddServer, caps.Pool), func(t *testing.T) {
 			for seed := range 400 {
 				g := gen{rand.New(rand.NewPCG(uint64(seed), 7))}
 				actual := g.history(caps)
 				desired := g.desired()
-				p := Compute(actual, desired, caps)
-
-				// Applying the ops yields Next: the same servers in every
-				// HAProxy backend and the same maps, in the renderer's order.
-				base := DataPlaneOf(actual)
-				if p.Reload {
-					base = DataPlaneOf(AfterReload(p.Next))
-				}
-				got, err := Apply(base, p.Ops)
-				if err != nil {
-					t.Fatalf("seed %d: ops do not apply: %v", seed, err)
-				}
-				want := DataPlaneOf(p.Next)
-				if !reflect.DeepEqual(serversOf(got), serversOf(want)) {
-					t.Fatalf("seed %d: apply(ops) != next\ngot  %+v\nnext %+v", seed, got, p.Next)
-				}
-				if !reflect.DeepEqual(got.Maps, want.Maps) {
-					t.Fatalf("seed %d: maps after ops != maps of next\ngot  %+v\nnext %+v\nops %v", seed, got.Maps, want.Maps, opStrings(p.Ops))
-				}
-				// Every free spare exists in HAProxy and is empty.
-				for _, name := range p.Next.Pool {
-					if servers, ok := got.Servers[name]; !ok || len(servers) > 0 {
-						t.Fatalf("seed %d: free spare %s missing or not empty: %v", seed, name, servers)
-					}
-				}
-				// Next serves exactly what is desired.
-				servesDesired(t, p.Next, desired)
-				// Idempotent.
-				if again := Compute(p.Next, desired, caps); !again.Empty() {
-					t.Fatalf("seed %d: compute(next) not empty: %+v", seed, again.Ops)
-				}
-				// Deterministic, down to the JSON bytes.
-				a, _ := json.Marshal(p)
-				b, _ := json.Marshal(Compute(actual, desired, caps))
-				if string(a) != string(b) {
-					t.Fatalf("seed %d: two computes differ", seed)
-				}
-				// Only backends that need a change are touched.
-				if !p.Reload {
-					for _, op := range p.Ops {
-						ab, inActual := actual.Backend(op.Backend)
-						db, inDesired := desired.Backend(op.Backend)
-						if op.Kind == dcm.OpMapReplace || !inActual || !inDesired || ab.Retiring {
-							continue // a route that comes or goes: it needs its ops
-						}
-						alone := Compute(dcm.State{Backends: []dcm.Backend{ab}}, dcm.Desired{Backends: []dcm.DesiredBackend{db}}, caps)
-						if alone.Empty() {
-							t.Fatalf("seed %d: op %s touches a backend that needs nothing", seed, op)
-						}
-					}
-				}
-				if caps.Mode == dcm.ModeDynamic && caps.AddServer && caps.Pool == 0 && p.Reload {
-					for _, r := range p.Reasons {
-						if r != dcm.ReasonRouteAdded && r != dcm.ReasonRouteRemoved && r != dcm.ReasonRouteChanged {
-							t.Fatalf("seed %d: dynamic mode reloaded for %s", seed, r)
-						}
-					}
-				}
-				// With a pool, routes come, go and change paths without a
-				// reload while the pool lasts; only an empty pool reloads.
-				if caps.Pooled() {
-					if p.Reload && !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonPoolExhausted}) {
-						t.Fatalf("seed %d: pooled mode reloaded for %v", seed, p.Reasons)
-					}
-					if p.Reload && newRoutes(actual, desired) <= len(actual.Pool) {
-						t.Fatalf("seed %d: reloaded for %d new routes with %d spares free", seed, newRoutes(actual, desired), len(actual.Pool))
-					}
-				}
+				checkPlan(t, fmt.Sprintf("seed %d", seed), actual, desired, caps)
 			}
 		})
+	}
+}
+
+// checkPlan asserts the planner contract (DESIGN.md §4) for one input: the
+// ops applied to actual give Next (servers per HAProxy backend and the maps),
+// free spares exist and are empty, Next serves exactly what is desired,
+// Compute(Next) is empty, equal input gives equal output down to the JSON
+// bytes, no op touches a backend that needs nothing, and reloads happen only
+// for what HAProxy cannot do at runtime.
+func checkPlan(t *testing.T, what string, actual dcm.State, desired dcm.Desired, caps dcm.Caps) {
+	t.Helper()
+	p := Compute(actual, desired, caps)
+
+	// Applying the ops yields Next: the same servers in every
+	// HAProxy backend and the same maps, in the renderer's order.
+	base := DataPlaneOf(actual)
+	if p.Reload {
+		base = DataPlaneOf(AfterReload(p.Next))
+	}
+	got, err := Apply(base, p.Ops)
+	if err != nil {
+		t.Fatalf("%s: ops do not apply: %v", what, err)
+	}
+	want := DataPlaneOf(p.Next)
+	if !reflect.DeepEqual(serversOf(got), serversOf(want)) {
+		t.Fatalf("%s: apply(ops) != next\ngot  %+v\nnext %+v", what, got, p.Next)
+	}
+	if !reflect.DeepEqual(got.Maps, want.Maps) {
+		t.Fatalf("%s: maps after ops != maps of next\ngot  %+v\nnext %+v\nops %v", what, got.Maps, want.Maps, opStrings(p.Ops))
+	}
+	// Every free spare exists in HAProxy and is empty.
+	for _, name := range p.Next.Pool {
+		if servers, ok := got.Servers[name]; !ok || len(servers) > 0 {
+			t.Fatalf("%s: free spare %s missing or not empty: %v", what, name, servers)
+		}
+	}
+	// Next serves exactly what is desired.
+	servesDesired(t, p.Next, desired)
+	// Idempotent.
+	if again := Compute(p.Next, desired, caps); !again.Empty() {
+		t.Fatalf("%s: compute(next) not empty: %+v", what, again.Ops)
+	}
+	// Deterministic, down to the JSON bytes.
+	a, _ := json.Marshal(p)
+	b, _ := json.Marshal(Compute(actual, desired, caps))
+	if string(a) != string(b) {
+		t.Fatalf("%s: two computes differ", what)
+	}
+	// Only backends that need a change are touched.
+	if !p.Reload {
+		for _, op := range p.Ops {
+			ab, inActual := actual.Backend(op.Backend)
+			db, inDesired := desired.Backend(op.Backend)
+			if op.Kind == dcm.OpMapReplace || !inActual || !inDesired || ab.Retiring {
+				continue // a route that comes or goes: it needs its ops
+			}
+			alone := Compute(dcm.State{Backends: []dcm.Backend{ab}}, dcm.Desired{Backends: []dcm.DesiredBackend{db}}, caps)
+			if alone.Empty() {
+				t.Fatalf("%s: op %s touches a backend that needs nothing", what, op)
+			}
+		}
+	}
+	if caps.Mode == dcm.ModeDynamic && caps.AddServer && caps.Pool == 0 && p.Reload {
+		for _, r := range p.Reasons {
+			if r != dcm.ReasonRouteAdded && r != dcm.ReasonRouteRemoved && r != dcm.ReasonRouteChanged {
+				t.Fatalf("%s: dynamic mode reloaded for %s", what, r)
+			}
+		}
+	}
+	// With a pool, routes come, go and change paths without a
+	// reload while the pool lasts; only an empty pool reloads.
+	if caps.Pooled() {
+		if p.Reload && !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonPoolExhausted}) {
+			t.Fatalf("%s: pooled mode reloaded for %v", what, p.Reasons)
+		}
+		if p.Reload && newRoutes(actual, desired) <= len(actual.Pool) {
+			t.Fatalf("%s: reloaded for %d new routes with %d spares free", what, newRoutes(actual, desired), len(actual.Pool))
+		}
 	}
 }
 

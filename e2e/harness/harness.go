@@ -57,6 +57,8 @@ type Options struct {
 	// instead (for Kubernetes tokens, as main does in a cluster).
 	PortalAuthenticator server.Authenticator
 	PortalAuthorizer    server.Authorizer
+	// RecordCommands keeps every admin-socket command dcm sends (Stack.Commands).
+	RecordCommands bool
 }
 
 // Stack is dcm wired as main wires it, with the real haproxy binary.
@@ -74,6 +76,17 @@ type Stack struct {
 	PortalURL string
 	// ConvergeWithin bounds how long Serves waits (default 15s).
 	ConvergeWithin time.Duration
+
+	cmdMu    sync.Mutex
+	commands []string
+}
+
+// Commands lists the admin-socket commands sent so far, in order, when
+// Options.RecordCommands is set.
+func (s *Stack) Commands() []string {
+	s.cmdMu.Lock()
+	defer s.cmdMu.Unlock()
+	return slices.Clone(s.commands)
 }
 
 // Start runs the stack until the test ends and waits until HAProxy serves
@@ -113,7 +126,14 @@ func Start(tb testing.TB, o Options) *Stack {
 	s.Driver = haproxy.NewDriver(haproxy.DriverConfig{
 		Binary: bin, WorkDir: s.Dir,
 		Settings: haproxy.Settings{HTTPBind: s.HTTPAddr},
-		Observer: metrics.ObserveCommand,
+		Observer: func(command string, d time.Duration, err error) {
+			metrics.ObserveCommand(command, d, err)
+			if o.RecordCommands {
+				s.cmdMu.Lock()
+				s.commands = append(s.commands, command)
+				s.cmdMu.Unlock()
+			}
+		},
 	}, log.With("part", "haproxy"))
 	if o.ObserveEvery == 0 {
 		o.ObserveEvery = time.Second

@@ -1,0 +1,185 @@
+package kube_test
+
+import (
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/haproxy"
+	"github.com/dcm-router/dcm/dcm/kube"
+	"github.com/dcm-router/dcm/dcm/plan"
+)
+
+// This file is an external test package: it follows Kubernetes strings down
+// the path the engine takes them (kube's conversion and validation, the
+// planner, then haproxy's renderer and command builder), which the kube
+// package itself may not import.
+
+var fuzzSettings = haproxy.Settings{AdminSocket: "/run/dcm/admin.sock", HTTPBind: "127.0.0.1:8000"}
+
+// What dcm may write, line by line. A cfg line that is not in the rendering
+// of an empty state must be one of these directives with exactly these
+// arguments; a map line is exactly a key (host + path) and a backend name;
+// a command is one line of its op's shape.
+var (
+	cfgLineShapes = []*regexp.Regexp{
+		regexp.MustCompile(`^$`),
+		regexp.MustCompile(`^backend be_http:[a-z0-9-]+:[a-z0-9.-]+$`),
+		regexp.MustCompile(`^    balance (roundrobin|leastconn|random|first)$`),
+		regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)?( disabled)?$`),
+	}
+	mapKey       = regexp.MustCompile(`^[a-z0-9.-]*/[A-Za-z0-9/\-._~%!$&()*+,=:@]*$`)
+	commandShape = regexp.MustCompile(`^(add server|del server|set server|set weight|enable health) be_http:[a-z0-9-]+:[a-z0-9.-]+/[A-Za-z0-9._:-]+` +
+		`( (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)? disabled| addr [0-9A-Fa-f:.]+ port \d{1,5}| state (ready|drain|maint)| \d{1,3})?$`)
+)
+
+// rejectionOK checks what a refusal tells people: a known reason, the field,
+// and a message on one printable ASCII line whatever the value held (the
+// message goes to events, logs and the portal).
+func rejectionOK(t *testing.T, err error) {
+	t.Helper()
+	var ie *dcm.InvalidError
+	if !errors.As(err, &ie) {
+		t.Fatalf("refusal %v is not a *dcm.InvalidError", err)
+	}
+	switch ie.Reason {
+	case dcm.RejectInvalidName, dcm.RejectInvalidHost, dcm.RejectInvalidPath, dcm.RejectInvalidAddress,
+		dcm.RejectInvalidPort, dcm.RejectInvalidValue, dcm.RejectUnsupported, dcm.RejectConflict:
+	default:
+		t.Fatalf("unknown reason %q", ie.Reason)
+	}
+	if ie.Field == "" {
+		t.Fatalf("refusal without a field: %v", err)
+	}
+	msg := kube.RejectMessage(err)
+	if strings.ContainsFunc(msg, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+		t.Fatalf("message %q is not printable ASCII", msg)
+	}
+}
+
+// FuzzKubeToHAProxy: any Ingress, Service and EndpointSlice strings are
+// either refused with a reason, or everything dcm renders and sends for
+// them has the expected shape: no newline, ';', '#', quote, space or
+// non-ASCII byte sneaks into a cfg line, a map line or a runtime command.
+func FuzzKubeToHAProxy(f *testing.F) {
+	f.Add("demo", "web", "web.demo.localhost", "/api", uint8(0), "web", "http", int32(0), "", "",
+		"web-7d4b9c6f5-x2x9z", "127.0.0.1", int32(8080), uint8(0))
+	f.Add("demo", "web", "", "/", uint8(1), "web", "", int32(80), "leastconn", "false",
+		"web-0", "fd00::1", int32(1), uint8(1))
+	f.Add("de;mo", "w\neb", "a b.example", "/a#b", uint8(2), "s'x", "ht\"tp", int32(-1), "roundrobin;x", "true\r",
+		"p%[x]", "127.0.0.1 check", int32(65536), uint8(2))
+	f.Add("demo", "web", "\u0435xample.com", "/caf\u00e9\u202e", uint8(0), "web", "http", int32(0), "", "",
+		"\U0001F600", "10.0.0.1\x00", int32(8080), uint8(3))
+	f.Add("demo", strings.Repeat("a", 254), strings.Repeat("b", 64)+".example", "/"+strings.Repeat("c", 2048), uint8(0), "web", "http", int32(0), "", "",
+		strings.Repeat("d", 254), "10.0.0.1", int32(8080), uint8(0))
+	f.Fuzz(func(t *testing.T, ns, name, host, path string, pathType uint8, svcName, portName string, portNumber int32,
+		balance, healthCheck, pod, addr string, slicePort int32, mode uint8) {
+		pt := []networkingv1.PathType{networkingv1.PathTypePrefix, networkingv1.PathTypeExact, networkingv1.PathTypeImplementationSpecific}[int(pathType)%3]
+		port := networkingv1.ServiceBackendPort{Name: portName, Number: portNumber}
+		ing := &networkingv1.Ingress{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{}},
+			Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: host,
+				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+					Path: path, PathType: &pt,
+					Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: svcName, Port: port}},
+				}}}}}}},
+		}
+		if balance != "" {
+			ing.Annotations[kube.AnnotationBalance] = balance
+		}
+		if healthCheck != "" {
+			ing.Annotations[kube.AnnotationHealthCheck] = healthCheck
+		}
+		routes, err := kube.IngressRoutes(ing)
+		if err != nil {
+			rejectionOK(t, err)
+			return
+		}
+
+		svcPort := corev1.ServicePort{Name: portName, Port: portNumber}
+		if portName == "" && portNumber == 0 {
+			svcPort.Port = 80
+		}
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svcName}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{svcPort}}}
+		at := discoveryv1.AddressTypeIPv4
+		if strings.Contains(addr, ":") {
+			at = discoveryv1.AddressTypeIPv6
+		}
+		sl := &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: svcName + "-abcde"},
+			AddressType: at,
+			Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &slicePort}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{addr},
+				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod}}},
+		}
+		if err := kube.ValidateEndpointSlice(sl); err != nil {
+			rejectionOK(t, err)
+		}
+		var desired dcm.Desired
+		for _, r := range routes {
+			desired.Backends = append(desired.Backends, dcm.DesiredBackend{Name: r.BackendName(), Route: r,
+				Endpoints: kube.ServiceEndpoints(svc, []*discoveryv1.EndpointSlice{sl}, r.Services[0].Port)})
+		}
+		slices.SortFunc(desired.Backends, func(a, b dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
+		caps := []dcm.Caps{{Mode: dcm.ModeDynamic, AddServer: true}, {Mode: dcm.ModeSlots, Slots: 2, AddServer: true}}[int(mode)%2]
+
+		// The file path: a reload renders the whole desired state.
+		files, err := haproxy.Render(fuzzSettings, plan.Fresh(desired, caps))
+		if err != nil {
+			t.Fatalf("kube accepted what the renderer refuses: %v", err)
+		}
+		checkFiles(t, files, desired)
+
+		// The runtime path: the backends exist, the endpoints arrive.
+		empty := dcm.Desired{Backends: slices.Clone(desired.Backends)}
+		for i := range empty.Backends {
+			empty.Backends[i].Endpoints = nil
+		}
+		p := plan.Compute(plan.Fresh(empty, caps), desired, caps)
+		for _, op := range p.Ops {
+			cmd, err := haproxy.CommandFor(op)
+			if err != nil {
+				t.Fatalf("kube accepted what the command builder refuses: %v", err)
+			}
+			if !commandShape.MatchString(cmd.String()) {
+				t.Fatalf("command %q", cmd)
+			}
+		}
+	})
+}
+
+func checkFiles(t *testing.T, files haproxy.Files, desired dcm.Desired) {
+	t.Helper()
+	base, err := haproxy.Render(fuzzSettings, dcm.State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := map[string]bool{}
+	for _, l := range strings.Split(string(base.Config), "\n") {
+		fixed[l] = true
+	}
+	for _, l := range strings.Split(string(files.Config), "\n") {
+		if !fixed[l] && !slices.ContainsFunc(cfgLineShapes, func(re *regexp.Regexp) bool { return re.MatchString(l) }) {
+			t.Fatalf("unexpected cfg line %q", l)
+		}
+	}
+	for name, m := range files.Maps {
+		for _, l := range strings.Split(strings.TrimSuffix(string(m), "\n"), "\n") {
+			if l == "" {
+				continue
+			}
+			f := strings.Split(l, " ")
+			if len(f) != 2 || !mapKey.MatchString(f[0]) || !slices.ContainsFunc(desired.Backends, func(b dcm.DesiredBackend) bool { return b.Name == f[1] }) {
+				t.Fatalf("%s: line %q is not one key and one backend", name, l)
+			}
+		}
+	}
+}
