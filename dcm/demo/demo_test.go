@@ -28,8 +28,10 @@ import (
 // range, so that a demo running on the same machine does not get in the way.
 func testOptions() Options {
 	return Options{
-		ReadinessDelay:   50 * time.Millisecond,
-		PreStopDelay:     100 * time.Millisecond,
+		ReadinessDelay: 50 * time.Millisecond,
+		// Long enough that a terminating pod's draining state reaches the
+		// slices even when two busy cores delay the writer.
+		PreStopDelay:     600 * time.Millisecond,
 		TerminationGrace: 5 * time.Second,
 		AddrPrefix:       "127.81.",
 		Seed:             1,
