@@ -157,25 +157,20 @@ func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) 
 // idleBackends is HAProxy reporting every server of the named backends
 // idle: nothing in flight.
 func idleBackends(st dcm.State, names []string) dcm.State {
-	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool}
-	for i, b := range out.Backends {
-		if !slices.Contains(names, b.Name) {
-			continue
-		}
-		b.Servers = slices.Clone(b.Servers)
-		for k := range b.Servers {
-			s := &b.Servers[k]
-			s.Unobserved, s.Sessions, s.Queued, s.UsedConn = false, 0, 0, 0
-		}
-		out.Backends[i] = b
-	}
-	return out
+	return idleWhere(st, func(b dcm.Backend) bool { return slices.Contains(names, b.Name) })
 }
 
 // idle is HAProxy reporting every server idle: nothing in flight.
 func idle(st dcm.State) dcm.State {
+	return idleWhere(st, func(dcm.Backend) bool { return true })
+}
+
+func idleWhere(st dcm.State, which func(dcm.Backend) bool) dcm.State {
 	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool}
 	for i, b := range out.Backends {
+		if !which(b) {
+			continue
+		}
 		b.Servers = slices.Clone(b.Servers)
 		for k := range b.Servers {
 			s := &b.Servers[k]
