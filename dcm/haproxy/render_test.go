@@ -353,12 +353,24 @@ func TestRenderHTTPS(t *testing.T) {
 		t.Errorf("without an HTTPS bind: crt-list %q, fe_https rendered", g.CrtList)
 	}
 	for name, r := range map[string]dcm.Route{
-		"no host":     edgeRoute("ns", "x", "", "aa"),
-		"bad secret":  func() dcm.Route { r := edgeRoute("ns", "x", "x.example", "aa"); r.TLS.Secret = "ns/x;show info"; return r }(),
+		"no host": edgeRoute("ns", "x", "", "aa"),
+		"bad secret": func() dcm.Route {
+			r := edgeRoute("ns", "x", "x.example", "aa")
+			r.TLS.Secret = "ns/x;show info"
+			return r
+		}(),
 		"bad version": edgeRoute("ns", "x", "x.example", "AA\n"),
 		"no tls":      func() dcm.Route { r := edgeRoute("ns", "x", "x.example", "aa"); r.TLS = nil; return r }(),
-		"passthrough": func() dcm.Route { r := route("ns", "x", "x.example", "/", dcm.PathPrefix); r.Kind = dcm.KindPassthrough; return r }(),
-		"reencrypt":   func() dcm.Route { r := route("ns", "x", "x.example", "/", dcm.PathPrefix); r.Kind = dcm.KindReencrypt; return r }(),
+		"passthrough": func() dcm.Route {
+			r := route("ns", "x", "x.example", "/", dcm.PathPrefix)
+			r.Kind = dcm.KindPassthrough
+			return r
+		}(),
+		"reencrypt": func() dcm.Route {
+			r := route("ns", "x", "x.example", "/", dcm.PathPrefix)
+			r.Kind = dcm.KindReencrypt
+			return r
+		}(),
 	} {
 		if _, err := Render(s, state(backendFor(r, srv))); err == nil {
 			t.Errorf("%s: rendered", name)
