@@ -813,9 +813,11 @@ type versionedPEM struct {
 }
 
 // certVersion reads a route's Secret (once per sync) and returns the
-// version of its certificate, "" when it is missing or invalid — the route
-// is then served with the default certificate, and an invalid Secret is
-// rejected with its reason.
+// version of its certificate. A missing Secret gives "": its hosts get the
+// default certificate. An invalid one is rejected with its reason and its
+// hosts keep the last valid version dcm has seen of it, so a botched
+// rotation does not turn into clients refusing the default certificate
+// (after a restart of dcm there is none: they get the default one).
 func (s *Source) certVersion(t *txn, secret string) string {
 	if v, ok := t.certs[secret]; ok {
 		return v
@@ -836,6 +838,11 @@ func (s *Source) certVersion(t *txn, secret string) string {
 			pem, v, err := SecretCert(sec)
 			if err != nil {
 				t.reject(dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: RejectMessage(err)})
+				s.pemMu.Lock()
+				if last := s.pems[secret]; len(last) > 0 {
+					version = last[0].version
+				}
+				s.pemMu.Unlock()
 				break
 			}
 			t.accept(ref)

@@ -131,9 +131,10 @@ func TestSecretCert(t *testing.T) {
 
 // TestSourceSecrets: the Source gives edge routes their Secret's version
 // and the driver the PEM of that version; a rotation is a new version (the
-// one before stays available for a plan in flight); an invalid Secret is
-// rejected and its hosts lose their certificate; a Secret no route uses
-// any more is forgotten.
+// one before stays available for a plan in flight); an invalid update is
+// rejected and the last valid version stays; a deleted Secret leaves its
+// hosts without a certificate; a Secret no route uses any more is
+// forgotten, key included.
 func TestSourceSecrets(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -186,11 +187,19 @@ func TestSourceSecrets(t *testing.T) {
 	if _, err := secrets.Update(ctx, tlsSecret("a-tls", one.CertPEM, two.KeyPEM), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the invalid Secret rejected", func() bool { return version() == "" && rec.count("rejected Secret demo/a-tls invalid-value") == 1 })
+	eventually(t, "the invalid Secret rejected", func() bool { return rec.count("rejected Secret demo/a-tls invalid-value") == 1 })
+	if got := version(); got != v2 {
+		t.Errorf("after an invalid update the route has version %q, want the last valid %q", got, v2)
+	}
 	if _, err := secrets.Update(ctx, tlsSecret("a-tls", two.CertPEM, two.KeyPEM), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the Secret valid again", func() bool { return version() == v2 && rec.count("accepted Secret demo/a-tls") == 1 })
+
+	if err := secrets.Delete(ctx, "a-tls", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the deleted Secret: no certificate", func() bool { return version() == "" })
 
 	if err := client.NetworkingV1().Ingresses("demo").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
