@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -146,6 +148,27 @@ func TestEdgeCertRotation(t *testing.T) {
 	steady("rotated")
 	if !strings.Contains(onDisk(haproxy.CertFile("shop.test")), string(bytes.TrimSpace(leaf2.CertPEM))) {
 		t.Fatal("the certificate file does not hold the new certificate")
+	}
+	// What dcm shows — snapshot, events, the files of /config — names the
+	// certificate by version and never carries the key; the crt-list on
+	// disk is what HAProxy runs.
+	cfg, err := s.Engine.Config(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Drift) > 0 {
+		t.Errorf("drift: %v", cfg.Drift)
+	}
+	events, _ := s.Engine.Events(0)
+	shown, err := json.Marshal([]any{s.Engine.Snapshot(), events, cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(shown), "PRIVATE KEY") || strings.Contains(string(shown), "BEGIN CERTIFICATE") {
+		t.Fatal("a snapshot, an event or /config carries PEM")
+	}
+	if !strings.Contains(string(shown), `"op":"cert-update"`) || !strings.Contains(string(shown), "certs.list") {
+		t.Errorf("the events lack the cert-update, or /config the crt-list")
 	}
 
 	src.Set(base)
