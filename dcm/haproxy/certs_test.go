@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -143,4 +144,47 @@ func TestCertCommands(t *testing.T) {
 	mustf(t, err, "reload")
 	serves("reload", "a.test", &leaf1)
 	serves("reload", "b.test", nil)
+}
+
+// TestCertCommandText: what reaches the socket is built from validated
+// parts only — a host that could smuggle a command is refused, a PEM is
+// reduced to its blocks (no CR, no blank line that would end the payload
+// early), and the payload never appears in the command's text.
+func TestCertCommandText(t *testing.T) {
+	ca := testkit.NewCA(t)
+	leaf := ca.Leaf(t, "a.test")
+	messy := strings.ReplaceAll("junk before\n"+string(leaf.CertPEM)+"\n\n"+string(leaf.KeyPEM)+"trailing", "\n", "\r\n")
+	p, err := NormalizePEM([]byte(messy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(p, "\r") || strings.Contains(p, "\n\n") || strings.Contains(p, "junk") || strings.HasSuffix(p, "\n") {
+		t.Fatalf("normalized PEM: %q", p)
+	}
+	if _, err := NormalizePEM([]byte("no pem here")); err == nil {
+		t.Error("accepted a file without PEM")
+	}
+	cmds, abort, err := CertCommands(dcm.Op{Kind: dcm.OpCertAdd, Cert: &dcm.Cert{Host: "a.test", Secret: "ns/a", Version: "aa"}}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, c := range cmds {
+		texts = append(texts, c.String())
+	}
+	want := []string{"new ssl cert certs/a.test.pem", "set ssl cert certs/a.test.pem", "commit ssl cert certs/a.test.pem", "add ssl crt-list certs.list"}
+	if !slices.Equal(texts, want) || abort == nil || abort.String() != "abort ssl cert certs/a.test.pem" {
+		t.Fatalf("commands %q (abort %v), want %q", texts, abort, want)
+	}
+	if cmds[1].payload != p || cmds[3].payload != "certs/a.test.pem a.test" {
+		t.Fatalf("payloads %q, %q", cmds[1].payload, cmds[3].payload)
+	}
+	for _, host := range []string{"", "a.test;show info", "a.test\nshow info", "../etc", "*.test", "A.TEST"} {
+		if _, _, err := CertCommands(dcm.Op{Kind: dcm.OpCertUpdate, Cert: &dcm.Cert{Host: host}}, p); err == nil {
+			t.Errorf("host %q: accepted", host)
+		}
+	}
+	if _, _, err := CertCommands(dcm.Op{Kind: dcm.OpCertUpdate, Cert: &dcm.Cert{Host: "a.test"}}, p+"\n\nshow info"); err == nil {
+		t.Error("a payload with an empty line: accepted")
+	}
 }
