@@ -200,10 +200,14 @@ func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error 
 	if err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
+	batch, err := d.prepareServersAndMaps(ops, next)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
 	if err := d.runCertTransactions(ctx, first); err != nil {
 		return err
 	}
-	if err := d.applyServersAndMaps(ctx, ops, next); err != nil {
+	if err := d.applyServersAndMaps(ctx, batch); err != nil {
 		return err
 	}
 	return d.runCertTransactions(ctx, last)
@@ -323,23 +327,36 @@ func (d *Driver) renderFiles(st dcm.State) (Files, error) {
 	return f, nil
 }
 
-func (d *Driver) applyServersAndMaps(ctx context.Context, ops []dcm.Op, next dcm.State) error {
+// serverBatch is the server ops and map replaces of an Apply, spelled and
+// validated before anything is sent.
+type serverBatch struct {
+	ops               int
+	preCmds, postCmds []Command
+	txs               []mapTx
+}
+
+func (d *Driver) prepareServersAndMaps(ops []dcm.Op, next dcm.State) (serverBatch, error) {
 	pre, maps, post, err := splitMapOps(ops)
 	if err != nil {
-		return fmt.Errorf("apply: %w", err)
+		return serverBatch{}, err
 	}
 	preCmds, err := commandsFor(pre)
 	if err != nil {
-		return fmt.Errorf("apply: %w", err)
+		return serverBatch{}, err
 	}
 	postCmds, err := commandsFor(post)
 	if err != nil {
-		return fmt.Errorf("apply: %w", err)
+		return serverBatch{}, err
 	}
 	txs, err := d.mapTransactions(maps, next)
 	if err != nil {
-		return fmt.Errorf("apply: %w", err)
+		return serverBatch{}, err
 	}
+	return serverBatch{ops: len(ops), preCmds: preCmds, postCmds: postCmds, txs: txs}, nil
+}
+
+func (d *Driver) applyServersAndMaps(ctx context.Context, b serverBatch) error {
+	preCmds, postCmds, txs := b.preCmds, b.postCmds, b.txs
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.ready(); err != nil {
@@ -347,7 +364,7 @@ func (d *Driver) applyServersAndMaps(ctx context.Context, ops []dcm.Op, next dcm
 	}
 	if len(txs) == 0 {
 		if _, err := d.client.Exec(ctx, append(preCmds, postCmds...)); err != nil {
-			return fmt.Errorf("apply %d ops: %w", len(ops), err)
+			return fmt.Errorf("apply %d ops: %w", b.ops, err)
 		}
 		return nil
 	}
@@ -357,7 +374,7 @@ func (d *Driver) applyServersAndMaps(ctx context.Context, ops []dcm.Op, next dcm
 	}
 	replies, err := d.client.Exec(ctx, first)
 	if err != nil {
-		return fmt.Errorf("apply %d ops, before the map commits: %w", len(pre)+len(txs), err)
+		return fmt.Errorf("apply %d ops, before the map commits: %w", len(preCmds)+len(txs), err)
 	}
 	var second []Command
 	for k, tx := range txs {
@@ -373,7 +390,7 @@ func (d *Driver) applyServersAndMaps(ctx context.Context, ops []dcm.Op, next dcm
 	}
 	second = append(second, postCmds...)
 	if _, err := d.client.Exec(ctx, second); err != nil {
-		return fmt.Errorf("apply %d map replaces and %d ops after them: %w", len(txs), len(post), err)
+		return fmt.Errorf("apply %d map replaces and %d ops after them: %w", len(txs), len(postCmds), err)
 	}
 	return nil
 }

@@ -790,8 +790,8 @@ func (s *Source) syncService(t *txn, ns, name string) error {
 }
 
 // syncSecret recomputes the edge routes that use a Secret: a new version
-// is a certificate rotation, an invalid or deleted Secret leaves its hosts
-// to the default certificate.
+// is a certificate rotation, a deleted Secret leaves its hosts to the
+// default certificate (certVersion says what an invalid one does).
 func (s *Source) syncSecret(t *txn, ns, name string) error {
 	key := ns + "/" + name
 	t.secrets[key] = struct{}{}
