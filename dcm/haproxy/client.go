@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -205,6 +206,11 @@ func (c *Client) connectLocked(ctx context.Context) error {
 func ioCause(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w (%w)", ctx.Err(), err)
+	}
+	// The socket's deadline is the context's: on a busy machine the read
+	// can time out before the context's own timer has marked it done.
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) && errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
 	}
 	return err
 }
