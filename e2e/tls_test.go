@@ -224,3 +224,62 @@ func TestEdgeCertRotation(t *testing.T) {
 		return nil
 	})
 }
+
+// TestRefusedCertificate: a certificate HAProxy refuses (its key belongs to
+// another certificate: a source that skipped the kube layer's check) fails
+// the rotation at commit ssl cert; the transaction is aborted and the old
+// certificate keeps being served. dcm falls back to a runtime-error
+// reload, which haproxy -c refuses, so the same worker keeps serving and
+// the reload is retried; a valid certificate then converges.
+func TestRefusedCertificate(t *testing.T) {
+	ca := testkit.NewCA(t)
+	store := &testkit.CertStore{}
+	shopPod := startPod(t, "127.0.10.3", "shop")
+	one, two, three := ca.Leaf(t, "shop.test"), ca.Leaf(t, "shop.test"), ca.Leaf(t, "shop.test")
+	shop := func(version string) dcm.Desired {
+		r := dcm.Route{Namespace: "test", Name: "shop", Source: dcm.SourceIngress, Object: "shop", Kind: dcm.KindEdge,
+			Host: "shop.test", Path: "/", PathType: dcm.PathPrefix, Balance: dcm.BalanceRoundRobin,
+			TLS: &dcm.TLSRef{Secret: "test/shop-tls", Version: version}}
+		return withRoutes(dcm.Desired{}, []dcm.Route{r}, []pod{shopPod})
+	}
+	src := harness.NewStaticSource(shop(store.Put("test/shop-tls", one.PEM())))
+	s := harness.Start(t, harness.Options{Source: src, HTTPS: true, Certs: store,
+		Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true}})
+	serves := func(step string, want testkit.Leaf) {
+		t.Helper()
+		s.Eventually(step, 10*time.Second, func() error {
+			code, _, leaf, err := testkit.HTTPSGet(s.HTTPSAddr, "shop.test", "/", ca.Pool())
+			switch {
+			case err != nil:
+				return err
+			case code != 200:
+				return fmt.Errorf("HTTP %d", code)
+			case leaf.SerialNumber.Cmp(want.Cert.SerialNumber) != 0:
+				return fmt.Errorf("serial %s", leaf.SerialNumber)
+			}
+			return nil
+		})
+	}
+	serves("start", one)
+	pid := s.WorkerPID()
+
+	src.Set(shop(store.Put("test/shop-tls", append(append([]byte{}, two.CertPEM...), one.KeyPEM...))))
+	s.Eventually("the refused commit counted, the reload refused", 10*time.Second, func() error {
+		if n := s.Counter("dcm_runtime_errors_total", "command", "commit ssl"); n < 1 {
+			return fmt.Errorf("%v failed commits", n)
+		}
+		if n := s.Counter("dcm_reload_failures_total"); n < 1 {
+			return fmt.Errorf("%v failed reloads", n)
+		}
+		return nil
+	})
+	serves("the old certificate still served", one)
+	if got := s.WorkerPID(); got != pid {
+		t.Fatalf("worker %d, was %d", got, pid)
+	}
+	// No transaction was left open: HAProxy would take the next set ssl
+	// cert into it. The valid certificate converges (through the retried
+	// reload, which now passes haproxy -c).
+	src.Set(shop(store.Put("test/shop-tls", three.PEM())))
+	serves("a valid certificate converges", three)
+}
