@@ -889,6 +889,7 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 			{Kind: dcm.WhatIfDeletePod, Namespace: "demo", Pod: "web-1"},
 			{Kind: dcm.WhatIfAddRoute, Route: &route},
 			{Kind: dcm.WhatIfDeleteRoute, Backend: webName},
+			{Kind: dcm.WhatIfRotateCert, Namespace: "demo", Secret: "demo/web-tls"},
 		},
 		Predicted: map[string]int{webName + " add-server": 3}, Actual: map[string]int{webName + " add-server": 2}}
 	s.eng.hub.Publish(full)

@@ -62,3 +62,43 @@ func TestCertLifecycle(t *testing.T) {
 	st = idle(Fresh(v1, reloadCaps))
 	step("rotated without runtime certificates", reloadCaps, v2, nil, dcm.ReasonCertChanged)
 }
+
+// TestSimulateRotateCert: a what-if rotation of a Secret is one cert-update
+// per host of its edge routes, no reload, with runtime certificates; a
+// reload for cert-changed without; an unknown Secret is an error.
+func TestSimulateRotateCert(t *testing.T) {
+	shop, api := edgeRoute("shop", "shop.test", "aa"), edgeRoute("api", "api.test", "aa")
+	api.TLS.Secret = shop.TLS.Secret // one Secret, two hosts
+	d := desiredAll(desiredBackend(route("web"), ep("web-a", "127.0.1.1", dcm.StateReady)),
+		desiredBackend(shop, ep("shop-a", "127.0.2.1", dcm.StateReady)), desiredBackend(api, ep("api-a", "127.0.3.1", dcm.StateReady)))
+	w := []dcm.WhatIf{{Kind: dcm.WhatIfRotateCert, Namespace: "demo", Secret: shop.TLS.Secret}}
+
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true}
+	sim := Simulate(snapshotOf(d, caps), w, dcm.MemoryCosts{})
+	if len(sim.Errors) > 0 || sim.Reloads != 0 || len(sim.Steps) != 1 || sim.Ops != 2 {
+		t.Fatalf("rotation: %+v", sim)
+	}
+	for _, o := range sim.Steps[0].Ops {
+		if o.Kind != dcm.OpCertUpdate || o.Cert.Version == "aa" || dcm.ValidateCertVersion("v", o.Cert.Version) != nil {
+			t.Errorf("op %s", o)
+		}
+	}
+	if want := []string{api.BackendName(), shop.BackendName()}; !slices.Equal(sim.Backends, want) {
+		t.Errorf("touched %v, want %v", sim.Backends, want)
+	}
+	again := Simulate(snapshotOf(d, caps), w, dcm.MemoryCosts{})
+	if a, b := opStrings(sim.Steps[0].Ops), opStrings(again.Steps[0].Ops); !slices.Equal(a, b) {
+		t.Errorf("not deterministic: %q, %q", a, b)
+	}
+
+	reload := dcm.Caps{Mode: dcm.ModeReload, AddServer: true}
+	if sim := Simulate(snapshotOf(d, reload), w, dcm.MemoryCosts{}); sim.Reloads != 1 || !slices.Equal(sim.Reasons, []dcm.ReloadReason{dcm.ReasonCertChanged}) {
+		t.Errorf("reload mode: %+v", sim)
+	}
+	for _, secret := range []string{"demo/unknown", "bad", "demo/x;y"} {
+		sim := Simulate(snapshotOf(d, caps), []dcm.WhatIf{{Kind: dcm.WhatIfRotateCert, Secret: secret}}, dcm.MemoryCosts{})
+		if len(sim.Errors) != 1 || len(sim.Steps) != 0 {
+			t.Errorf("secret %q: %+v", secret, sim)
+		}
+	}
+}

@@ -720,6 +720,14 @@ func (g *gen) whatif(c *cluster, d dcm.Desired, k int) dcm.WhatIf {
 		}
 		return dcm.WhatIf{Kind: dcm.WhatIfDeleteRoute, Backend: d.Backends[g.r.IntN(len(d.Backends))].Name}
 	}
+	if g.r.IntN(2) == 0 { // rotate the certificate of an edge route's Secret, or of one none uses
+		for _, i := range g.r.Perm(len(d.Backends)) {
+			if tls := d.Backends[i].Route.TLS; tls != nil {
+				return dcm.WhatIf{Kind: dcm.WhatIfRotateCert, Namespace: wl.ns, Secret: tls.Secret}
+			}
+		}
+		return dcm.WhatIf{Kind: dcm.WhatIfRotateCert, Namespace: wl.ns, Secret: g.pick([]string{wl.ns + "/nobody-tls", "bad", ""})}
+	}
 	return dcm.WhatIf{Kind: dcm.WhatIfKind(g.pick([]string{"rotate-cert", "", "Scale"})), Namespace: wl.ns}
 }
 
