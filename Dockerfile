@@ -16,7 +16,7 @@ RUN apt-get update \
 COPY --from=build /out/dcm /usr/local/bin/dcm
 USER 10001
 WORKDIR /var/lib/dcm
-# 8080: API and metrics; 8000: HAProxy's HTTP frontend. Bind beyond loopback in a pod.
-EXPOSE 8080 8000
+# 8080: API and metrics; 8000 and 8443: HAProxy's HTTP and HTTPS frontends. Bind beyond loopback in a pod.
+EXPOSE 8080 8000 8443
 ENTRYPOINT ["/usr/local/bin/dcm"]
-CMD ["--work-dir=/var/lib/dcm/run", "--listen=0.0.0.0:8080", "--http-bind=0.0.0.0:8000"]
+CMD ["--work-dir=/var/lib/dcm/run", "--listen=0.0.0.0:8080", "--http-bind=0.0.0.0:8000", "--https-bind=0.0.0.0:8443"]

@@ -213,15 +213,18 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := engine.NewMetrics(reg)
 	caps := haproxy.CapsFor(version, dcm.Mode(o.mode), o.slots, o.poolSize)
+	certs := &lateCerts{}
 	driver := haproxy.NewDriver(haproxy.DriverConfig{
 		Binary:       o.haproxyBin,
 		WorkDir:      dir,
 		MasterSocket: o.masterSocket,
-		Settings:     haproxy.Settings{AdminSocket: filepath.Join(dir, "admin.sock"), HTTPBind: o.httpBind},
+		Settings:     haproxy.Settings{AdminSocket: filepath.Join(dir, "admin.sock"), HTTPBind: o.httpBind, HTTPSBind: o.httpsBind},
 		Observer:     metrics.ObserveCommand,
+		Certs:        certs,
 	}, log.With("part", "haproxy"))
 	eng := engine.New(engine.Config{Caps: caps}, driver, metrics, log.With("part", "engine"))
 	source := kube.NewSource(client, kube.Options{IngressClass: o.ingressClass, Namespaces: o.namespaces}, eng, log.With("part", "kube"))
+	certs.src = source // before anything runs: the driver asks only once the engine does
 	parts += 2
 	go func() { errs <- wrap("kubernetes", source.Run(ctx)) }()
 	go func() { errs <- wrap("engine", eng.Run(ctx, source)) }()
@@ -363,4 +366,15 @@ func ignoreClosed(err error) error {
 		return nil
 	}
 	return err
+}
+
+// lateCerts is the driver's CertSource: the Kubernetes source, which is
+// built after the driver because it reports to the engine that drives it.
+type lateCerts struct{ src haproxy.CertSource }
+
+func (c *lateCerts) CertPEM(secret, version string) ([]byte, error) {
+	if c.src == nil {
+		return nil, fmt.Errorf("no certificate source for %s", secret)
+	}
+	return c.src.CertPEM(secret, version)
 }

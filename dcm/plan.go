@@ -35,6 +35,10 @@ type Caps struct {
 	// configuration is rendered (dynamic mode with AddServer only): new
 	// routes take one instead of reloading.
 	Pool int `json:"pool,omitempty"`
+	// RuntimeCerts is true when edge certificates are added, rotated and
+	// removed over the admin socket (dynamic mode); otherwise a changed
+	// certificate reloads.
+	RuntimeCerts bool `json:"runtimeCerts,omitempty"`
 }
 
 // Pooled reports whether routes come and go at runtime through spare backends.
@@ -55,6 +59,7 @@ const (
 	ReasonDrift           ReloadReason = "drift" // HAProxy lacks a backend dcm manages
 	ReasonHAProxyRestart  ReloadReason = "haproxy-restarted"
 	ReasonManual          ReloadReason = "manual"
+	ReasonCertChanged     ReloadReason = "cert-changed" // without runtime certs: a certificate came, changed or went
 )
 
 // OpKind is one kind of runtime change.
@@ -70,6 +75,15 @@ const (
 	// OpMapReplace replaces one routing map atomically (prepare map, add map
 	// for every entry, commit map) with the map rendered from Plan.Next.
 	OpMapReplace OpKind = "map-replace"
+	// OpCertAdd loads a host's certificate (new ssl cert, set ssl cert,
+	// commit ssl cert) and lists it for its SNI host (add ssl crt-list).
+	OpCertAdd OpKind = "cert-add"
+	// OpCertUpdate replaces a host's certificate in one SSL transaction
+	// (set ssl cert, commit ssl cert).
+	OpCertUpdate OpKind = "cert-update"
+	// OpCertDel unlists a host's certificate (del ssl crt-list) and drops it
+	// (del ssl cert).
+	OpCertDel OpKind = "cert-del"
 )
 
 // Op is one runtime change to one server, or one atomic replace of a routing
@@ -100,6 +114,10 @@ type Op struct {
 	Map MapTable   `json:"map,omitempty"`
 	Set []MapEntry `json:"set,omitempty"`
 	Del []MapEntry `json:"del,omitempty"`
+	// Cert is the certificate of a cert op: host, Secret and version, never
+	// the key (the driver fetches the PEM by version). Backend is then the
+	// route's backend the certificate is served for.
+	Cert *Cert `json:"cert,omitempty"`
 }
 
 // ProxyName is the HAProxy backend a server op's command names.
@@ -115,6 +133,11 @@ func (o Op) String() string {
 	switch o.Kind {
 	case OpMapReplace:
 		return fmt.Sprintf("%s %s +%d -%d", o.Kind, o.Map, len(o.Set), len(o.Del))
+	case OpCertAdd, OpCertUpdate, OpCertDel:
+		if o.Cert == nil {
+			return string(o.Kind)
+		}
+		return fmt.Sprintf("%s %s %s@%.12s", o.Kind, o.Cert.Host, o.Cert.Secret, o.Cert.Version)
 	case OpAddServer:
 		return fmt.Sprintf("%s %s %s:%d weight %d", o.Kind, target, o.Addr, o.Port, o.Weight)
 	case OpSetAddr:

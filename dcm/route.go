@@ -72,6 +72,8 @@ type Route struct {
 	// Check turns on HAProxy's health checks for the route's servers, on top of
 	// Kubernetes readiness.
 	Check bool `json:"check"`
+	// TLS is the certificate of an edge route (nil for other kinds).
+	TLS *TLSRef `json:"tls,omitempty"`
 }
 
 // BackendName is the HAProxy backend that serves a route.
@@ -89,7 +91,9 @@ func (r Route) Key() string { return r.Namespace + "/" + r.Name }
 
 // SameServing reports whether two routes are served identically by HAProxy:
 // equal host, path, kind, balance and checks. Services and workload only decide
-// which endpoints the backend gets, not how HAProxy is configured.
+// which endpoints the backend gets, not how HAProxy is configured; the
+// certificate (TLS) is served by the HTTPS frontend, not the backend, and
+// changes through certificate ops.
 func (r Route) SameServing(o Route) bool {
 	return r.Namespace == o.Namespace && r.Name == o.Name && r.Kind == o.Kind &&
 		r.Host == o.Host && r.Path == o.Path && r.PathType == o.PathType &&

@@ -222,11 +222,32 @@ func ValidateRoute(r Route) error {
 	if err := ValidateDNSSubdomain("route name", r.Name); err != nil {
 		return err
 	}
-	if r.Kind != KindHTTP {
-		return invalid(RejectUnsupported, "kind", string(r.Kind))
-	}
 	if err := ValidateHost("host", r.Host); err != nil {
 		return err
+	}
+	switch r.Kind {
+	case KindHTTP:
+		if r.TLS != nil {
+			return invalid(RejectInvalidValue, "tls", r.TLS.Secret)
+		}
+	case KindEdge:
+		// SNI picks the certificate by host: an edge route needs one.
+		if r.Host == "" {
+			return invalid(RejectUnsupported, "edge route without host", r.Host)
+		}
+		if r.TLS == nil {
+			return invalid(RejectInvalidValue, "tls", "")
+		}
+		if err := ValidateSecretRef("tls.secret", r.TLS.Secret); err != nil {
+			return err
+		}
+		if err := ValidateCertVersion("tls.version", r.TLS.Version); err != nil {
+			return err
+		}
+	default:
+		// passthrough and reencrypt need TCP frontends and backend TLS
+		// settings dcm does not render yet.
+		return invalid(RejectUnsupported, "kind (only http and edge are served)", string(r.Kind))
 	}
 	if err := ValidatePath("path", r.Path); err != nil {
 		return err

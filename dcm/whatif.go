@@ -12,6 +12,9 @@ const (
 	WhatIfAddRoute WhatIfKind = "add-route"
 	// WhatIfDeleteRoute: a route (by its backend name) is deleted.
 	WhatIfDeleteRoute WhatIfKind = "delete-route"
+	// WhatIfRotateCert: the certificate of a Secret (namespace/name) is
+	// replaced; the edge routes that use it get a new version.
+	WhatIfRotateCert WhatIfKind = "rotate-cert"
 )
 
 // WhatIf is one event of a preview.
@@ -23,6 +26,8 @@ type WhatIf struct {
 	Pod       string       `json:"pod,omitempty"`
 	Route     *Route       `json:"route,omitempty"`
 	Backend   string       `json:"backend,omitempty"`
+	// Secret is namespace/name of a kubernetes.io/tls Secret (rotate-cert).
+	Secret string `json:"secret,omitempty"`
 }
 
 // SimStep is one thing HAProxy would be asked to do, in order: a scale-out

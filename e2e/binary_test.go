@@ -31,7 +31,7 @@ func TestBinaryDemo(t *testing.T) {
 	}
 	dir := testkit.ShortDir(t)
 	httpAddr := testkit.FreeAddr(t)
-	cmd := exec.Command(bin, "--demo", "--work-dir", dir, "--listen", "127.0.0.1:0", "--http-bind", httpAddr,
+	cmd := exec.Command(bin, "--demo", "--work-dir", dir, "--listen", "127.0.0.1:0", "--http-bind", httpAddr, "--https-bind", testkit.FreeAddr(t),
 		"--demo-readiness-delay", "100ms", "--demo-prestop-delay", "200ms")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -60,10 +60,14 @@ const (
 func tStart() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
 
 func fullRoute(ns, name string, kind dcm.RouteKind) dcm.Route {
-	return dcm.Route{Namespace: ns, Name: name, Source: dcm.SourceIngress, Object: name, Kind: kind,
+	r := dcm.Route{Namespace: ns, Name: name, Source: dcm.SourceIngress, Object: name, Kind: kind,
 		Host: name + "." + ns + ".example", Path: "/", PathType: dcm.PathPrefix,
 		Services: []dcm.ServiceRef{{Name: name, Port: "http", Weight: 100}},
 		Workload: &dcm.WorkloadRef{Kind: "Deployment", Name: name}, Balance: dcm.BalanceRoundRobin, Check: true}
+	if kind == dcm.KindEdge {
+		r.TLS = &dcm.TLSRef{Secret: ns + "/" + name + "-tls", Version: "0123abcd"}
+	}
+	return r
 }
 
 func fullBackend(ns, name string, kind dcm.RouteKind) dcm.Backend {
@@ -84,7 +88,7 @@ func fullReload() *dcm.ReloadInfo {
 func fullSnapshot() dcm.Snapshot {
 	web, app := fullBackend("demo", "web", dcm.KindHTTP), fullBackend("other", "app", dcm.KindEdge)
 	web.Slot, app.Retiring = "be_http:_pool:3", true
-	return dcm.Snapshot{Mode: dcm.ModeSlots, Caps: dcm.Caps{Mode: dcm.ModeSlots, Slots: 4, AddServer: true, Pool: 4},
+	return dcm.Snapshot{Mode: dcm.ModeSlots, Caps: dcm.Caps{Mode: dcm.ModeSlots, Slots: 4, AddServer: true, Pool: 4, RuntimeCerts: true},
 		Pool:    []string{"be_http:_pool:4"},
 		HAProxy: dcm.HAProxyInfo{Version: "2.6.12", PID: 11, Started: tStart(), Reloads: 3, Running: true},
 		Updates: dcm.Updates{Noop: 1, Dynamic: 2, Reload: 3}, LastReload: fullReload(),
@@ -949,6 +953,7 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpMapReplace, Map: dcm.MapHostPrefix,
 		Set: []dcm.MapEntry{{Key: "web.demo.example/", Backend: webName, Slot: "be_http:_pool:3"}},
 		Del: []dcm.MapEntry{{Key: "old.demo.example/", Backend: webName}}})
+	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpCertUpdate, Backend: webName, Cert: &dcm.Cert{Host: "web.demo.example", Secret: "demo/shop-tls", Version: "0123abcd"}})
 	full.Reload, full.Object, full.Reason, full.Actor = fullReload(), &dcm.ObjectRef{Kind: "Ingress", Namespace: "demo", Name: "web"}, "because", "alice"
 	route := fullRoute("demo", "new", dcm.KindHTTP)
 	full.Prediction = &dcm.PredictionCheck{Seq: 3, Match: false,
@@ -957,6 +962,7 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 			{Kind: dcm.WhatIfDeletePod, Namespace: "demo", Pod: "web-1"},
 			{Kind: dcm.WhatIfAddRoute, Route: &route},
 			{Kind: dcm.WhatIfDeleteRoute, Backend: webName},
+			{Kind: dcm.WhatIfRotateCert, Namespace: "demo", Secret: "demo/web-tls"},
 		},
 		Predicted: map[string]int{webName + " add-server": 3}, Actual: map[string]int{webName + " add-server": 2}}
 	s.eng.hub.Publish(full)

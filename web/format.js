@@ -156,6 +156,11 @@ export function opText(op) {
       return `${op.op} ${target} ${op.state ?? ''}`;
     case 'set-weight':
       return `${op.op} ${target} ${op.weight ?? 0}`;
+    case 'cert-add':
+    case 'cert-update':
+    case 'cert-del':
+      if (!op.cert) return op.op;
+      return `${op.op} ${op.cert.host} ${op.cert.secret}@${(op.cert.version || '').slice(0, 12)}`;
   }
   return `${op.op} ${target}`;
 }

@@ -48,6 +48,12 @@ func (e *Engine) Config(ctx context.Context) (dcm.ConfigView, error) {
 		}
 		view.Drift = append(view.Drift, lineDiff(n, string(disk.Maps[n]), string(want.Maps[n]))...)
 	}
+	// The crt-list names the certificates; the certificate files hold keys
+	// and are never shown.
+	if disk.CrtList != nil || want.CrtList != nil {
+		view.Files = append(view.Files, dcm.ConfigFile{Name: haproxy.CrtListName, Content: string(disk.CrtList)})
+		view.Drift = append(view.Drift, lineDiff(haproxy.CrtListName, string(disk.CrtList), string(want.CrtList))...)
+	}
 	return view, nil
 }
 

@@ -103,6 +103,11 @@ func (c *Client) Exec(ctx context.Context, cmds []Command) ([]Reply, error) {
 		if cmd.kind == 0 || cmd.text == "" || strings.ContainsAny(cmd.text, "\n;") {
 			return nil, fmt.Errorf("haproxy command %d: not built by a constructor of this package", i)
 		}
+		if cmd.payload != "" {
+			if err := payloadText(cmd.payload); err != nil {
+				return nil, fmt.Errorf("haproxy command %d (%s): %w", i, cmd.text, err)
+			}
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -215,6 +220,12 @@ func writeCommands(conn *guardedConn, cmds []Command) error {
 	for _, cmd := range cmds {
 		if _, err := w.WriteString(cmd.text); err != nil {
 			return err
+		}
+		if cmd.payload != "" {
+			// The payload ends with an empty line (payloadText allows none inside).
+			if _, err := w.WriteString(" <<\n" + cmd.payload + "\n"); err != nil {
+				return err
+			}
 		}
 		if err := w.WriteByte('\n'); err != nil {
 			return err

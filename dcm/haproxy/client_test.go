@@ -70,7 +70,7 @@ func TestReadReplyStream(t *testing.T) {
 		t.Fatalf("table has %d rows for %d commands", len(tests), len(cmds))
 	}
 	for i, tt := range tests {
-		c := Command{cmds[i], tt.kind}
+		c := Command{text: cmds[i], kind: tt.kind}
 		if got := c.succeeded(replies[i]); got != tt.ok {
 			t.Errorf("%q → %q: succeeded = %v, want %v", cmds[i], replies[i], got, tt.ok)
 		}
@@ -102,7 +102,7 @@ func TestSucceededRejectsOddReplies(t *testing.T) {
 		{0, ""},
 	}
 	for _, tt := range tests {
-		if (Command{"x", tt.kind}).succeeded(tt.reply) {
+		if (Command{text: "x", kind: tt.kind}).succeeded(tt.reply) {
 			t.Errorf("kind %d accepted %q", tt.kind, tt.reply)
 		}
 	}

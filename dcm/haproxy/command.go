@@ -25,6 +25,14 @@ const (
 	replyBackends
 	replyPrepareMap
 	replyShowMap
+	replyNewCert
+	replySetCert
+	replyCommitCert
+	replyAddCrtList
+	replyDelCrtList
+	replyDelCert
+	// replyAny is for best-effort commands (abort ssl cert after a failure).
+	replyAny
 )
 
 // Command is one runtime API command. Only this package builds commands, from
@@ -32,6 +40,12 @@ const (
 type Command struct {
 	text string
 	kind replyKind
+	// payload follows the command on the socket ("<text> <<\n<payload>\n\n");
+	// it is never logged (it may be a private key).
+	payload string
+	// file is the certificate file a certificate command names, which its
+	// success reply repeats.
+	file string
 }
 
 func (c Command) String() string { return c.text }
@@ -59,9 +73,9 @@ func CommandFor(op dcm.Op) (Command, error) {
 		if err != nil {
 			return Command{}, fmt.Errorf("op %s on %s: %w", op.Kind, target, err)
 		}
-		return Command{"add server " + target + " " + args, replyAddServer}, nil
+		return Command{text: "add server " + target + " " + args, kind: replyAddServer}, nil
 	case dcm.OpDelServer:
-		return Command{"del server " + target, replyDelServer}, nil
+		return Command{text: "del server " + target, kind: replyDelServer}, nil
 	case dcm.OpSetAddr:
 		if err := dcm.ValidateAddr("address", op.Addr); err != nil {
 			return Command{}, fmt.Errorf("op %s on %s: %w", op.Kind, target, err)
@@ -69,21 +83,21 @@ func CommandFor(op dcm.Op) (Command, error) {
 		if err := dcm.ValidatePort("port", op.Port); err != nil {
 			return Command{}, fmt.Errorf("op %s on %s: %w", op.Kind, target, err)
 		}
-		return Command{"set server " + target + " addr " + op.Addr + " port " + strconv.Itoa(op.Port), replySetAddr}, nil
+		return Command{text: "set server " + target + " addr " + op.Addr + " port " + strconv.Itoa(op.Port), kind: replySetAddr}, nil
 	case dcm.OpSetState:
 		switch op.State {
 		case dcm.StateReady, dcm.StateDrain, dcm.StateMaint:
 		default:
 			return Command{}, fmt.Errorf("op %s on %s: unknown state %q", op.Kind, target, op.State)
 		}
-		return Command{"set server " + target + " state " + string(op.State), replyEmpty}, nil
+		return Command{text: "set server " + target + " state " + string(op.State), kind: replyEmpty}, nil
 	case dcm.OpSetWeight:
 		if op.Weight < 0 || op.Weight > 256 {
 			return Command{}, fmt.Errorf("op %s on %s: weight %d out of range 0-256", op.Kind, target, op.Weight)
 		}
-		return Command{"set weight " + target + " " + strconv.Itoa(op.Weight), replyEmpty}, nil
+		return Command{text: "set weight " + target + " " + strconv.Itoa(op.Weight), kind: replyEmpty}, nil
 	case dcm.OpEnableHealth:
-		return Command{"enable health " + target, replyEmpty}, nil
+		return Command{text: "enable health " + target, kind: replyEmpty}, nil
 	}
 	return Command{}, fmt.Errorf("op %q on %s: unknown op kind", op.Kind, target)
 }
@@ -108,7 +122,7 @@ func PrepareMapCommand(t dcm.MapTable) (Command, error) {
 	if err != nil {
 		return Command{}, err
 	}
-	return Command{"prepare map " + file, replyPrepareMap}, nil
+	return Command{text: "prepare map " + file, kind: replyPrepareMap}, nil
 }
 
 // AddMapCommand is `add map @<ver> <file> <key> <value>`; the key and the
@@ -124,7 +138,7 @@ func AddMapCommand(version uint32, t dcm.MapTable, key, value string) (Command, 
 	if err := validateBackendName(value); err != nil {
 		return Command{}, fmt.Errorf("map %s key %s: %w", t, key, err)
 	}
-	return Command{"add map @" + strconv.FormatUint(uint64(version), 10) + " " + file + " " + key + " " + value, replyEmpty}, nil
+	return Command{text: "add map @" + strconv.FormatUint(uint64(version), 10) + " " + file + " " + key + " " + value, kind: replyEmpty}, nil
 }
 
 // CommitMapCommand is `commit map @<ver> <file>`.
@@ -133,7 +147,7 @@ func CommitMapCommand(version uint32, t dcm.MapTable) (Command, error) {
 	if err != nil {
 		return Command{}, err
 	}
-	return Command{"commit map @" + strconv.FormatUint(uint64(version), 10) + " " + file, replyEmpty}, nil
+	return Command{text: "commit map @" + strconv.FormatUint(uint64(version), 10) + " " + file, kind: replyEmpty}, nil
 }
 
 // ShowMapCommand is `show map <file>`: the visible version of a map.
@@ -142,7 +156,7 @@ func ShowMapCommand(t dcm.MapTable) (Command, error) {
 	if err != nil {
 		return Command{}, err
 	}
-	return Command{"show map " + file, replyShowMap}, nil
+	return Command{text: "show map " + file, kind: replyShowMap}, nil
 }
 
 // ParseShowMap reads show map's "<ref> <key> <value>" lines as file lines,
@@ -180,35 +194,35 @@ func ParseMapVersion(reply string) (uint32, error) {
 }
 
 // InfoCommand is `show info`.
-func InfoCommand() Command { return Command{"show info", replyInfo} }
+func InfoCommand() Command { return Command{text: "show info", kind: replyInfo} }
 
 // VersionCommand is `show version`.
-func VersionCommand() Command { return Command{"show version", replyVersion} }
+func VersionCommand() Command { return Command{text: "show version", kind: replyVersion} }
 
 // BackendsCommand is `show backend`.
-func BackendsCommand() Command { return Command{"show backend", replyBackends} }
+func BackendsCommand() Command { return Command{text: "show backend", kind: replyBackends} }
 
 // ServersStateCommand is `show servers state`, for one backend or, with "", all.
 func ServersStateCommand(backend string) (Command, error) {
 	if backend == "" {
-		return Command{"show servers state", replyServersState}, nil
+		return Command{text: "show servers state", kind: replyServersState}, nil
 	}
 	if err := validateProxyName(backend); err != nil {
 		return Command{}, err
 	}
-	return Command{"show servers state " + backend, replyServersState}, nil
+	return Command{text: "show servers state " + backend, kind: replyServersState}, nil
 }
 
 // StatCommand is `show stat` limited to servers, for one backend or, with "", all.
 func StatCommand(backend string) (Command, error) {
 	if backend == "" {
-		return Command{"show stat -1 4 -1", replyStat}, nil
+		return Command{text: "show stat -1 4 -1", kind: replyStat}, nil
 	}
 	if err := validateProxyName(backend); err != nil {
 		return Command{}, err
 	}
 	// 2.6 takes a proxy name here (colons included), not only an id.
-	return Command{"show stat " + backend + " 4 -1", replyStat}, nil
+	return Command{text: "show stat " + backend + " 4 -1", kind: replyStat}, nil
 }
 
 func validateProxyName(name string) error {
@@ -235,6 +249,14 @@ const errorSeverity = 3
 // succeeded reports whether reply is the known success reply of c. Anything
 // unknown is a failure: the next sync then falls back to a reload.
 func (c Command) succeeded(reply string) bool {
+	if c.payload != "" {
+		// 2.6 answers every payload line with a "+ " continuation prompt
+		// before the reply itself.
+		reply = continuationRE.ReplaceAllString(reply, "")
+	}
+	if c.kind >= replyNewCert {
+		return c.certSucceeded(reply)
+	}
 	sev, msg, prefixed := severity(reply)
 	if prefixed && sev <= errorSeverity {
 		return false

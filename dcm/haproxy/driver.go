@@ -35,6 +35,9 @@ type DriverConfig struct {
 	ReloadTimeout time.Duration
 	// Observer sees every admin command's latency and outcome.
 	Observer Observer
+	// Certs hands out the PEM of edge routes' certificates (with
+	// Settings.HTTPSBind); nil serves no edge certificate.
+	Certs CertSource
 }
 
 // Driver is the engine's handle on HAProxy. One mutex orders everything it
@@ -51,8 +54,10 @@ type Driver struct {
 	proc    *Process
 	client  *Client
 	files   Files // what the running worker loaded, or was told at runtime
-	cancel  context.CancelFunc
-	started bool
+	// defaultCert is the HTTPS frontend's default certificate (PEM).
+	defaultCert []byte
+	cancel      context.CancelFunc
+	started     bool
 }
 
 // NewDriver prepares a Driver; Start runs it.
@@ -89,12 +94,17 @@ func (d *Driver) Start(ctx context.Context, initial dcm.State) error {
 		return err
 	}
 	d.version = v
-	files, err := d.render(initial)
-	if err != nil {
-		return fmt.Errorf("render initial configuration: %w", err)
-	}
 	if err := os.MkdirAll(d.cfg.WorkDir, 0o755); err != nil {
 		return fmt.Errorf("haproxy work dir: %w", err)
+	}
+	if d.cfg.Settings.HTTPSBind != "" {
+		if d.defaultCert, err = EnsureDefaultCert(d.cfg.WorkDir); err != nil {
+			return err
+		}
+	}
+	files, err := d.renderFiles(initial)
+	if err != nil {
+		return fmt.Errorf("render initial configuration: %w", err)
 	}
 	if err := Validate(ctx, d.cfg.Binary, d.cfg.WorkDir, files); err != nil {
 		return fmt.Errorf("initial configuration: %w", err)
@@ -169,23 +179,184 @@ func (d *Driver) Events() <-chan ProcessEvent {
 // ops before the maps and the prepares, then the entries, the commits and
 // the server ops after the maps. Nothing is sent when any op fails
 // validation; a failed batch stops before the next.
+//
+// Certificate ops come first and last (the planner puts a host's
+// certificate in place before its route and removes it after): each is
+// its own batch, one SSL transaction at a time, aborted when it fails.
+// Without an HTTPS frontend they are skipped: no certificate is served.
 func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error {
-	pre, maps, post, err := splitMapOps(ops)
+	certFirst, ops, certLast, err := splitCertOps(ops)
 	if err != nil {
 		return fmt.Errorf("apply: %w", err)
+	}
+	if d.cfg.Settings.HTTPSBind == "" {
+		certFirst, certLast = nil, nil
+	}
+	first, err := d.certTransactions(certFirst)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	last, err := d.certTransactions(certLast)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	batch, err := d.prepareServersAndMaps(ops, next)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	if err := d.runCertTransactions(ctx, first); err != nil {
+		return err
+	}
+	if err := d.applyServersAndMaps(ctx, batch); err != nil {
+		return err
+	}
+	return d.runCertTransactions(ctx, last)
+}
+
+// certTx is one certificate op's commands, and the abort that undoes its
+// open transaction when one of them fails.
+type certTx struct {
+	op    dcm.Op
+	cmds  []Command
+	abort *Command
+}
+
+// splitCertOps cuts ops into the leading certificate ops, the server and
+// map ops, and the trailing certificate ops.
+func splitCertOps(ops []dcm.Op) (first, rest, last []dcm.Op, err error) {
+	isCert := func(o dcm.Op) bool {
+		return o.Kind == dcm.OpCertAdd || o.Kind == dcm.OpCertUpdate || o.Kind == dcm.OpCertDel
+	}
+	i := 0
+	for i < len(ops) && isCert(ops[i]) {
+		i++
+	}
+	j := len(ops)
+	for j > i && isCert(ops[j-1]) {
+		j--
+	}
+	if slices.ContainsFunc(ops[i:j], isCert) {
+		return nil, nil, nil, errors.New("certificate ops between server ops")
+	}
+	return ops[:i], ops[i:j], ops[j:], nil
+}
+
+// certTransactions spells certificate ops, with the PEM of each version
+// from the CertSource; nothing is sent when one cannot be.
+func (d *Driver) certTransactions(ops []dcm.Op) ([]certTx, error) {
+	txs := make([]certTx, 0, len(ops))
+	for _, op := range ops {
+		var pemText string
+		if op.Kind != dcm.OpCertDel {
+			if op.Cert == nil {
+				return nil, fmt.Errorf("op %s: no certificate", op.Kind)
+			}
+			var err error
+			if pemText, err = d.certPEM(*op.Cert); err != nil {
+				return nil, err
+			}
+		}
+		cmds, abort, err := CertCommands(op, pemText)
+		if err != nil {
+			return nil, err
+		}
+		txs = append(txs, certTx{op: op, cmds: cmds, abort: abort})
+	}
+	return txs, nil
+}
+
+func (d *Driver) runCertTransactions(ctx context.Context, txs []certTx) error {
+	if len(txs) == 0 {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.ready(); err != nil {
+		return err
+	}
+	for _, tx := range txs {
+		if _, err := d.client.Exec(ctx, tx.cmds); err != nil {
+			if tx.abort != nil {
+				// Best effort: a transaction left open would swallow the
+				// next set ssl cert, whatever file it names.
+				if _, aerr := d.client.Exec(ctx, []Command{*tx.abort}); aerr != nil {
+					err = errors.Join(err, fmt.Errorf("abort: %w", aerr))
+				}
+			}
+			return fmt.Errorf("apply %s: %w", tx.op, err)
+		}
+	}
+	return nil
+}
+
+// certPEM is the normalized PEM of a certificate version.
+func (d *Driver) certPEM(c dcm.Cert) (string, error) {
+	if d.cfg.Certs == nil {
+		return "", fmt.Errorf("certificate of %s (%s): no certificate source", c.Host, c.Secret)
+	}
+	b, err := d.cfg.Certs.CertPEM(c.Secret, c.Version)
+	if err != nil {
+		return "", fmt.Errorf("certificate of %s: %w", c.Host, err)
+	}
+	p, err := NormalizePEM(b)
+	if err != nil {
+		return "", fmt.Errorf("certificate of %s (%s): %w", c.Host, c.Secret, err)
+	}
+	return p, nil
+}
+
+// renderFiles renders st with its certificate files, for the disk.
+func (d *Driver) renderFiles(st dcm.State) (Files, error) {
+	f, err := d.render(st)
+	if err != nil {
+		return Files{}, err
+	}
+	if d.cfg.Settings.HTTPSBind == "" {
+		return f, nil
+	}
+	certs := dcm.CertsOf(st.Backends)
+	f.Certs = make(map[string][]byte, len(certs)+1)
+	f.Certs[DefaultCertName] = d.defaultCert
+	for _, c := range certs {
+		p, err := d.certPEM(c)
+		if err != nil {
+			return Files{}, err
+		}
+		f.Certs[CertFile(c.Host)] = []byte(p + "\n")
+	}
+	return f, nil
+}
+
+// serverBatch is the server ops and map replaces of an Apply, spelled and
+// validated before anything is sent.
+type serverBatch struct {
+	ops               int
+	preCmds, postCmds []Command
+	txs               []mapTx
+}
+
+func (d *Driver) prepareServersAndMaps(ops []dcm.Op, next dcm.State) (serverBatch, error) {
+	pre, maps, post, err := splitMapOps(ops)
+	if err != nil {
+		return serverBatch{}, err
 	}
 	preCmds, err := commandsFor(pre)
 	if err != nil {
-		return fmt.Errorf("apply: %w", err)
+		return serverBatch{}, err
 	}
 	postCmds, err := commandsFor(post)
 	if err != nil {
-		return fmt.Errorf("apply: %w", err)
+		return serverBatch{}, err
 	}
 	txs, err := d.mapTransactions(maps, next)
 	if err != nil {
-		return fmt.Errorf("apply: %w", err)
+		return serverBatch{}, err
 	}
+	return serverBatch{ops: len(ops), preCmds: preCmds, postCmds: postCmds, txs: txs}, nil
+}
+
+func (d *Driver) applyServersAndMaps(ctx context.Context, b serverBatch) error {
+	preCmds, postCmds, txs := b.preCmds, b.postCmds, b.txs
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.ready(); err != nil {
@@ -193,7 +364,7 @@ func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error 
 	}
 	if len(txs) == 0 {
 		if _, err := d.client.Exec(ctx, append(preCmds, postCmds...)); err != nil {
-			return fmt.Errorf("apply %d ops: %w", len(ops), err)
+			return fmt.Errorf("apply %d ops: %w", b.ops, err)
 		}
 		return nil
 	}
@@ -203,7 +374,7 @@ func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error 
 	}
 	replies, err := d.client.Exec(ctx, first)
 	if err != nil {
-		return fmt.Errorf("apply %d ops, before the map commits: %w", len(pre)+len(txs), err)
+		return fmt.Errorf("apply %d ops, before the map commits: %w", len(preCmds)+len(txs), err)
 	}
 	var second []Command
 	for k, tx := range txs {
@@ -219,7 +390,7 @@ func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error 
 	}
 	second = append(second, postCmds...)
 	if _, err := d.client.Exec(ctx, second); err != nil {
-		return fmt.Errorf("apply %d map replaces and %d ops after them: %w", len(txs), len(post), err)
+		return fmt.Errorf("apply %d map replaces and %d ops after them: %w", len(txs), len(postCmds), err)
 	}
 	return nil
 }
@@ -364,7 +535,7 @@ func (d *Driver) render(st dcm.State) (Files, error) {
 // Write renders st and writes it to disk, so that a reload or a restart
 // reproduces the runtime state. A rendering error writes nothing.
 func (d *Driver) Write(st dcm.State) error {
-	files, err := d.render(st)
+	files, err := d.renderFiles(st)
 	if err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
@@ -382,7 +553,7 @@ func (d *Driver) Write(st dcm.State) error {
 // written nor loaded: the old worker keeps serving), writes it, reloads and
 // reconnects the admin client to the new worker.
 func (d *Driver) Reload(ctx context.Context, st dcm.State) (ReloadResult, error) {
-	files, err := d.render(st)
+	files, err := d.renderFiles(st)
 	if err != nil {
 		return ReloadResult{}, fmt.Errorf("reload: %w", err)
 	}

@@ -43,6 +43,10 @@ func WriteFiles(dir string, f Files, prev Files) error {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	// Certificates before the crt-list that names them, both before the cfg.
+	if err := writeCerts(dir, f, prev); err != nil {
+		return err
+	}
 	for _, name := range names {
 		if old, ok := prev.Maps[name]; ok && bytes.Equal(old, f.Maps[name]) {
 			continue
@@ -57,6 +61,65 @@ func WriteFiles(dir string, f Files, prev Files) error {
 		}
 	}
 	return removeStaleMaps(dir, f.Maps)
+}
+
+// writeCerts writes the certificate files (mode 0600: they hold private
+// keys) and the crt-list, then removes the certificates of hosts that left.
+func writeCerts(dir string, f Files, prev Files) error {
+	if f.CrtList == nil && len(f.Certs) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Join(dir, CertsDir), 0o700); err != nil {
+		return fmt.Errorf("write certificates: %w", err)
+	}
+	names := make([]string, 0, len(f.Certs))
+	for name := range f.Certs {
+		if err := checkCertName(name); err != nil {
+			return fmt.Errorf("write certificates: %w", err)
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if old, ok := prev.Certs[name]; ok && bytes.Equal(old, f.Certs[name]) {
+			continue
+		}
+		if err := writeAtomicMode(filepath.Join(dir, filepath.FromSlash(name)), f.Certs[name], 0o600); err != nil {
+			// The path only: the error must not carry the key.
+			return fmt.Errorf("write certificate %s: %w", name, err)
+		}
+	}
+	if prev.CrtList == nil || !bytes.Equal(prev.CrtList, f.CrtList) {
+		if err := writeAtomic(filepath.Join(dir, CrtListName), f.CrtList); err != nil {
+			return fmt.Errorf("write %s: %w", CrtListName, err)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, CertsDir))
+	if err != nil {
+		return fmt.Errorf("list certificates: %w", err)
+	}
+	for _, e := range entries {
+		name := CertsDir + "/" + e.Name()
+		if _, ok := f.Certs[name]; ok || e.IsDir() || !strings.HasSuffix(e.Name(), ".pem") {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, CertsDir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove stale certificate %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// checkCertName keeps certificate files inside certs/, or the default one.
+func checkCertName(name string) error {
+	if name == DefaultCertName {
+		return nil
+	}
+	if path.Clean(name) != name || !strings.HasPrefix(name, CertsDir+"/") || strings.Count(name, "/") != 1 ||
+		!strings.HasSuffix(name, ".pem") || !safePath(name) {
+		return fmt.Errorf("certificate file name %q: want %s/<host>.pem", name, CertsDir)
+	}
+	return nil
 }
 
 // checkMapName keeps map files inside maps/, whatever a caller puts in Files.
@@ -86,6 +149,10 @@ func removeStaleMaps(dir string, keep map[string][]byte) error {
 }
 
 func writeAtomic(path string, data []byte) error {
+	return writeAtomicMode(path, data, 0o644)
+}
+
+func writeAtomicMode(path string, data []byte, mode os.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
@@ -100,7 +167,7 @@ func writeAtomic(path string, data []byte) error {
 	if _, err := tmp.Write(data); err != nil {
 		return err
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.Chmod(mode); err != nil {
 		return err
 	}
 	if err := tmp.Close(); err != nil {
@@ -197,6 +264,13 @@ func ReadFiles(dir string) (Files, error) {
 			return Files{}, fmt.Errorf("read map %s: %w", e.Name(), err)
 		}
 		f.Maps[MapsDir+"/"+e.Name()] = b
+	}
+	// The crt-list, not the certificates: what ReadFiles returns is shown.
+	switch b, err := os.ReadFile(filepath.Join(dir, CrtListName)); {
+	case err == nil:
+		f.CrtList = b
+	case !errors.Is(err, fs.ErrNotExist):
+		return Files{}, fmt.Errorf("read %s: %w", CrtListName, err)
 	}
 	return f, nil
 }

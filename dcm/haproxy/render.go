@@ -20,6 +20,10 @@ type Settings struct {
 	AdminSocket string
 	// HTTPBind is the address of the HTTP frontend, e.g. "127.0.0.1:8000".
 	HTTPBind string
+	// HTTPSBind is the address of the HTTPS frontend, e.g.
+	// "127.0.0.1:8443"; "" renders none (edge routes are then served over
+	// HTTP only, and their certificates are not written).
+	HTTPSBind string
 	// HardStopAfter bounds how long an old worker may linger after a reload; 0 = no bound.
 	HardStopAfter time.Duration
 }
@@ -29,6 +33,14 @@ type Files struct {
 	Config []byte
 	// Maps holds the map files by path relative to the configuration's directory.
 	Maps map[string][]byte
+	// CrtList is the HTTPS frontend's crt-list (CrtListName): one line per
+	// SNI host, naming its certificate file; nil without an HTTPS frontend.
+	CrtList []byte
+	// Certs holds the certificate files (certificate and key, PEM) by path
+	// relative to the cfg: the default certificate and one per SNI host.
+	// The renderer leaves it empty (the model never holds a key); the
+	// driver fills it from its CertSource before writing.
+	Certs map[string][]byte
 }
 
 // File names relative to the work directory. Maps are referenced relatively
@@ -42,6 +54,19 @@ const (
 	MapAnyExact   = "maps/any_exact.map"
 	MapAnyPrefix  = "maps/any_prefix.map"
 )
+
+// Certificates of the HTTPS frontend. A host's file is named after the host
+// (an allow-listed DNS name), so the runtime API, the crt-list and the disk
+// all name it by the same string. The default certificate sits outside
+// CertsDir, so no host's file can be it.
+const (
+	CertsDir        = "certs"
+	CrtListName     = "certs.list"
+	DefaultCertName = "default.pem"
+)
+
+// CertFile is the certificate file of an SNI host, relative to the cfg.
+func CertFile(host string) string { return CertsDir + "/" + host + ".pem" }
 
 // MapFile is the file of a routing map, relative to the cfg; HAProxy's
 // runtime API names the map by this same string.
@@ -193,7 +218,29 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 		}
 	}
 	r.backends, r.routes, r.maps = next, keys, maps
-	return Files{Config: cfg, Maps: maps}, nil
+	out := Files{Config: cfg, Maps: maps}
+	if r.settings.HTTPSBind != "" {
+		list, err := renderCrtList(backends)
+		if err != nil {
+			return Files{}, err
+		}
+		out.CrtList = list
+	}
+	return out, nil
+}
+
+// renderCrtList lists one certificate per SNI host (dcm.CertsOf): the file,
+// then the host as its only SNI filter, so a host's line is added and
+// deleted at runtime by its file name alone.
+func renderCrtList(backends []dcm.Backend) ([]byte, error) {
+	var b bytes.Buffer
+	for _, c := range dcm.CertsOf(backends) {
+		if err := dcm.ValidateHost("certificate host", c.Host); err != nil || c.Host == "" {
+			return nil, fmt.Errorf("certificate of %q: not a host name", c.Host)
+		}
+		b.WriteString(CertFile(c.Host) + " " + c.Host + "\n")
+	}
+	return b.Bytes(), nil
 }
 
 // sameRendering reports whether two servers render the same server line.
@@ -231,6 +278,22 @@ defaults
 frontend fe_http
 `)
 	fmt.Fprintf(w, "    bind %s\n", s.HTTPBind)
+	renderRouting(w)
+	if s.HTTPSBind != "" {
+		// Edge routes: TLS ends here, with the certificate the SNI host
+		// picks from the crt-list (the default one when none matches),
+		// and the request is routed by the same maps as plain HTTP.
+		w.WriteString("\nfrontend fe_https\n")
+		fmt.Fprintf(w, "    bind %s ssl crt %s crt-list %s\n", s.HTTPSBind, DefaultCertName, CrtListName)
+		w.WriteString("    http-request set-header X-Forwarded-Proto https\n")
+		renderRouting(w)
+	}
+	fmt.Fprintf(w, "\nbackend %s\n", DefaultBackend)
+	w.WriteString("    http-request return status 404 content-type text/plain string \"no route\"\n")
+}
+
+// renderRouting is the routing of a frontend, the same for HTTP and HTTPS.
+func renderRouting(w *bytes.Buffer) {
 	w.WriteString("    http-request set-var(txn.path) path\n")
 	w.WriteString("    http-request set-var(txn.key) req.hdr(host),field(1,:),lower,concat(,txn.path)\n")
 	for _, r := range frontendRouting() {
@@ -238,8 +301,6 @@ frontend fe_http
 		fmt.Fprintf(w, "    use_backend %%[%s] if { %s -m found }\n", expr, expr)
 	}
 	fmt.Fprintf(w, "    default_backend %s\n", DefaultBackend)
-	fmt.Fprintf(w, "\nbackend %s\n", DefaultBackend)
-	w.WriteString("    http-request return status 404 content-type text/plain string \"no route\"\n")
 }
 
 // renderBackend renders b under the name HAProxy knows it by (its spare's,
@@ -373,21 +434,33 @@ func (s Settings) validate() error {
 	if !filepath.IsAbs(s.AdminSocket) || !safePath(s.AdminSocket) {
 		return fmt.Errorf("admin socket %q: want an absolute path of letters, digits and /._-+", s.AdminSocket)
 	}
-	host, port, err := net.SplitHostPort(s.HTTPBind)
+	if err := validateBind("http bind", s.HTTPBind); err != nil {
+		return err
+	}
+	if s.HTTPSBind != "" {
+		if err := validateBind("https bind", s.HTTPSBind); err != nil {
+			return err
+		}
+	}
+	if s.HardStopAfter < 0 {
+		return fmt.Errorf("hard-stop-after %s: negative", s.HardStopAfter)
+	}
+	return nil
+}
+
+func validateBind(what, bind string) error {
+	host, port, err := net.SplitHostPort(bind)
 	if err != nil {
-		return fmt.Errorf("http bind %q: %w", s.HTTPBind, err)
+		return fmt.Errorf("%s %q: %w", what, bind, err)
 	}
 	if host != "" {
 		if a, err := netip.ParseAddr(host); err != nil || a.Zone() != "" {
-			return fmt.Errorf("http bind %q: want an IP address literal", s.HTTPBind)
+			return fmt.Errorf("%s %q: want an IP address literal", what, bind)
 		}
 	}
 	p, err := strconv.Atoi(port)
 	if err != nil || p < 1 || p > 65535 || strconv.Itoa(p) != port {
-		return fmt.Errorf("http bind %q: bad port", s.HTTPBind)
-	}
-	if s.HardStopAfter < 0 {
-		return fmt.Errorf("hard-stop-after %s: negative", s.HardStopAfter)
+		return fmt.Errorf("%s %q: bad port", what, bind)
 	}
 	return nil
 }

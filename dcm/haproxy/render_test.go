@@ -311,3 +311,69 @@ func TestWriteFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderHTTPS: with an HTTPS bind, a second frontend terminates TLS with
+// the default certificate and the crt-list, and routes with the same maps;
+// the crt-list has one line per host of an edge route with a valid
+// certificate (first route on a host wins); edge routes without a host or
+// with a hostile Secret never render; passthrough and reencrypt stay
+// unsupported.
+func TestRenderHTTPS(t *testing.T) {
+	srv := dcm.Server{Name: "s1", Endpoint: "s1", Addr: "10.0.0.1", Port: 80, Weight: 1, State: dcm.StateReady}
+	s := testSettings
+	s.HTTPSBind = "127.0.0.1:8443"
+	a, aAPI, noCert := edgeRoute("ns", "a", "a.example", "aa"), edgeRoute("ns", "a-api", "a.example", "bb"), edgeRoute("ns", "c", "c.example", "")
+	aAPI.Path = "/api"
+	st := state(backendFor(a, srv), backendFor(aAPI, srv), backendFor(noCert, srv),
+		backendFor(route("ns", "plain", "p.example", "/", dcm.PathPrefix), srv))
+	f, err := Render(s, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := string(f.Config)
+	for _, want := range []string{
+		"\nfrontend fe_https\n    bind 127.0.0.1:8443 ssl crt default.pem crt-list certs.list\n",
+		"use_backend %[var(txn.key),map_beg(maps/host_prefix.map)]",
+	} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("cfg lacks %q:\n%s", want, cfg)
+		}
+	}
+	if n := strings.Count(cfg, "map_beg(maps/host_prefix.map)"); n != 4 {
+		t.Errorf("host_prefix used %d times, want 4 (2 per frontend)", n)
+	}
+	// a-api sorts first (longer path): its certificate wins the host.
+	if got, want := string(f.CrtList), "certs/a.example.pem a.example\n"; got != want {
+		t.Errorf("crt-list %q, want %q", got, want)
+	}
+	if f.Certs != nil {
+		t.Errorf("the renderer wrote certificates: %v", slices.Collect(maps.Keys(f.Certs)))
+	}
+	if g, _ := Render(testSettings, st); g.CrtList != nil || strings.Contains(string(g.Config), "fe_https") {
+		t.Errorf("without an HTTPS bind: crt-list %q, fe_https rendered", g.CrtList)
+	}
+	for name, r := range map[string]dcm.Route{
+		"no host": edgeRoute("ns", "x", "", "aa"),
+		"bad secret": func() dcm.Route {
+			r := edgeRoute("ns", "x", "x.example", "aa")
+			r.TLS.Secret = "ns/x;show info"
+			return r
+		}(),
+		"bad version": edgeRoute("ns", "x", "x.example", "AA\n"),
+		"no tls":      func() dcm.Route { r := edgeRoute("ns", "x", "x.example", "aa"); r.TLS = nil; return r }(),
+		"passthrough": func() dcm.Route {
+			r := route("ns", "x", "x.example", "/", dcm.PathPrefix)
+			r.Kind = dcm.KindPassthrough
+			return r
+		}(),
+		"reencrypt": func() dcm.Route {
+			r := route("ns", "x", "x.example", "/", dcm.PathPrefix)
+			r.Kind = dcm.KindReencrypt
+			return r
+		}(),
+	} {
+		if _, err := Render(s, state(backendFor(r, srv))); err == nil {
+			t.Errorf("%s: rendered", name)
+		}
+	}
+}

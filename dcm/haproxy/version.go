@@ -128,6 +128,9 @@ func CapsFor(v Version, mode dcm.Mode, slots, pool int) dcm.Caps {
 	case mode == dcm.ModeDynamic && c.AddServer:
 		c.Pool = pool
 	}
+	// The SSL transactions dcm uses (new/set/commit/abort/del ssl cert,
+	// add/del ssl crt-list) are checked against 2.6 (TestCertCommands).
+	c.RuntimeCerts = mode == dcm.ModeDynamic && v.AtLeast(2, 6)
 	return c
 }
 

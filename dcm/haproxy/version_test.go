@@ -50,10 +50,10 @@ func TestVersionAtLeast(t *testing.T) {
 			t.Errorf("%v.AtLeast(%d,%d) = %v", tt.v, tt.major, tt.minor, got)
 		}
 	}
-	if c := CapsFor(Version{Major: 2, Minor: 6}, dcm.ModeDynamic, 4, 10); !c.AddServer || c.Pool != 10 || c.Slots != 0 {
+	if c := CapsFor(Version{Major: 2, Minor: 6}, dcm.ModeDynamic, 4, 10); !c.AddServer || c.Pool != 10 || c.Slots != 0 || !c.RuntimeCerts {
 		t.Errorf("2.6 dynamic caps = %+v", c)
 	}
-	if c := CapsFor(Version{Major: 2, Minor: 6}, dcm.ModeReload, 4, 10); c.Pool != 0 {
+	if c := CapsFor(Version{Major: 2, Minor: 6}, dcm.ModeReload, 4, 10); c.Pool != 0 || c.RuntimeCerts {
 		t.Errorf("2.6 reload caps = %+v", c)
 	}
 	if c := CapsFor(Version{Major: 2, Minor: 6}, dcm.ModeSlots, 4, 10); !c.AddServer || c.Slots != 4 || c.Pool != 0 || c.Mode != dcm.ModeSlots {

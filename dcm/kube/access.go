@@ -40,6 +40,11 @@ func Permissions() []Permission {
 			out = append(out, Permission{Verb: verb, Group: r.group, Resource: r.resource, Required: true})
 		}
 	}
+	// Edge routes' certificates: kubernetes.io/tls Secrets only (the
+	// informer's field selector), but RBAC cannot say so.
+	for _, verb := range []string{"get", "list", "watch"} {
+		out = append(out, Permission{Verb: verb, Resource: "secrets", Required: true})
+	}
 	for _, r := range []string{"deployments", "statefulsets"} {
 		for _, verb := range []string{"get", "update"} {
 			out = append(out, Permission{Verb: verb, Group: "apps", Resource: r, Subresource: "scale"})

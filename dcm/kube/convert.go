@@ -39,6 +39,7 @@ const (
 	KindIngress       = "Ingress"
 	KindService       = "Service"
 	KindEndpointSlice = "EndpointSlice"
+	KindSecret        = "Secret"
 )
 
 // Workload kinds the scale subresource is used with.
@@ -144,6 +145,11 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 		check = b
 	}
 
+	tlsHosts, err := ingressTLS(ing)
+	if err != nil {
+		return nil, err
+	}
+
 	var raws []rawRoute
 	seen := map[string]int{} // id → index in raws
 	add := func(r rawRoute) error {
@@ -227,6 +233,12 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 			Balance:   balance,
 			Check:     check,
 		}
+		if secret, ok := tlsHosts[r.host]; ok && r.host != "" {
+			// The Secret's version is the Source's to fill in: it
+			// changes without the Ingress changing.
+			route.Kind = dcm.KindEdge
+			route.TLS = &dcm.TLSRef{Secret: ing.Namespace + "/" + secret}
+		}
 		if err := dcm.ValidateRoute(route); err != nil {
 			// Names derived from a long Ingress name can outgrow the limit.
 			return nil, invalidAt(err, r.field+" derived route name", route.Name)
@@ -235,6 +247,47 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 	}
 	slices.SortFunc(routes, func(a, b dcm.Route) int { return strings.Compare(a.Name, b.Name) })
 	return routes, nil
+}
+
+// ingressTLS reads spec.tls: which host is served with which Secret (of
+// the Ingress's namespace). A host named in two entries with different
+// Secrets, an entry without a Secret or without hosts (it would mean the
+// default certificate for every host), and wildcard hosts are rejected.
+// Hosts of spec.tls that no rule routes are ignored, as the API documents.
+func ingressTLS(ing *networkingv1.Ingress) (map[string]string, error) {
+	hosts := map[string]string{}
+	for i, t := range ing.Spec.TLS {
+		field := fmt.Sprintf("spec.tls[%d]", i)
+		if t.SecretName == "" {
+			return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: field + ".secretName", Value: ""}
+		}
+		if err := dcm.ValidateDNSSubdomain(field+".secretName", t.SecretName); err != nil {
+			return nil, err
+		}
+		if len(t.Hosts) == 0 {
+			return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: field + ".hosts", Value: ""}
+		}
+		for j, h := range t.Hosts {
+			hf := fmt.Sprintf("%s.hosts[%d]", field, j)
+			host := strings.ToLower(h)
+			if err := dcm.ValidateHost(hf, host); err != nil || host == "" {
+				return nil, invalidAt(cmpErr(err, dcm.RejectInvalidHost, hf, h), hf, h)
+			}
+			if other, ok := hosts[host]; ok && other != t.SecretName {
+				return nil, &dcm.InvalidError{Reason: dcm.RejectConflict, Field: hf,
+					Value: fmt.Sprintf("%s with Secret %s and with Secret %s", host, other, t.SecretName)}
+			}
+			hosts[host] = t.SecretName
+		}
+	}
+	return hosts, nil
+}
+
+func cmpErr(err error, reason, field, value string) error {
+	if err != nil {
+		return err
+	}
+	return &dcm.InvalidError{Reason: reason, Field: field, Value: value}
 }
 
 func hostOrAny(h string) string {

@@ -18,6 +18,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -63,6 +64,7 @@ func (nopReporter) Accepted(dcm.ObjectRef)                 {}
 const (
 	prefixIngress = "ingress/"
 	prefixService = "service/"
+	prefixSecret  = "secret/"
 	// indexByService indexes EndpointSlices by "<ns>/<service>".
 	indexByService = "dcm.io/by-service"
 )
@@ -72,6 +74,7 @@ type listerSet struct {
 	ingresses networkinglisters.IngressLister
 	services  corelisters.ServiceLister
 	slices    cache.Indexer // EndpointSlices, indexed by indexByService
+	secrets   corelisters.SecretLister
 }
 
 // identity is something only one Ingress may have served at a time: a
@@ -138,7 +141,15 @@ type Source struct {
 	claims       map[identity]map[string]struct{} // → keys of valid Ingresses
 	routes       map[string]servedRoute           // backend name →
 	byService    map[string]map[string]struct{}   // ns/svc → backend names
+	bySecret     map[string]map[string]struct{}   // ns/secret → backend names of edge routes
 	sliceRejects map[string]map[dcm.ObjectRef]dcm.Rejection
+
+	// pems holds, by Secret, the PEM of its newest versions (newest first,
+	// at most two: the driver may still apply a plan made with the one
+	// before). It is the only place dcm keeps a key, and CertPEM the only
+	// way out.
+	pemMu sync.Mutex
+	pems  map[string][]versionedPEM
 
 	mu       sync.Mutex // guards the snapshot below
 	backends map[string]dcm.DesiredBackend
@@ -171,10 +182,19 @@ func NewSource(client kubernetes.Interface, opts Options, reporter Reporter, log
 		if err := eps.Informer().AddIndexers(cache.Indexers{indexByService: sliceServiceIndex}); err != nil {
 			s.initErr = fmt.Errorf("kube: index EndpointSlices by service: %w", err)
 		}
+		// Secrets of type kubernetes.io/tls only, from a factory of their
+		// own: the field selector must not apply to the other informers,
+		// and dcm has no business caching other Secrets.
+		sf := informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithNamespace(ns),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = secretSelector }))
+		sec := sf.Core().V1().Secrets()
 		s.addHandlers(ing.Informer(), svc.Informer(), eps.Informer())
-		s.factories = append(s.factories, f)
-		s.listers[ns] = listerSet{ingresses: ing.Lister(), services: svc.Lister(), slices: eps.Informer().GetIndexer()}
-		s.hasSynced = append(s.hasSynced, ing.Informer().HasSynced, svc.Informer().HasSynced, eps.Informer().HasSynced)
+		if _, err := sec.Informer().AddEventHandler(s.handlers(prefixSecret, objectKey)); err != nil && s.initErr == nil {
+			s.initErr = fmt.Errorf("kube: add secret event handler: %w", err)
+		}
+		s.factories = append(s.factories, f, sf)
+		s.listers[ns] = listerSet{ingresses: ing.Lister(), services: svc.Lister(), slices: eps.Informer().GetIndexer(), secrets: sec.Lister()}
+		s.hasSynced = append(s.hasSynced, ing.Informer().HasSynced, svc.Informer().HasSynced, eps.Informer().HasSynced, sec.Informer().HasSynced)
 	}
 	return s
 }
@@ -204,6 +224,8 @@ func newSource(opts Options, reporter Reporter, logger *slog.Logger) *Source {
 		claims:       map[identity]map[string]struct{}{},
 		routes:       map[string]servedRoute{},
 		byService:    map[string]map[string]struct{}{},
+		bySecret:     map[string]map[string]struct{}{},
+		pems:         map[string][]versionedPEM{},
 		sliceRejects: map[string]map[dcm.ObjectRef]dcm.Rejection{},
 		backends:     map[string]dcm.DesiredBackend{},
 		rejections:   map[dcm.ObjectRef]dcm.Rejection{},
@@ -221,26 +243,26 @@ func sliceServiceIndex(obj any) ([]string, error) {
 	return nil, nil
 }
 
-func (s *Source) addHandlers(ing, svc, eps cache.SharedIndexInformer) {
-	// Objects of the initial list are not queued: Run reads the whole state
-	// from the caches once they are synced, which covers them.
-	onAdd := func(prefix string, key func(any) []string) func(any, bool) {
-		return func(obj any, initial bool) {
+// handlers queue the keys of an informer's objects. Objects of the initial
+// list are not queued: Run reads the whole state from the caches once they
+// are synced, which covers them.
+func (s *Source) handlers(prefix string, key func(any) []string) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
 			if !initial {
 				s.enqueue(prefix, key(obj)...)
 			}
-		}
+		},
+		UpdateFunc: func(old, obj any) {
+			// A slice moved to another Service (label edit) affects both.
+			s.enqueue(prefix, slices.Compact(append(key(old), key(obj)...))...)
+		},
+		DeleteFunc: func(obj any) { s.enqueue(prefix, key(obj)...) },
 	}
-	handlers := func(prefix string, key func(any) []string) cache.ResourceEventHandler {
-		return cache.ResourceEventHandlerDetailedFuncs{
-			AddFunc: onAdd(prefix, key),
-			UpdateFunc: func(old, obj any) {
-				// A slice moved to another Service (label edit) affects both.
-				s.enqueue(prefix, slices.Compact(append(key(old), key(obj)...))...)
-			},
-			DeleteFunc: func(obj any) { s.enqueue(prefix, key(obj)...) },
-		}
-	}
+}
+
+func (s *Source) addHandlers(ing, svc, eps cache.SharedIndexInformer) {
+	handlers := s.handlers
 	for _, h := range []struct {
 		inf    cache.SharedIndexInformer
 		prefix string
@@ -453,6 +475,8 @@ type txn struct {
 	rejections map[dcm.ObjectRef]*dcm.Rejection
 	views      map[string]*serviceView
 	services   map[string]struct{} // ns/svc whose route count may have dropped to zero
+	certs      map[string]string   // ns/secret → version read in this sync
+	secrets    map[string]struct{} // ns/secret whose route count may have dropped to zero
 }
 
 func newTxn() *txn {
@@ -461,6 +485,8 @@ func newTxn() *txn {
 		rejections: map[dcm.ObjectRef]*dcm.Rejection{},
 		views:      map[string]*serviceView{},
 		services:   map[string]struct{}{},
+		certs:      map[string]string{},
+		secrets:    map[string]struct{}{},
 	}
 }
 
@@ -486,6 +512,8 @@ func (s *Source) sync(key string, seen time.Time) error {
 		err = s.syncIngress(t, ns, name)
 	case prefixService:
 		err = s.syncService(t, ns, name)
+	case prefixSecret:
+		err = s.syncSecret(t, ns, name)
 	default:
 		s.log.Warn("dropping queue key of unknown kind", "key", key)
 		return nil
@@ -506,6 +534,17 @@ func (s *Source) sync(key string, seen time.Time) error {
 				t.accept(ref)
 			}
 			delete(s.sliceRejects, svc)
+		}
+	}
+	// Secrets no route uses any more: forget their keys and verdicts.
+	for sec := range t.secrets {
+		if len(s.bySecret[sec]) == 0 {
+			delete(s.bySecret, sec)
+			ns, name, _ := strings.Cut(sec, "/")
+			t.accept(dcm.ObjectRef{Kind: KindSecret, Namespace: ns, Name: name})
+			s.pemMu.Lock()
+			delete(s.pems, sec)
+			s.pemMu.Unlock()
 		}
 	}
 	// Commit even after an error: what was computed is consistent with the
@@ -703,7 +742,13 @@ func (s *Source) serve(t *txn, st *ingressState, routes []dcm.Route) {
 			s.byService[svc] = map[string]struct{}{}
 		}
 		s.byService[svc][name] = struct{}{}
-		b := backendFor(r, s.view(t, r.Namespace, r.Services[0].Name))
+		if r.TLS != nil {
+			if s.bySecret[r.TLS.Secret] == nil {
+				s.bySecret[r.TLS.Secret] = map[string]struct{}{}
+			}
+			s.bySecret[r.TLS.Secret][name] = struct{}{}
+		}
+		b := s.backendFor(t, r, s.view(t, r.Namespace, r.Services[0].Name))
 		t.backends[name] = &b
 		served = append(served, name)
 	}
@@ -720,6 +765,10 @@ func (s *Source) unroute(t *txn, name string) {
 	svc := old.route.Namespace + "/" + old.route.Services[0].Name
 	delete(s.byService[svc], name)
 	t.services[svc] = struct{}{}
+	if old.route.TLS != nil {
+		delete(s.bySecret[old.route.TLS.Secret], name)
+		t.secrets[old.route.TLS.Secret] = struct{}{}
+	}
 }
 
 func (s *Source) syncService(t *txn, ns, name string) error {
@@ -734,10 +783,98 @@ func (s *Source) syncService(t *txn, ns, name string) error {
 		return v.err
 	}
 	for n := range names {
-		b := backendFor(s.routes[n].route, v)
+		b := s.backendFor(t, s.routes[n].route, v)
 		t.backends[n] = &b
 	}
 	return nil
+}
+
+// syncSecret recomputes the edge routes that use a Secret: a new version
+// is a certificate rotation, a deleted Secret leaves its hosts to the
+// default certificate (certVersion says what an invalid one does).
+func (s *Source) syncSecret(t *txn, ns, name string) error {
+	key := ns + "/" + name
+	t.secrets[key] = struct{}{}
+	for n := range s.bySecret[key] {
+		r := s.routes[n].route
+		b := s.backendFor(t, r, s.view(t, r.Namespace, r.Services[0].Name))
+		t.backends[n] = &b
+	}
+	return nil
+}
+
+// secretSelector keeps the Secret informer to TLS Secrets.
+const secretSelector = "type=" + string(corev1.SecretTypeTLS)
+
+// versionedPEM is one version of a Secret's certificate and key.
+type versionedPEM struct {
+	version string
+	pem     []byte
+}
+
+// certVersion reads a route's Secret (once per sync) and returns the
+// version of its certificate. A missing Secret gives "": its hosts get the
+// default certificate. An invalid one is rejected with its reason and its
+// hosts keep the last valid version dcm has seen of it, so a botched
+// rotation does not turn into clients refusing the default certificate
+// (after a restart of dcm there is none: they get the default one).
+func (s *Source) certVersion(t *txn, secret string) string {
+	if v, ok := t.certs[secret]; ok {
+		return v
+	}
+	t.secrets[secret] = struct{}{}
+	ns, name, _ := strings.Cut(secret, "/")
+	ref := dcm.ObjectRef{Kind: KindSecret, Namespace: ns, Name: name}
+	version := ""
+	if ls, ok := s.lister(ns); ok && ls.secrets != nil {
+		sec, err := ls.secrets.Secrets(ns).Get(name)
+		switch {
+		case apierrors.IsNotFound(err):
+			t.reject(dcm.Rejection{Object: ref, Reason: dcm.RejectInvalidValue,
+				Message: "no kubernetes.io/tls Secret " + secret + ": its hosts get the default certificate"})
+		case err != nil:
+			s.log.Warn("reading secret", "secret", secret, "err", err)
+		default:
+			pem, v, err := SecretCert(sec)
+			if err != nil {
+				t.reject(dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: RejectMessage(err)})
+				s.pemMu.Lock()
+				if last := s.pems[secret]; len(last) > 0 {
+					version = last[0].version
+				}
+				s.pemMu.Unlock()
+				break
+			}
+			t.accept(ref)
+			version = v
+			s.keepPEM(secret, v, pem)
+		}
+	}
+	t.certs[secret] = version
+	return version
+}
+
+func (s *Source) keepPEM(secret, version string, pem []byte) {
+	s.pemMu.Lock()
+	defer s.pemMu.Unlock()
+	old := s.pems[secret]
+	if len(old) > 0 && old[0].version == version {
+		return
+	}
+	s.pems[secret] = append([]versionedPEM{{version: version, pem: pem}}, old[:min(len(old), 1)]...)
+}
+
+// CertPEM hands the HAProxy driver the certificate and key of a Secret's
+// version (the newest or the one before).
+func (s *Source) CertPEM(secret, version string) ([]byte, error) {
+	s.pemMu.Lock()
+	defer s.pemMu.Unlock()
+	for _, p := range s.pems[secret] {
+		if p.version == version {
+			return p.pem, nil
+		}
+	}
+	return nil, fmt.Errorf("kube: no certificate of Secret %s at version %.12s", secret, version)
 }
 
 // serviceView is a Service and its usable slices, read once per sync.
@@ -809,6 +946,17 @@ func (s *Source) view(t *txn, ns, name string) *serviceView {
 	}
 	v.workload = w
 	return v
+}
+
+// backendFor is the desired backend of a route: its Service's endpoints
+// and, for an edge route, its Secret's version.
+func (s *Source) backendFor(t *txn, r dcm.Route, v *serviceView) dcm.DesiredBackend {
+	if r.TLS != nil {
+		tls := *r.TLS // shared with s.routes: never written in place
+		tls.Version = s.certVersion(t, tls.Secret)
+		r.TLS = &tls
+	}
+	return backendFor(r, v)
 }
 
 func backendFor(r dcm.Route, v *serviceView) dcm.DesiredBackend {

@@ -15,6 +15,8 @@ import (
 type DataPlane struct {
 	Servers map[string][]dcm.Server
 	Maps    map[dcm.MapTable][]dcm.MapEntry
+	// Certs are the edge certificates by SNI host.
+	Certs map[string]dcm.Cert
 }
 
 // DataPlaneOf is the data plane a state describes.
@@ -26,6 +28,10 @@ func DataPlaneOf(st dcm.State) DataPlane {
 	for _, name := range st.Pool {
 		dp.Servers[name] = nil
 	}
+	dp.Certs = map[string]dcm.Cert{}
+	for _, c := range dcm.CertsOf(st.Backends) {
+		dp.Certs[c.Host] = c
+	}
 	return dp
 }
 
@@ -34,9 +40,18 @@ func DataPlaneOf(st dcm.State) DataPlane {
 // is not in maint, touching one or a backend that does not exist). The
 // planner's properties are stated with it.
 func Apply(dp DataPlane, ops []dcm.Op) (DataPlane, error) {
-	out := DataPlane{Servers: maps.Clone(dp.Servers), Maps: maps.Clone(dp.Maps)}
+	out := DataPlane{Servers: maps.Clone(dp.Servers), Maps: maps.Clone(dp.Maps), Certs: maps.Clone(dp.Certs)}
+	if out.Certs == nil {
+		out.Certs = map[string]dcm.Cert{}
+	}
 	copied := make(map[string]bool)
 	for n, op := range ops {
+		if IsCertOp(op) {
+			if err := applyCertOp(out.Certs, op); err != nil {
+				return DataPlane{}, fmt.Errorf("op %d (%s): %w", n, op, err)
+			}
+			continue
+		}
 		if op.Kind == dcm.OpMapReplace {
 			entries, err := replaceMap(out.Maps[op.Map], op)
 			if err != nil {
@@ -125,4 +140,31 @@ func applyServerOp(servers []dcm.Server, op dcm.Op) ([]dcm.Server, error) {
 		return nil, fmt.Errorf("unknown op %q", op.Kind)
 	}
 	return servers, nil
+}
+
+// applyCertOp refuses what HAProxy refuses: a new cert that exists, an
+// update or a deletion of one that does not.
+func applyCertOp(certs map[string]dcm.Cert, op dcm.Op) error {
+	if op.Cert == nil {
+		return fmt.Errorf("no certificate")
+	}
+	_, exists := certs[op.Cert.Host]
+	switch op.Kind {
+	case dcm.OpCertAdd:
+		if exists {
+			return fmt.Errorf("certificate of %s already exists", op.Cert.Host)
+		}
+		certs[op.Cert.Host] = *op.Cert
+	case dcm.OpCertUpdate:
+		if !exists {
+			return fmt.Errorf("no certificate of %s to update", op.Cert.Host)
+		}
+		certs[op.Cert.Host] = *op.Cert
+	case dcm.OpCertDel:
+		if !exists {
+			return fmt.Errorf("no certificate of %s to delete", op.Cert.Host)
+		}
+		delete(certs, op.Cert.Host)
+	}
+	return nil
 }

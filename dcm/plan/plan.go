@@ -94,12 +94,22 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 		return Reload(desired, caps, reasons...)
 	}
 	st := dcm.State{Backends: next, Pool: spares.names()}
+	certFirst, certLast := certOps(actual, st)
+	if len(certFirst)+len(certLast) > 0 && !caps.RuntimeCerts {
+		return Reload(desired, caps, dcm.ReasonCertChanged)
+	}
 	if routing {
 		// New routes' servers are in place before the maps send them
 		// traffic; retired ones get none before they are taken out.
 		ops = append(ops, mapOps(actual, st)...)
 	}
 	ops = append(ops, retired...)
+	if len(certFirst)+len(certLast) > 0 {
+		// A host's certificate is there before its route is, and goes
+		// after it; the driver sends them in this order, one SSL
+		// transaction at a time.
+		ops = append(append(certFirst, ops...), certLast...)
+	}
 	return dcm.Plan{Ops: ops, Next: st, Waiting: waiting}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -40,6 +41,12 @@ func (g gen) desired() dcm.Desired {
 		if g.r.IntN(12) == 0 {
 			r.Path = "/changed"
 		}
+		if n >= 3 {
+			// Edge routes: a certificate that is rotated now and then,
+			// and sometimes not (yet) valid.
+			r.Kind = dcm.KindEdge
+			r.TLS = &dcm.TLSRef{Secret: "ns/tls" + fmt.Sprint(n), Version: []string{"aa", "bb", "bb", ""}[g.r.IntN(4)]}
+		}
 		b := dcm.DesiredBackend{Name: r.BackendName(), Route: r}
 		for p := range 8 {
 			if g.r.IntN(2) == 0 {
@@ -56,6 +63,8 @@ func (g gen) desired() dcm.Desired {
 		}
 		d.Backends = append(d.Backends, b)
 	}
+	// Edge backends (be_edge:…) sort before HTTP ones.
+	slices.SortFunc(d.Backends, func(a, b dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
 	return d
 }
 
@@ -90,9 +99,10 @@ func (g gen) history(caps dcm.Caps) dcm.State {
 
 func modes() []dcm.Caps {
 	return []dcm.Caps{
-		{Mode: dcm.ModeDynamic, AddServer: true},
-		{Mode: dcm.ModeDynamic, AddServer: false},
-		{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1},
+		{Mode: dcm.ModeDynamic, AddServer: true, RuntimeCerts: true},
+		{Mode: dcm.ModeDynamic, AddServer: false, RuntimeCerts: true},
+		{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1, RuntimeCerts: true},
+		{Mode: dcm.ModeDynamic, AddServer: true, Pool: 3, RuntimeCerts: true},
 		{Mode: dcm.ModeDynamic, AddServer: true, Pool: 3},
 		{Mode: dcm.ModeSlots, Slots: 1, AddServer: true},
 		{Mode: dcm.ModeSlots, Slots: 3, AddServer: true},
@@ -217,6 +227,12 @@ func checkPlan(t *testing.T, what string, actual dcm.State, desired dcm.Desired,
 	if !reflect.DeepEqual(got.Maps, want.Maps) {
 		t.Fatalf("%s: maps after ops != maps of next\ngot  %+v\nnext %+v\nops %v", what, got.Maps, want.Maps, opStrings(p.Ops))
 	}
+	if !reflect.DeepEqual(got.Certs, want.Certs) {
+		t.Fatalf("%s: certificates after ops != certificates of next\ngot  %+v\nnext %+v\nops %v", what, got.Certs, want.Certs, opStrings(p.Ops))
+	}
+	if !caps.RuntimeCerts && slices.ContainsFunc(p.Ops, IsCertOp) {
+		t.Fatalf("%s: certificate ops without runtime certificates: %v", what, opStrings(p.Ops))
+	}
 	// Every free spare exists in HAProxy and is empty.
 	for _, name := range p.Next.Pool {
 		if servers, ok := got.Servers[name]; !ok || len(servers) > 0 {
@@ -258,7 +274,7 @@ func checkPlan(t *testing.T, what string, actual dcm.State, desired dcm.Desired,
 	}
 	// With a pool, routes come, go and change paths without a
 	// reload while the pool lasts; only an empty pool reloads.
-	if caps.Pooled() {
+	if caps.Pooled() && caps.RuntimeCerts {
 		if p.Reload && !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonPoolExhausted}) {
 			t.Fatalf("%s: pooled mode reloaded for %v", what, p.Reasons)
 		}

@@ -37,16 +37,26 @@ func newPool(st dcm.State, caps dcm.Caps) *pool {
 
 // take returns a spare for r, or why the route needs a reload.
 func (p *pool) take(r dcm.Route) (string, dcm.ReloadReason) {
-	if !slices.Contains(dcm.PoolKinds, r.Kind) || balanceOf(r) != poolBalance {
+	kind := poolKind(r.Kind)
+	if !slices.Contains(dcm.PoolKinds, kind) || balanceOf(r) != poolBalance {
 		return "", dcm.ReasonRouteAdded // spares are rendered for this kind and balance only
 	}
 	for i, name := range p.free {
-		if kind, _, ok := dcm.ParsePoolBackend(name); ok && kind == r.Kind {
+		if k, _, ok := dcm.ParsePoolBackend(name); ok && k == kind {
 			p.free = slices.Delete(p.free, i, i+1)
 			return name, ""
 		}
 	}
 	return "", dcm.ReasonPoolExhausted
+}
+
+// poolKind is the kind of spare a route takes. An edge route's backend is
+// an HTTP backend (TLS ends in the frontend), so it takes an HTTP spare.
+func poolKind(k dcm.RouteKind) dcm.RouteKind {
+	if k == dcm.KindEdge {
+		return dcm.KindHTTP
+	}
+	return k
 }
 
 // release returns a spare; a backend rendered under its route's name has

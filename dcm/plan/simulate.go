@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -210,8 +211,37 @@ func phasesFor(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 		}
 		next := dcm.Desired{Backends: slices.DeleteFunc(slices.Clone(d.Backends), func(b dcm.DesiredBackend) bool { return b.Name == w.Backend })}
 		return []phase{{name: "route deleted", desired: next}}, []string{w.Backend}, nil
+	case dcm.WhatIfRotateCert:
+		return rotatePhases(w, d)
 	}
 	return nil, nil, fmt.Errorf("unknown what-if %q", w.Kind)
+}
+
+// rotatePhases gives the edge routes of a Secret a new certificate version.
+// The preview cannot know the new certificate's hash, so it makes one up
+// from the old, deterministically: the ops read the same on every run.
+func rotatePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
+	if err := dcm.ValidateSecretRef("secret", w.Secret); err != nil {
+		return nil, nil, fmt.Errorf("rotate-cert: %w", err)
+	}
+	next := dcm.Desired{Backends: slices.Clone(d.Backends)}
+	var names []string
+	for i, b := range next.Backends {
+		if b.Route.TLS == nil || b.Route.TLS.Secret != w.Secret {
+			continue
+		}
+		tls := *b.Route.TLS
+		h := fnv.New64a()
+		h.Write([]byte(tls.Version + "/rotated"))
+		tls.Version = fmt.Sprintf("%016x", h.Sum64())
+		b.Route.TLS = &tls
+		next.Backends[i] = b
+		names = append(names, b.Name)
+	}
+	if len(names) == 0 {
+		return nil, nil, fmt.Errorf("rotate-cert: no edge route uses Secret %s", w.Secret)
+	}
+	return []phase{{name: "certificate rotated", desired: next}}, names, nil
 }
 
 // serviceEndpoints are the endpoints a new route to an existing service gets:

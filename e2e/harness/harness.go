@@ -45,6 +45,12 @@ type Options struct {
 	Source engine.Source
 	// Client replaces the demo cluster with another Kubernetes client.
 	Client kubernetes.Interface
+	// HTTPS serves an HTTPS frontend on a free loopback port
+	// (Stack.HTTPSAddr), as --https-bind does.
+	HTTPS bool
+	// Certs hands the driver the edge certificates (a Source of its own
+	// gives none; the Kubernetes source is used when it runs).
+	Certs haproxy.CertSource
 	// Namespaces limits what dcm watches, as --namespace does.
 	Namespaces []string
 	// ObserveEvery is the engine's observation pass (default 1s).
@@ -70,8 +76,10 @@ type Stack struct {
 	Engine   *engine.Engine
 	Registry *prometheus.Registry
 	HTTPAddr string // HAProxy's frontend
-	Dir      string // HAProxy's files and sockets
-	HTTP     *http.Client
+	// HTTPSAddr is HAProxy's HTTPS frontend with Options.HTTPS.
+	HTTPSAddr string
+	Dir       string // HAProxy's files and sockets
+	HTTP      *http.Client
 	// PortalURL is the portal's http://host:port when Options.PortalTokens is set.
 	PortalURL string
 	// ConvergeWithin bounds how long Serves waits (default 15s).
@@ -123,9 +131,13 @@ func Start(tb testing.TB, o Options) *Stack {
 	}
 
 	metrics := engine.NewMetrics(s.Registry)
+	if o.HTTPS {
+		s.HTTPSAddr = testkit.FreeAddr(tb)
+	}
+	certs := &lateCerts{src: o.Certs}
 	s.Driver = haproxy.NewDriver(haproxy.DriverConfig{
 		Binary: bin, WorkDir: s.Dir,
-		Settings: haproxy.Settings{HTTPBind: s.HTTPAddr},
+		Settings: haproxy.Settings{HTTPBind: s.HTTPAddr, HTTPSBind: s.HTTPSAddr},
 		Observer: func(command string, d time.Duration, err error) {
 			metrics.ObserveCommand(command, d, err)
 			if o.RecordCommands {
@@ -134,6 +146,7 @@ func Start(tb testing.TB, o Options) *Stack {
 				s.cmdMu.Unlock()
 			}
 		},
+		Certs: certs,
 	}, log.With("part", "haproxy"))
 	if o.ObserveEvery == 0 {
 		o.ObserveEvery = time.Second
@@ -170,6 +183,9 @@ func Start(tb testing.TB, o Options) *Stack {
 		src := kube.NewSource(s.Client, kube.Options{Namespaces: o.Namespaces}, s.Engine, log.With("part", "kube"))
 		goRun("kube", src.Run)
 		source = src
+		if certs.src == nil {
+			certs.src = src
+		}
 	}
 	goRun("engine", func(ctx context.Context) error { return s.Engine.Run(ctx, source) })
 	if o.PortalTokens != "" || o.PortalAuthenticator != nil {
@@ -520,6 +536,17 @@ func (r *Recorder) ReloadReasons() []dcm.ReloadReason {
 		}
 	}
 	return out
+}
+
+// lateCerts is the driver's CertSource, known only once the source is
+// built (after the driver, as in main).
+type lateCerts struct{ src haproxy.CertSource }
+
+func (c *lateCerts) CertPEM(secret, version string) ([]byte, error) {
+	if c.src == nil {
+		return nil, fmt.Errorf("no certificate source for %s", secret)
+	}
+	return c.src.CertPEM(secret, version)
 }
 
 // StaticSource is a desired state the test sets by hand: it stands in for

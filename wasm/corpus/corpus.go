@@ -230,6 +230,7 @@ var capsChoices = []dcm.Caps{
 	{Mode: dcm.ModeReload, AddServer: true},
 	{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2},
 	{Mode: dcm.ModeDynamic, AddServer: true, Pool: 5},
+	{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true},
 }
 
 // base is the clock of every generated time: the planner never reads it,
@@ -337,7 +338,9 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 		r.Object = r.Name
 		switch g.r.IntN(10) {
 		case 0:
-			r.Source, r.Kind = dcm.SourceRoute, dcm.KindEdge
+			// An edge route, its certificate valid or not (yet).
+			r.Kind = dcm.KindEdge
+			r.TLS = &dcm.TLSRef{Secret: wl.ns + "/" + r.Name + "-tls", Version: g.pick([]string{"", "0a1b2c", "3d4e5f"})}
 		case 1:
 			r.Source, r.Kind = dcm.SourceRoute, dcm.KindPassthrough
 		case 2:
@@ -401,6 +404,11 @@ func (g *gen) desiredChurn(c *cluster, churn bool) dcm.Desired {
 		}
 		if churn && g.r.IntN(15) == 0 {
 			r.Balance = dcm.BalanceLeastConn // served differently: a reload
+		}
+		if churn && r.TLS != nil && g.r.IntN(3) == 0 {
+			tls := *r.TLS // a rotation: shared with the cluster's route
+			tls.Version = g.pick([]string{"", "0a1b2c", "3d4e5f", "6a7b8c"})
+			r.TLS = &tls
 		}
 		wl := c.behind[i]
 		b := dcm.DesiredBackend{Name: r.BackendName(), Route: r, Endpoints: []dcm.Endpoint{}}
@@ -711,6 +719,14 @@ func (g *gen) whatif(c *cluster, d dcm.Desired, k int) dcm.WhatIf {
 			return dcm.WhatIf{Kind: dcm.WhatIfDeleteRoute, Backend: "be_http:" + wl.ns + ":never-was"}
 		}
 		return dcm.WhatIf{Kind: dcm.WhatIfDeleteRoute, Backend: d.Backends[g.r.IntN(len(d.Backends))].Name}
+	}
+	if g.r.IntN(2) == 0 { // rotate the certificate of an edge route's Secret, or of one none uses
+		for _, i := range g.r.Perm(len(d.Backends)) {
+			if tls := d.Backends[i].Route.TLS; tls != nil {
+				return dcm.WhatIf{Kind: dcm.WhatIfRotateCert, Namespace: wl.ns, Secret: tls.Secret}
+			}
+		}
+		return dcm.WhatIf{Kind: dcm.WhatIfRotateCert, Namespace: wl.ns, Secret: g.pick([]string{wl.ns + "/nobody-tls", "bad", ""})}
 	}
 	return dcm.WhatIf{Kind: dcm.WhatIfKind(g.pick([]string{"rotate-cert", "", "Scale"})), Namespace: wl.ns}
 }

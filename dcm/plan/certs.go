@@ -1,0 +1,46 @@
+package plan
+
+import "github.com/dcm-router/dcm/dcm"
+
+// Certificates of edge routes, one per SNI host (dcm.CertsOf). With runtime
+// certificates a host's certificate is added before the maps route the host
+// (so its first request already gets it) and removed after the maps stop
+// routing it; a rotation is one SSL transaction. Without them any change
+// reloads, so that the files and the process never disagree.
+
+// certOps diffs the certificates of two states: adds and updates, and
+// deletions, each sorted by host.
+func certOps(actual, next dcm.State) (first, last []dcm.Op) {
+	before, after := dcm.CertsOf(actual.Backends), dcm.CertsOf(next.Backends)
+	if len(before)+len(after) == 0 {
+		return nil, nil
+	}
+	was, is := dcm.CertBackends(actual.Backends), dcm.CertBackends(next.Backends)
+	i, j := 0, 0
+	for i < len(before) || j < len(after) {
+		switch {
+		case j >= len(after) || (i < len(before) && before[i].Host < after[j].Host):
+			c := before[i]
+			last = append(last, dcm.Op{Kind: dcm.OpCertDel, Backend: was[c.Host], Cert: &c})
+			i++
+		case i >= len(before) || after[j].Host < before[i].Host:
+			c := after[j]
+			first = append(first, dcm.Op{Kind: dcm.OpCertAdd, Backend: is[c.Host], Cert: &c})
+			j++
+		default:
+			if before[i] != after[j] {
+				c := after[j]
+				first = append(first, dcm.Op{Kind: dcm.OpCertUpdate, Backend: is[c.Host], Cert: &c})
+			}
+			i++
+			j++
+		}
+	}
+	return first, last
+}
+
+// IsCertOp reports whether an op changes a certificate rather than a server
+// or a map.
+func IsCertOp(o dcm.Op) bool {
+	return o.Kind == dcm.OpCertAdd || o.Kind == dcm.OpCertUpdate || o.Kind == dcm.OpCertDel
+}

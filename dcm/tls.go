@@ -1,0 +1,116 @@
+package dcm
+
+import "slices"
+
+// Edge routes: HAProxy terminates TLS with the certificate of the route's
+// Secret and routes the decrypted request through the same maps as plain
+// HTTP. The model carries a reference to the Secret and a version of its
+// content (a hash), never the key: snapshots, events, the feed and the
+// what-if planner see which certificate is served, not what it is. Only the
+// driver fetches the PEM, by version, to write the file and feed the socket.
+
+// TLSRef is the certificate of an edge route.
+type TLSRef struct {
+	// Secret is the kubernetes.io/tls Secret as namespace/name.
+	Secret string `json:"secret"`
+	// Version identifies the certificate and key (a hash of both); empty
+	// while the Secret is missing or invalid, and then the route is served
+	// with the default certificate.
+	Version string `json:"version,omitempty"`
+}
+
+// Cert is the certificate HAProxy serves for one SNI host: one file and one
+// crt-list line per host, so a host's certificate is added, rotated and
+// removed without touching another host's.
+type Cert struct {
+	Host    string `json:"host"`
+	Secret  string `json:"secret"`
+	Version string `json:"version"`
+}
+
+// CertsOf lists the certificates the routed edge backends need, sorted by
+// host. Two routes on one host with different certificates (two paths of
+// one host from two Ingresses): the first in route order wins, as it does
+// for map keys, so every renderer and planner picks the same.
+func CertsOf(backends []Backend) []Cert {
+	certs, _ := certsOf(backends)
+	return certs
+}
+
+// CertBackends names, by host, the backend whose route's certificate is
+// served: cert ops name it, so the feed's filters and the event log show
+// them with the route they are for.
+func CertBackends(backends []Backend) map[string]string {
+	_, owners := certsOf(backends)
+	return owners
+}
+
+func certsOf(backends []Backend) ([]Cert, map[string]string) {
+	var routed []Backend
+	for _, b := range backends {
+		if b.Routed() && b.Route.Kind == KindEdge && b.Route.TLS != nil && b.Route.TLS.Version != "" && b.Route.Host != "" {
+			routed = append(routed, b)
+		}
+	}
+	if len(routed) == 0 {
+		return nil, nil
+	}
+	slices.SortStableFunc(routed, func(a, b Backend) int {
+		switch {
+		case a.Route.Less(b.Route):
+			return -1
+		case b.Route.Less(a.Route):
+			return 1
+		}
+		return 0
+	})
+	out := make([]Cert, 0, len(routed))
+	owners := make(map[string]string, len(routed))
+	for _, b := range routed {
+		r := b.Route
+		if len(out) > 0 && out[len(out)-1].Host == r.Host {
+			continue
+		}
+		out = append(out, Cert{Host: r.Host, Secret: r.TLS.Secret, Version: r.TLS.Version})
+		owners[r.Host] = b.Name
+	}
+	return out, owners
+}
+
+// ValidateCertVersion checks a certificate version: lower-case hex, as the
+// kube layer derives it (it names no file, but it reaches logs and pages).
+func ValidateCertVersion(field, s string) error {
+	if len(s) > 128 {
+		return invalid(RejectInvalidValue, field, s)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return invalid(RejectInvalidValue, field, s)
+		}
+	}
+	return nil
+}
+
+// ValidateSecretRef checks namespace/name of a Secret.
+func ValidateSecretRef(field, s string) error {
+	ns, name, ok := cutSlash(s)
+	if !ok {
+		return invalid(RejectInvalidName, field, s)
+	}
+	if err := ValidateDNSLabel(field, ns); err != nil {
+		return invalid(RejectInvalidName, field, s)
+	}
+	if err := ValidateDNSSubdomain(field, name); err != nil {
+		return invalid(RejectInvalidName, field, s)
+	}
+	return nil
+}
+
+func cutSlash(s string) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return "", "", false
+}
