@@ -38,8 +38,8 @@ func Modes() []Mode {
 type Config struct {
 	Workload
 	Quick       bool
-	LoadRate    int           // requests per second through HAProxy
-	Streams     int           // long-lived connections
+	LoadRate    int // requests per second through HAProxy
+	Streams     int // long-lived connections
 	StreamLife  [2]time.Duration
 	Calibrate   time.Duration // load without churn, to size the bench process's own CPU
 	ProbeLimit  time.Duration // an event not served by then counts as a probe timeout
