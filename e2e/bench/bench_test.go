@@ -69,8 +69,10 @@ func TestCompareModes(t *testing.T) {
 	if n := dyn.endpointReloads(); n != 0 {
 		t.Errorf("dynamic: %d reloads for endpoint changes, want 0", n)
 	}
-	if dyn.PeakOld != 0 {
-		t.Errorf("dynamic: %d old workers at the peak, want 0", dyn.PeakOld)
+	// Old workers come only from reloads; dynamic reloads only for routes
+	// (pool-exhausted), which docs/bench.md then spells out.
+	if dyn.PeakOld != 0 && dyn.ReloadCount() == 0 {
+		t.Errorf("dynamic: %d old workers at the peak without a reload, want 0", dyn.PeakOld)
 	}
 	if dyn.Failed != 0 {
 		t.Errorf("dynamic: %d failed requests (%v), want 0", dyn.Failed, dyn.FailReasons)

@@ -89,3 +89,20 @@ func TestHeadlineSaysWhereDCMIsNotAhead(t *testing.T) {
 		t.Errorf("replaceBetween: %q", out)
 	}
 }
+
+func TestNotAheadSaysWhy(t *testing.T) {
+	rep := Report{Config: configFor(true)}
+	for i, m := range Modes() {
+		r := Result{Mode: m.Name, Reloads: map[string]int{}, Commands: 10 * (i + 1)}
+		rep.Results = append(rep.Results, r)
+	}
+	rep.Results[3].Reloads["pool-exhausted"] = 1
+	rep.Results[3].PeakOld = 1
+	var b strings.Builder
+	rep.notAhead(&b)
+	for _, want := range []string{"runtime commands, all", "not ahead (reload better)", "`pool-exhausted`", "peak 1"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %q in:\n%s", want, b.String())
+		}
+	}
+}

@@ -171,6 +171,7 @@ func (rep Report) Markdown(machine string) string {
 	rep.headline(&b)
 	w("\nRatios are against `reload` (the router without DCM); lower is better in every row. The last column\n")
 	w("compares dcm (`dynamic`) with the best of the other three modes; within 5%% is a tie.\n\n")
+	rep.notAhead(&b)
 	w("![event → serving latency](bench-latency.svg)\n\n![HAProxy memory over time](bench-memory.svg)\n\n![old workers over time](bench-oldworkers.svg)\n\n")
 
 	w("## Workload\n\n")
@@ -246,6 +247,29 @@ func (rep Report) Markdown(machine string) string {
 	w("- **Runtime commands**: `dcm_runtime_command_duration_seconds` samples during the churn; \"change\" excludes `show …`\n")
 	w("  (the read-back pass every 10 s and after reloads, which reload mode also runs).\n")
 	return b.String()
+}
+
+// notAhead lists, in words, where dcm is not ahead in this run, and why
+// when the run tells: the table alone would bury it.
+func (rep Report) notAhead(b *strings.Builder) {
+	var lines []string
+	for _, r := range rep.rows() {
+		if v := r.verdict(); strings.HasPrefix(v, "not ahead") {
+			lines = append(lines, fmt.Sprintf("- **%s**: dcm %s, %s", r.name, r.cell(len(r.vals)-1), v))
+		}
+	}
+	dyn := rep.Results[len(rep.Results)-1]
+	if n := dyn.Reloads["pool-exhausted"]; n > 0 {
+		lines = append(lines, fmt.Sprintf("- **dcm reloaded %d time(s) for `pool-exhausted`**, and each such reload leaves an old worker behind "+
+			"for as long as the long-lived connections it holds (peak %d): more routes were added than the pool of spare "+
+			"backends (`--pool-size`, %d per kind) could take between reloads. A route deleted at runtime gives its spare "+
+			"back, but the %s routes rendered at start have backends of their own name, and deleting one frees no spare.",
+			n, dyn.PeakOld, Modes()[len(Modes())-1].Caps.Pool, thousands(rep.Config.Routes)))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "Where dcm is not ahead in this run:\n\n%s\n\n", strings.Join(lines, "\n"))
 }
 
 // headline is the table README also shows.

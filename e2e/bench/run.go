@@ -290,7 +290,7 @@ func RunMode(t *testing.T, cfg Config, mode Mode, script Script) Result {
 		}
 	}
 	probeWG.Wait()
-	time.Sleep(3 * time.Second) // the last removals and deletions settle
+	time.Sleep(4 * time.Second) // the last removals (1 s) and pod stops (2–3 s later) settle
 	res.Churn = time.Since(start)
 	res.CPU = processCPU() - cpu0
 	res.CPUBaseline = baseRate * res.Churn.Seconds()
