@@ -302,7 +302,9 @@ func (rep Report) Headline() string {
 	fmt.Fprintf(&b, "From %s on %s (%s); the whole report with the workload, reasons and microbenchmarks is\n[docs/bench.md](docs/bench.md).\n\n",
 		kind, rep.Date.UTC().Format("2006-01-02"), machineShort())
 	rep.headline(&b)
-	b.WriteString("\n![HAProxy memory over time, per mode](docs/bench-memory.svg)\n")
+	b.WriteString("\n")
+	rep.notAhead(&b)
+	b.WriteString("![HAProxy memory over time, per mode](docs/bench-memory.svg)\n")
 	return b.String()
 }
 
