@@ -101,12 +101,19 @@ fuzz-quick:
 fuzz:
 	@$(call fuzz-run,$(FUZZTIME),$(FUZZ_TARGETS))
 
-## bench: planner, renderer, runtime API round trip, event to HAProxy reply at 1,000 routes,
-## and the what-if preview in Chromium at 1,000 backends
+## bench: the modes side by side on one churn workload (e2e/bench: writes docs/bench.md, its
+## SVGs and README's headline), then planner, renderer, runtime API round trip, event to
+## HAProxy reply at 1,000 routes, and the what-if preview in Chromium at 1,000 backends.
+## BENCH_QUICK=1: the comparison only, on an 8 s churn (2.5 min on the shared 2-core machine:
+## starting 5,500 pods and HAProxy with 1,000 routes four times, and the reload microbenchmarks).
 bench: deps wasm
-	$(GO) test -run '^$$' -bench . -benchtime 20x ./dcm/plan/
-	$(GO) test -run '^$$' -bench . ./dcm/haproxy/
-	$(GO) test -run '^$$' -bench EventToHAProxy -benchtime 500x ./e2e/
+	DCM_BENCH=1 BENCH_QUICK=$(BENCH_QUICK) DCM_BENCH_CMD="$(if $(BENCH_QUICK),BENCH_QUICK=1 )make bench" \
+		$(GO) test -count=1 -timeout 30m -run '^TestCompareModes$$' ./e2e/bench/
+	@sed -n '/^## Headline/,/^Ratios/p' docs/bench.md
+	@if [ -n "$(BENCH_QUICK)" ]; then echo "BENCH_QUICK: the other benchmarks are skipped"; exit 0; fi; set -e; \
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./dcm/plan/; \
+	$(GO) test -run '^$$' -bench . ./dcm/haproxy/; \
+	$(GO) test -run '^$$' -bench EventToHAProxy -benchtime 500x ./e2e/; \
 	$(GO) test -run '^$$' -bench WhatIfPreview -benchtime 30x ./e2e/browser/
 
 clean:

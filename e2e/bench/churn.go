@@ -1,0 +1,148 @@
+// Package bench is `make bench`'s comparison: one seeded churn workload run
+// through dcm in each mode (reload, slots --slots=1, slots --slots=8,
+// dynamic) against the real haproxy binary, with constant load and
+// long-lived connections, written up in docs/bench.md with SVG plots.
+//
+// The comparison is TestCompareModes, which only runs when DCM_BENCH=1 (make
+// bench sets it), so `go test ./...` stays fast; BENCH_QUICK=1 shortens it to
+// about a minute.
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// EventKind is one kind of change the churn script makes.
+type EventKind string
+
+const (
+	ScaleOut    EventKind = "scale-out"
+	ScaleIn     EventKind = "scale-in"
+	Replace     EventKind = "pod-replace"
+	RouteAdd    EventKind = "route-add"
+	RouteDelete EventKind = "route-delete"
+	// Certificate rotations are not scripted: dcm has no TLS routes yet
+	// (docs/bench.md says so); the kind is here so the gap is visible.
+	CertRotate EventKind = "cert-rotate"
+)
+
+// Event is one scripted change at an offset from the start of the churn.
+type Event struct {
+	At    time.Duration
+	Kind  EventKind
+	Route string // route name (namespace bench)
+	// N is how many pods a scale changes, or how many a new route starts with.
+	N int
+	// Victims are the indexes (in the route's pod order, oldest first) of the
+	// pods a scale-in or replacement terminates, chosen when the script is
+	// made so every mode terminates the same pods.
+	Victims []int
+}
+
+// Workload sizes the churn.
+type Workload struct {
+	Seed         uint64
+	Routes       int           // routes at the start
+	MinEndpoints int           // per route
+	MaxEndpoints int           // per route
+	Stable       int           // the first Stable routes are never churned: they carry the long-lived connections
+	Rate         float64       // events per second
+	Duration     time.Duration // of the churn
+}
+
+// Script is the churn: the initial routes and the events, the same for every
+// mode because it depends only on the workload.
+type Script struct {
+	Initial map[string]int // route → pods at the start
+	Order   []string       // initial routes in creation order
+	Events  []Event
+}
+
+// RouteName names the i-th route ever created.
+func RouteName(i int) string { return fmt.Sprintf("r%05d", i) }
+
+// MakeScript draws the churn from w.Seed: scale-outs 30%, scale-ins 25%, pod
+// replacements 25%, route adds 10% and deletes 10%, at a fixed rate. It
+// tracks pod counts as it goes, so a scale never leaves a route outside
+// MinEndpoints..MaxEndpoints and a victim always exists.
+func MakeScript(w Workload) Script {
+	rng := rand.New(rand.NewPCG(w.Seed, 0x6463_6d62_656e_6368)) // "dcmbench"
+	draw := func() int { return w.MinEndpoints + rng.IntN(w.MaxEndpoints-w.MinEndpoints+1) }
+	s := Script{Initial: map[string]int{}}
+	pods := map[string]int{}
+	var live []string // churnable routes, in creation order (a stable order keeps the draw deterministic)
+	for i := range w.Routes {
+		name := RouteName(i)
+		n := draw()
+		s.Initial[name], pods[name] = n, n
+		s.Order = append(s.Order, name)
+		if i >= w.Stable {
+			live = append(live, name)
+		}
+	}
+	next := w.Routes
+	count := int(w.Rate * w.Duration.Seconds())
+	step := time.Duration(float64(time.Second) / w.Rate)
+	for i := range count {
+		at := time.Duration(i) * step
+		r := rng.IntN(100)
+		var ev Event
+		switch {
+		case r < 30 || len(live) == 0:
+			name := live[rng.IntN(len(live))]
+			n := min(1+rng.IntN(3), w.MaxEndpoints-pods[name])
+			if n <= 0 {
+				ev = replace(rng, name, pods[name])
+				break
+			}
+			ev = Event{Kind: ScaleOut, Route: name, N: n}
+			pods[name] += n
+		case r < 55:
+			name := live[rng.IntN(len(live))]
+			n := min(1+rng.IntN(3), pods[name]-w.MinEndpoints)
+			if n <= 0 {
+				ev = replace(rng, name, pods[name])
+				break
+			}
+			ev = Event{Kind: ScaleIn, Route: name, N: n, Victims: rng.Perm(pods[name])[:n]}
+			slices.Sort(ev.Victims)
+			pods[name] -= n
+		case r < 80:
+			name := live[rng.IntN(len(live))]
+			ev = replace(rng, name, pods[name])
+		case r < 90:
+			name := RouteName(next)
+			next++
+			n := draw()
+			pods[name] = n
+			live = append(live, name)
+			ev = Event{Kind: RouteAdd, Route: name, N: n}
+		default:
+			j := rng.IntN(len(live))
+			name := live[j]
+			live = slices.Delete(live, j, j+1)
+			delete(pods, name)
+			ev = Event{Kind: RouteDelete, Route: name}
+		}
+		ev.At = at
+		s.Events = append(s.Events, ev)
+	}
+	return s
+}
+
+func replace(rng *rand.Rand, route string, pods int) Event {
+	return Event{Kind: Replace, Route: route, N: 1, Victims: []int{rng.IntN(pods)}}
+}
+
+// NewPods is how many pods an event starts: the pods whose first request
+// through HAProxy the benchmark times.
+func (e Event) NewPods() int {
+	switch e.Kind {
+	case ScaleOut, Replace, RouteAdd:
+		return e.N
+	}
+	return 0
+}
