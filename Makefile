@@ -107,8 +107,8 @@ fuzz:
 ## BENCH_QUICK=1: the comparison only, on an 8 s churn (2.5 min on the shared 2-core machine:
 ## starting 5,500 pods and HAProxy with 1,000 routes four times, and the reload microbenchmarks).
 bench: deps wasm
-	DCM_BENCH=1 BENCH_QUICK=$(BENCH_QUICK) DCM_BENCH_CMD="$(if $(BENCH_QUICK),BENCH_QUICK=1 )make bench" \
-		$(GO) test -count=1 -timeout 30m -run '^TestCompareModes$$' ./e2e/bench/
+	BENCH_QUICK=$(BENCH_QUICK) DCM_BENCH_CMD="$(if $(BENCH_QUICK),BENCH_QUICK=1 )make bench" \
+		$(GO) test -tags bench -count=1 -timeout 30m -run '^TestCompareModes$$' ./e2e/bench/
 	@sed -n '/^## Headline/,/^Ratios/p' docs/bench.md
 	@if [ -n "$(BENCH_QUICK)" ]; then echo "BENCH_QUICK: the other benchmarks are skipped"; exit 0; fi; set -e; \
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./dcm/plan/; \

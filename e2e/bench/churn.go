@@ -3,9 +3,9 @@
 // dynamic) against the real haproxy binary, with constant load and
 // long-lived connections, written up in docs/bench.md with SVG plots.
 //
-// The comparison is TestCompareModes, which only runs when DCM_BENCH=1 (make
-// bench sets it), so `go test ./...` stays fast; BENCH_QUICK=1 shortens it to
-// about a minute.
+// The comparison is TestCompareModes, built only with -tags bench (make
+// bench passes it), so `go test ./...` stays fast; BENCH_QUICK=1 shortens it
+// (two and a half minutes here).
 package bench
 
 import (

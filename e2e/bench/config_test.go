@@ -1,0 +1,25 @@
+package bench
+
+import "time"
+
+// configFor sizes the comparison: the full run fits make bench's 15 minutes
+// on two cores with the other benchmarks, the quick one takes about a minute.
+func configFor(quick bool) Config {
+	c := Config{
+		Workload: Workload{Seed: 7, Routes: 1000, MinEndpoints: 1, MaxEndpoints: 10, Stable: 10,
+			Rate: 2, Duration: 100 * time.Second},
+		LoadRate: 100, Streams: 50, StreamLife: [2]time.Duration{10 * time.Second, 40 * time.Second},
+		Calibrate: 8 * time.Second, ProbeLimit: 30 * time.Second, SampleEvery: 500 * time.Millisecond,
+	}
+	if quick {
+		c.Quick = true
+		c.Duration = 8 * time.Second
+		c.Rate = 2.5
+		c.StreamLife = [2]time.Duration{2 * time.Second, 6 * time.Second}
+		c.Calibrate = 2 * time.Second
+		c.ProbeLimit = 15 * time.Second
+		c.SampleEvery = 250 * time.Millisecond
+	}
+	return c
+}
+
