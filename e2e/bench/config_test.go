@@ -22,4 +22,3 @@ func configFor(quick bool) Config {
 	}
 	return c
 }
-
