@@ -114,7 +114,7 @@ func noTrace(t *testing.T, s *harness.Stack) {
 // demo cluster, dcm and the real haproxy. Each object is refused alone with
 // its specific reason, an event and a count; nothing of it reaches the cfg,
 // the maps or a command; web serves every request meanwhile, without a
-// reload. Fields dcm reads but never hands to HAProxy (class, TLS secret
+// reload. Fields dcm reads but never hands to HAProxy (class,
 // names and hosts, unknown annotations, the workload annotation) leave no
 // trace either, and their objects are served.
 func TestInjectionCorpus(t *testing.T) {
@@ -204,7 +204,6 @@ func TestInjectionCorpus(t *testing.T) {
 		ing := ingress(fmt.Sprintf("ign-%d", i), host, "/")
 		ing.Annotations = map[string]string{"kubernetes.io/ingress.class": v, "dcm.io/" + injection.Marker: v}
 		ing.Spec.IngressClassName = ptr.To(v)
-		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{v}, SecretName: v}}
 		if _, err := s.Client.NetworkingV1().Ingresses("demo").Create(ctx, ing, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

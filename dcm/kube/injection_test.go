@@ -82,8 +82,8 @@ func TestInjectionCorpus(t *testing.T) {
 }
 
 // TestInjectionIgnoredFields: strings dcm reads but never hands to HAProxy
-// (the class it serves, TLS secret names and hosts while dcm serves plain
-// HTTP, the workload annotation, a Service's port names) leave no trace in
+// (the class it serves, unknown annotations, the workload annotation, a
+// Service's port names) leave no trace in
 // the routes or endpoints, however hostile.
 func TestInjectionIgnoredFields(t *testing.T) {
 	for _, h := range injection.Hostile {
@@ -93,7 +93,6 @@ func TestInjectionIgnoredFields(t *testing.T) {
 			ing.Annotations[AnnotationIngressClass] = v
 			ing.Annotations["dcm.io/unknown"] = v
 			ing.Spec.IngressClassName = &v
-			ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{v}, SecretName: v}}
 			routes, err := IngressRoutes(ing)
 			if err != nil {
 				t.Fatalf("refused for a field dcm does not use: %v", err)

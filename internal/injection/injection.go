@@ -98,6 +98,12 @@ var StringFields = []Field{
 		func(h string) string { return "roundrobin" + h + Marker }, "roundrobin" + Marker + strings.Repeat("a", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/balance]"},
 	{"health-check annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/health-check"] = v },
 		func(h string) string { return "true" + h + Marker }, "true" + Marker + strings.Repeat("e", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/health-check]"},
+	{"tls secret name", func(i *ing, _ *slice, v string) {
+		i.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{i.Spec.Rules[0].Host}, SecretName: v}}
+	}, inName, Marker + strings.Repeat("a", 251), dcm.RejectInvalidName, "spec.tls[0].secretName"},
+	{"tls host", func(i *ing, _ *slice, v string) {
+		i.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{v}, SecretName: "web-tls"}}
+	}, func(h string) string { return Marker + h + "x.example.com" }, Marker + strings.Repeat("a", 61) + ".example.com", dcm.RejectInvalidHost, "spec.tls[0].hosts[0]"},
 	{"slice port name", func(_ *ing, s *slice, v string) { s.Ports[0].Name = &v },
 		inName, Marker + strings.Repeat("a", 61), dcm.RejectInvalidPort, "ports[0].name"},
 	{"endpoint address", func(_ *ing, s *slice, v string) { s.Endpoints[0].Addresses[0] = v },
