@@ -64,9 +64,15 @@ type phase struct {
 // after, the traffic share of the servers touched and who would drain. It is
 // the planner itself run forward, so the preview is what dcm will do.
 func Simulate(snap dcm.Snapshot, whatifs []dcm.WhatIf, costs dcm.MemoryCosts) dcm.Simulation {
+	return SimulateFrom(snap, DesiredOf(dcm.State{Backends: snap.Backends, Pool: snap.Pool}), whatifs, costs)
+}
+
+// SimulateFrom is Simulate with the snapshot's DesiredOf given: a caller
+// that previews the same snapshot again and again (the browser, as an admin
+// types) reads it back once. desired is not modified.
+func SimulateFrom(snap dcm.Snapshot, desired dcm.Desired, whatifs []dcm.WhatIf, costs dcm.MemoryCosts) dcm.Simulation {
 	caps := snap.Caps
 	st := dcm.State{Backends: snap.Backends, Pool: snap.Pool}
-	desired := DesiredOf(st)
 	sim := dcm.Simulation{Seq: snap.Seq, Mode: caps.Mode, Before: totals(st, desired, costs),
 		Steps: []dcm.SimStep{}, Traffic: []dcm.Share{}, Draining: []dcm.Draining{}, Backends: []string{}}
 	initial := st
