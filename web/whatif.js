@@ -52,6 +52,9 @@ export function start({ status }) {
   let current = null; // {sim, whatifs}: the preview shown
   let applied = null; // {whatif, seq, backends}: a change made, being followed
   let services = new Map(); // namespace/service → a route to it, for add-route
+  const podSuggestions = 50;
+  let podList = []; // namespace/pod of the live state, sorted
+  let podSet = new Set();
 
   $('wi-more').hidden = false;
   document.querySelector('.whatif-form .hold').hidden = false;
@@ -294,10 +297,34 @@ export function start({ status }) {
       opt.textContent = `${kind} ${ns}/${name} · ${plural(set.size, '1 pod', '%d pods')}`;
       opt.dataset.pods = String(set.size);
     }
-    options($('wi-add-pod'), [...pods].sort());
+    podList = [...pods].sort();
+    podSet = pods;
+    suggestPods();
     options($('wi-add-backend'), s.backends.map((b) => b.name));
     options($('wi-add-service'), [...services.keys()].sort());
   }
+
+  // A cluster can have ten thousand pods: the pod field suggests at most
+  // podSuggestions matches of what is typed (the scaled workload's
+  // namespace first), so the live state never rebuilds a huge list.
+  function suggestPods() {
+    const typed = $('wi-add-pod').value.trim().toLowerCase();
+    const ns = ($('wi-workload').value || '').split('/')[0];
+    const match = (p) => (typed ? p.toLowerCase().includes(typed) : !ns || p.startsWith(ns + '/'));
+    const out = [];
+    for (const p of podList) {
+      if (match(p)) out.push(p);
+      if (out.length === podSuggestions) break;
+    }
+    const list = $('wi-pods');
+    const now = [...list.options].map((o) => o.value);
+    if (now.length === out.length && now.every((v, i) => v === out[i])) return;
+    list.replaceChildren(...out.map((v) => new Option(v, v)));
+  }
+  $('wi-add-pod').addEventListener('input', () => {
+    $('wi-add-pod').setCustomValidity('');
+    suggestPods();
+  });
 
   function options(select, values) {
     const keep = select.value;
@@ -314,8 +341,16 @@ export function start({ status }) {
   $('wi-add').addEventListener('click', () => {
     const kind = $('wi-add-kind').value;
     if (kind === 'delete-pod') {
-      const [namespace, pod] = ($('wi-add-pod').value || '').split('/');
-      if (pod) stack.push({ kind, namespace, pod });
+      const value = $('wi-add-pod').value.trim();
+      const input = $('wi-add-pod');
+      if (!podSet.has(value)) {
+        input.setCustomValidity(value ? `no pod ${value} in the live state` : 'choose a pod');
+        input.reportValidity();
+        return;
+      }
+      input.setCustomValidity('');
+      const [namespace, pod] = value.split('/');
+      stack.push({ kind, namespace, pod });
     } else if (kind === 'delete-route') {
       const backend = $('wi-add-backend').value;
       if (backend) stack.push({ kind, backend });
@@ -353,6 +388,7 @@ export function start({ status }) {
     if (e.target.id === 'wi-workload') {
       const opt = e.target.selectedOptions[0];
       if (opt?.dataset.pods && $('wi-replicas').value === '0') $('wi-replicas').value = opt.dataset.pods;
+      suggestPods();
     }
     if (e.target.id === 'wi-workload' || e.target.id === 'wi-replicas') recompute();
   });

@@ -204,6 +204,22 @@ func TestWhatIfStackedEvents(t *testing.T) {
 	preview(t, tab, 3)
 	previewShows(t, tab, "No reload", dcm.OpAddServer, 1)
 	pod := p.ReadyPods("demo", "shop")[0]
+	// The pod field suggests what matches the typed text, not every pod, and
+	// refuses a pod the live state does not have.
+	typed := pod[:len(pod)-1]
+	do(t, tab.Context, chromedp.SendKeys(`#wi-add-pod`, typed))
+	suggested := `[...document.querySelectorAll('#wi-pods option')].map((o) => o.value)`
+	waitFor(t, tab.Context, "suggestions of the typed text", 5*time.Second, fmt.Sprintf(`(() => {
+		const s = %s;
+		return s.includes(%s) && s.every((v) => v.includes(%s));
+	})()`, suggested, jsString("demo/"+pod), jsString(typed)), suggested)
+	if n := eval[int](t, tab.Context, `(() => {
+		document.getElementById('wi-add-pod').value = 'demo/no-such-pod';
+		document.getElementById('wi-add').click();
+		return document.querySelectorAll('#wi-stack li').length;
+	})()`); n != 0 {
+		t.Fatalf("a pod that does not exist was stacked (%d events)", n)
+	}
 	eval[bool](t, tab.Context, fmt.Sprintf(`(() => {
 		const kind = document.getElementById('wi-add-kind');
 		kind.value = 'delete-pod'; kind.dispatchEvent(new Event('change'));
