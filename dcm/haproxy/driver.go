@@ -160,6 +160,17 @@ func (d *Driver) Version() Version {
 	return d.version
 }
 
+// MasterPID is the pid of the master the driver started (0 when attached
+// or not running).
+func (d *Driver) MasterPID() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.proc == nil {
+		return 0
+	}
+	return d.proc.PID()
+}
+
 // Events reports master exits and restarts; after a restart the runtime
 // state is whatever the files on disk say, so the engine re-observes.
 func (d *Driver) Events() <-chan ProcessEvent {

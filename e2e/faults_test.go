@@ -1,0 +1,221 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/e2e/harness"
+)
+
+// recoverWithin is how soon after HAProxy is killed requests must be served
+// again (the bound).
+const recoverWithin = 2 * time.Second
+
+// faultApp is a backend of three pods: two ready, with weights 1 and 3, and
+// one draining, a state no configuration file can hold (HAProxy 2.6 has no
+// "drain" server keyword), so dcm must re-apply it at runtime.
+func faultApp(t *testing.T, ipBase string) (*harness.StaticSource, []pod) {
+	t.Helper()
+	pods := []pod{
+		startPod(t, ipBase+"1", "a"),
+		startPod(t, ipBase+"2", "b"),
+		startPod(t, ipBase+"3", "c"),
+	}
+	heavy := pods[1].endpoint(dcm.StateReady)
+	heavy.Weight = 3
+	return harness.NewStaticSource(desiredApp(pods[0].endpoint(dcm.StateReady), heavy, pods[2].endpoint(dcm.StateDrain))), pods
+}
+
+// firstOK waits until the processes gone have exited, then polls HAProxy
+// until a request to the app answers 200, and returns how long after since
+// that was. Waiting for gone matters when the master is killed: its worker
+// serves on for a moment before it notices, and a 200 from it says nothing
+// about the recovery.
+func firstOK(t *testing.T, s *harness.Stack, since time.Time, limit time.Duration, gone ...int) time.Duration {
+	t.Helper()
+	for _, pid := range gone {
+		for alive(pid) {
+			if time.Since(since) > limit {
+				t.Fatalf("process %d still alive %s after the kill", pid, limit)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	probe := &http.Client{Timeout: 250 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
+	deadline := since.Add(limit)
+	var last string
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+s.HTTPAddr+"/", nil)
+		req.Host = "app.test"
+		resp, err := probe.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(since)
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no 200 within %s of the kill (last: %s)", limit, last)
+	return 0
+}
+
+// alive says whether pid runs (a zombie does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+// observed lists HAProxy's servers as harness.Stack.Observed does, with
+// the error (the admin connection dies with a killed worker).
+func observed(s *harness.Stack) ([]string, error) {
+	obs, err := s.Driver.Observe(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for b, servers := range obs {
+		for _, sv := range servers {
+			out = append(out, fmt.Sprintf("%s/%s %s:%d w%d %s", b, sv.Name, sv.Addr, sv.Port, sv.Weight, sv.State))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// haproxyProcs lists the pids of the haproxy processes whose command line
+// names a file in dir.
+func haproxyProcs(t *testing.T, dir string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if strings.HasSuffix(args[0], "haproxy") && strings.Contains(string(b), dir+"/") {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// servedShares sends n requests and counts who answered.
+func servedShares(t *testing.T, s *harness.Stack, n int) map[string]int {
+	t.Helper()
+	got, err := s.Served("app.test", "/", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestHAProxyKilled: kill -9 of the worker, and of the master. dcm's
+// supervisor (or HAProxy's master, for a worker) brings HAProxy back from
+// the files on disk, dcm re-applies what the files cannot hold (drain), and
+// traffic is served again within recoverWithin by exactly the same servers.
+func TestHAProxyKilled(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ipBase string
+		victim func(t *testing.T, s *harness.Stack) int
+	}{
+		{"worker", "127.0.3.", func(t *testing.T, s *harness.Stack) int { return s.WorkerPID() }},
+		{"master", "127.0.3.1", func(t *testing.T, s *harness.Stack) int { return s.Driver.MasterPID() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, _ := faultApp(t, tc.ipBase)
+			s := harness.Start(t, harness.Options{Source: src})
+			be := appRoute.BackendName()
+			s.Eventually("c drains", 5*time.Second, func() error {
+				if sv, ok := s.Backend(be).Server("c:http"); !ok || sv.State != dcm.StateDrain {
+					return errors.New("c not draining yet")
+				}
+				return nil
+			})
+			before, err := observed(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := servedShares(t, s, 40); got["a"] != 10 || got["b"] != 30 || len(got) != 2 {
+				t.Fatalf("before the kill: served %v, want a 10, b 30", got)
+			}
+			rec := s.Subscribe(t)
+			oldWorker := s.WorkerPID()
+			pid := tc.victim(t, s)
+			if pid <= 0 {
+				t.Fatalf("no %s pid", tc.name)
+			}
+			killed := time.Now()
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			took := firstOK(t, s, killed, 10*time.Second, pid, oldWorker)
+			t.Logf("kill -9 %s %d → first 200 after %d ms", tc.name, pid, took.Milliseconds())
+			if took > recoverWithin {
+				t.Errorf("first 200 %s after the kill, want within %s", took, recoverWithin)
+			}
+			// The drain is restored at runtime once dcm has seen the new
+			// process; then HAProxy holds exactly what it held before.
+			s.Eventually("HAProxy holds the servers it held before", 5*time.Second, func() error {
+				got, err := observed(s)
+				if err != nil {
+					return err
+				}
+				if !slices.Equal(got, before) {
+					return fmt.Errorf("HAProxy has\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(before, "\n"))
+				}
+				return nil
+			})
+			if got := servedShares(t, s, 40); got["a"] != 10 || got["b"] != 30 || len(got) != 2 {
+				t.Errorf("after the kill: served %v, want a 10, b 30", got)
+			}
+			if w := s.WorkerPID(); w == oldWorker {
+				t.Errorf("worker pid %d unchanged after the kill", w)
+			}
+			// No worker of the killed master lingers beside the new one
+			// (it would serve the old state on the same reused port).
+			s.Eventually("only the new master and its worker run", 5*time.Second, func() error {
+				if procs := haproxyProcs(t, s.Dir); len(procs) != 2 {
+					return fmt.Errorf("haproxy processes on %s: %v, want the master and one worker", s.Dir, procs)
+				}
+				return nil
+			})
+			var kinds []string
+			for _, ev := range rec.Events() {
+				if ev.Type == dcm.EventHAProxy {
+					kinds = append(kinds, ev.Reason)
+				}
+			}
+			t.Logf("events after the kill: %v", kinds)
+		})
+	}
+}
