@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/engine"
+	"github.com/dcm-router/dcm/dcm/haproxy"
 	"github.com/dcm-router/dcm/e2e/harness"
 )
 
@@ -216,6 +218,122 @@ func TestHAProxyKilled(t *testing.T) {
 				}
 			}
 			t.Logf("events after the kill: %v", kinds)
+		})
+	}
+}
+
+// TestDriftRepaired: someone changes a server by hand over the admin socket
+// (weight, admin state, address). dcm notices in its periodic read-back,
+// reports the difference (an observed event with reason drift, the log,
+// dcm_prediction_mismatch_total; /config shows it until then) and sets the
+// server back: requests reach exactly the pods Kubernetes names again.
+func TestDriftRepaired(t *testing.T) {
+	be := appRoute.BackendName()
+	for i, tc := range []struct {
+		name string
+		op   func(intruder pod) dcm.Op
+		// drifted is true once HAProxy shows the change.
+		drifted func(sv dcm.Server, intruder pod) bool
+	}{
+		{"weight", func(pod) dcm.Op { return dcm.Op{Kind: dcm.OpSetWeight, Backend: be, Server: "b:http", Weight: 1} },
+			func(sv dcm.Server, _ pod) bool { return sv.Weight == 1 }},
+		{"state", func(pod) dcm.Op {
+			return dcm.Op{Kind: dcm.OpSetState, Backend: be, Server: "b:http", State: dcm.StateMaint}
+		},
+			func(sv dcm.Server, _ pod) bool { return sv.State == dcm.StateMaint }},
+		{"addr", func(p pod) dcm.Op {
+			return dcm.Op{Kind: dcm.OpSetAddr, Backend: be, Server: "b:http", Addr: p.Addr, Port: p.Port}
+		}, func(sv dcm.Server, p pod) bool { return sv.Addr == p.Addr && sv.Port == p.Port }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := fmt.Sprintf("127.0.4.%d", i+1) // .11, .21, .31 …
+			a := startPod(t, base+"1", "a")
+			b := startPod(t, base+"2", "b")
+			intruder := startPod(t, base+"3", "intruder")
+			heavy := b.endpoint(dcm.StateReady)
+			heavy.Weight = 3
+			src := harness.NewStaticSource(desiredApp(a.endpoint(dcm.StateReady), heavy))
+			// A slow read-back leaves time to look at the drift before the repair.
+			s := harness.Start(t, harness.Options{Source: src, ObserveEvery: 2 * time.Second})
+			before, err := observed(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := servedShares(t, s, 40); got["a"] != 10 || got["b"] != 30 || len(got) != 2 {
+				t.Fatalf("before: served %v, want a 10, b 30", got)
+			}
+			rec := s.Subscribe(t)
+			mismatches := s.Counter("dcm_prediction_mismatch_total")
+			reloads := s.Reloads()
+
+			cli := haproxy.NewClient(s.Dir+"/admin.sock", haproxy.ClientOptions{})
+			defer cli.Close()
+			cmd, err := haproxy.CommandFor(tc.op(intruder))
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed := time.Now()
+			if _, err := cli.Exec(context.Background(), []haproxy.Command{cmd}); err != nil {
+				t.Fatal(err)
+			}
+			obs, err := s.Driver.ObserveStates(context.Background(), []string{be})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i := slices.IndexFunc(obs[be], func(sv dcm.Server) bool { return sv.Name == "b:http" }); i < 0 || !tc.drifted(obs[be][i], intruder) {
+				t.Fatalf("the change by hand did not take: %+v", obs[be])
+			}
+			// Until the read-back, /config shows what HAProxy runs against the files.
+			view, err := s.Engine.Config(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(view.Drift, func(l string) bool { return strings.Contains(l, "b:http") }) {
+				t.Errorf("/config drift does not name b:http: %q", view.Drift)
+			}
+
+			s.Eventually("HAProxy is set back", 10*time.Second, func() error {
+				got, err := observed(s)
+				if err != nil {
+					return err
+				}
+				if !slices.Equal(got, before) {
+					return fmt.Errorf("HAProxy has %v, want %v", got, before)
+				}
+				return nil
+			})
+			t.Logf("%s changed by hand, set back after %d ms", tc.name, time.Since(changed).Milliseconds())
+			if got := servedShares(t, s, 40); got["a"] != 10 || got["b"] != 30 || len(got) != 2 {
+				t.Errorf("after the repair: served %v, want a 10, b 30", got)
+			}
+			if got := s.Counter("dcm_prediction_mismatch_total") - mismatches; got < 1 {
+				t.Errorf("dcm_prediction_mismatch_total grew by %v, want at least 1", got)
+			}
+			if got := s.Reloads(); got != reloads {
+				t.Errorf("%v reloads to repair a server, want none", got-reloads)
+			}
+			var reported, repaired bool
+			for _, ev := range rec.Events() {
+				if ev.Type == dcm.EventObserved && ev.Reason == engine.DriftReason && strings.Contains(ev.Message, be+"/b:http") &&
+					slices.Contains(ev.Backends, be) {
+					reported = true
+				}
+				if ev.Type == dcm.EventApplied && reported {
+					for _, op := range ev.Ops {
+						repaired = repaired || op.Server == "b:http"
+					}
+				}
+			}
+			if !reported || !repaired {
+				t.Errorf("drift event %v, repair applied after it %v; events %+v", reported, repaired, rec.Events())
+			}
+			view, err = s.Engine.Config(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(view.Drift) != 0 {
+				t.Errorf("/config drift after the repair: %q", view.Drift)
+			}
 		})
 	}
 }

@@ -546,7 +546,16 @@ func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) 
 	before := e.actual
 	merged, drift, missing := merge(e.actual, obs, names, traffic)
 	e.actual = merged
-	if changed := healthChanged(before, merged); len(changed) > 0 {
+	changed := healthChanged(before, merged)
+	switch {
+	case len(drift) > 0:
+		// Someone changed HAProxy behind dcm's back (or it lost state):
+		// say what differs; the sync that follows sets it back.
+		touched := slices.Compact(sortStrings(append(slices.Clone(changed), driftBackends(drift)...)))
+		e.hub.Publish(dcm.Event{Type: dcm.EventObserved, Reason: DriftReason, Backends: touched,
+			State:   backendsNamed(merged, e.desired, touched),
+			Message: fmt.Sprintf("HAProxy differs from dcm in %d places; repairing: %s", len(drift), strings.Join(drift, "; "))})
+	case len(changed) > 0:
 		e.hub.Publish(dcm.Event{Type: dcm.EventObserved, Backends: changed, State: backendsNamed(merged, e.desired, changed),
 			Message: fmt.Sprintf("HAProxy reports new state or health in %d backends", len(changed))})
 	}
@@ -557,6 +566,22 @@ func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) 
 	}
 	e.metrics.setState(merged)
 	return missing
+}
+
+// DriftReason marks the observed event that reports HAProxy differing from
+// dcm's state.
+const DriftReason = "drift"
+
+// driftBackends takes the backend names out of merge's drift lines
+// ("backend/server: …" or "backend: …").
+func driftBackends(drift []string) []string {
+	out := make([]string, 0, len(drift))
+	for _, d := range drift {
+		name, _, _ := strings.Cut(d, ": ")
+		name, _, _ = strings.Cut(name, "/")
+		out = append(out, name)
+	}
+	return out
 }
 
 // healthChanged lists the backends where a server's admin state or health
