@@ -18,6 +18,7 @@ import (
 	"github.com/dcm-router/dcm/dcm/engine"
 	"github.com/dcm-router/dcm/dcm/haproxy"
 	"github.com/dcm-router/dcm/e2e/harness"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 // recoverWithin is how soon after HAProxy is killed requests must be served
@@ -335,5 +336,144 @@ func TestDriftRepaired(t *testing.T) {
 				t.Errorf("/config drift after the repair: %q", view.Drift)
 			}
 		})
+	}
+}
+
+// refusingHAProxy writes a --haproxy-bin wrapper that runs the real haproxy
+// but fails its configuration check (-c) while the returned flag file
+// exists, as a configuration HAProxy refuses would.
+func refusingHAProxy(t *testing.T) (bin, flag string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin, flag = dir+"/haproxy", dir+"/refuse"
+	script := fmt.Sprintf(`#!/bin/sh
+for a in "$@"; do
+	if [ "$a" = "-c" ] && [ -e %[1]q ]; then
+		echo "[ALERT]    (0) : config : test wrapper: configuration refused while %[1]s exists" >&2
+		exit 1
+	fi
+done
+exec %[2]q "$@"
+`, flag, testkit.HAProxy(t))
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, flag
+}
+
+// portalPage fetches a page of the portal with the test's bearer token.
+func portalPage(t *testing.T, s *harness.Stack, path string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.PortalURL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+whatifToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	return string(b)
+}
+
+// TestReloadRefusedIsRetried: a change that needs a reload (the balance
+// algorithm) meets a configuration check that fails. The old worker keeps
+// serving the old configuration, the error is on the portal's overview and
+// in the events, dcm retries with a doubling delay, and once the check
+// passes again the reload goes through.
+func TestReloadRefusedIsRetried(t *testing.T) {
+	bin, flag := refusingHAProxy(t)
+	a := startPod(t, "127.0.5.1", "a")
+	b := startPod(t, "127.0.5.2", "b")
+	src := harness.NewStaticSource(desiredApp(a.endpoint(dcm.StateReady), b.endpoint(dcm.StateReady)))
+	const first = 200 * time.Millisecond
+	s := harness.Start(t, harness.Options{Source: src, Binary: bin, RetryReloadAfter: first,
+		PortalTokens: whatifToken + " admin alice"})
+	be := appRoute.BackendName()
+	if err := s.ServesExactly("app.test", "/", []string{"a", "b"}, 10); err != nil {
+		t.Fatal(err)
+	}
+	pid := s.WorkerPID()
+	rec := s.Subscribe(t)
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changed := desiredApp(a.endpoint(dcm.StateReady), b.endpoint(dcm.StateReady))
+	changed.Backends[0].Route.Balance = dcm.BalanceLeastConn
+	src.Set(changed)
+
+	failures := func() []time.Time {
+		var out []time.Time
+		for _, ev := range rec.Events() {
+			if ev.Type == dcm.EventReload && ev.Reason == "failed" && ev.Reload != nil {
+				out = append(out, ev.Reload.Time)
+			}
+		}
+		return out
+	}
+	const tries = 5
+	s.Eventually(fmt.Sprintf("%d failed reloads", tries), 15*time.Second, func() error {
+		if n := len(failures()); n < tries {
+			return fmt.Errorf("%d failed reloads", n)
+		}
+		return nil
+	})
+	// The old worker serves on, as before.
+	if got := s.WorkerPID(); got != pid {
+		t.Errorf("worker %d replaced by %d although every reload failed", pid, got)
+	}
+	if err := s.ServesExactly("app.test", "/", []string{"a", "b"}, 10); err != nil {
+		t.Errorf("while reloads fail: %v", err)
+	}
+	// The delay between attempts doubles.
+	at := failures()
+	var gaps []string
+	for i := 1; i < len(at); i++ {
+		gap := at[i].Sub(at[i-1])
+		gaps = append(gaps, fmt.Sprintf("%dms", gap.Milliseconds()))
+		if want := first << (i - 1); gap < want*9/10 || gap > want*2+time.Second {
+			t.Errorf("retry %d came %s after the one before, want about %s", i, gap, want)
+		}
+	}
+	t.Logf("intervals between failed reloads: %v", gaps)
+	var failed dcm.Event
+	for _, ev := range rec.Events() {
+		if ev.Type == dcm.EventReload && ev.Reason == "failed" {
+			failed = ev
+		}
+	}
+	const said = "configuration refused while"
+	if failed.Reload == nil || !strings.Contains(failed.Reload.Error, said) || !slices.Contains(failed.Reload.Reasons, dcm.ReasonRouteChanged) {
+		t.Errorf("failed reload event %+v: want reason %s and HAProxy's alert", failed.Reload, dcm.ReasonRouteChanged)
+	}
+	if page := portalPage(t, s, "/"); !strings.Contains(page, said) {
+		t.Errorf("the overview does not show the reload error %q", said)
+	}
+	if got := s.Counter("dcm_reload_failures_total", "reason", string(dcm.ReasonRouteChanged)); got < tries {
+		t.Errorf("dcm_reload_failures_total{reason=route-changed} = %v, want at least %d", got, tries)
+	}
+
+	if err := os.Remove(flag); err != nil {
+		t.Fatal(err)
+	}
+	s.Eventually("the retried reload goes through", 15*time.Second, func() error {
+		if s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonRouteChanged)) != 1 {
+			return errors.New("no route-changed reload yet")
+		}
+		return nil
+	})
+	if got := s.WorkerPID(); got == pid {
+		t.Error("same worker after the reload")
+	}
+	if err := s.ServesExactly("app.test", "/", []string{"a", "b"}, 10); err != nil {
+		t.Errorf("after the reload: %v", err)
+	}
+	if b := s.Backend(be); b.Route.Balance != dcm.BalanceLeastConn {
+		t.Errorf("backend balance %q after the reload, want leastconn", b.Route.Balance)
+	}
+	if page := portalPage(t, s, "/"); strings.Contains(page, said) {
+		t.Error("the overview still shows the old reload error after a good reload")
 	}
 }
