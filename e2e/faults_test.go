@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -476,4 +478,196 @@ func TestReloadRefusedIsRetried(t *testing.T) {
 	if page := portalPage(t, s, "/"); strings.Contains(page, said) {
 		t.Error("the overview still shows the old reload error after a good reload")
 	}
+}
+
+// stallSocket puts a listener that accepts and never answers at path (the
+// real socket moved aside to path+".real") and returns a function that
+// puts the real one back (false when it is gone).
+func stallSocket(t *testing.T, path string) (restore func() bool) {
+	t.Helper()
+	if err := os.Rename(path, path+".real"); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // read nothing, answer nothing
+			mu.Unlock()
+		}
+	}()
+	stop := func() {
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range held {
+			_ = c.Close()
+		}
+		held = nil
+		mu.Unlock()
+	}
+	t.Cleanup(stop)
+	return func() bool {
+		stop()
+		if _, err := os.Stat(path + ".real"); err != nil {
+			return false
+		}
+		if err := os.Rename(path+".real", path); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+}
+
+// dropCLISessions ends every CLI session of HAProxy (dcm's long-lived
+// admin connection among them) through the socket at path.
+func dropCLISessions(t *testing.T, path string) int {
+	t.Helper()
+	out := cliOnce(t, path, "show sess")
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		id, rest, ok := strings.Cut(line, ": ")
+		if !ok || !strings.Contains(rest, "fe=GLOBAL") {
+			continue
+		}
+		if reply := cliOnce(t, path, "shutdown session "+id); strings.TrimSpace(reply) == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// cliOnce sends one command on a fresh connection and returns the reply.
+func cliOnce(t *testing.T, path, cmd string) string {
+	t.Helper()
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.WriteString(c, cmd+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestAdminSocketStalls: HAProxy's admin socket accepts but never answers
+// (a worker stuck on something). Every read gives up after the read
+// timeout, the engine keeps answering (Snapshot, /healthz), the change
+// falls back to a reload with reason runtime-error, and dcm converges.
+func TestAdminSocketStalls(t *testing.T) {
+	a := startPod(t, "127.0.6.1", "a")
+	b := startPod(t, "127.0.6.2", "b")
+	c := startPod(t, "127.0.6.3", "c")
+	src := harness.NewStaticSource(desiredApp(a.endpoint(dcm.StateReady), b.endpoint(dcm.StateReady)))
+	const readTimeout = 300 * time.Millisecond
+	s := harness.Start(t, harness.Options{Source: src, ReadTimeout: readTimeout, ReloadTimeout: 2 * time.Second,
+		PortalTokens: whatifToken + " admin alice"})
+	if err := s.ServesExactly("app.test", "/", []string{"a", "b"}, 10); err != nil {
+		t.Fatal(err)
+	}
+	rec := s.Subscribe(t)
+	sock := s.Dir + "/admin.sock"
+	restore := stallSocket(t, sock)
+	if n := dropCLISessions(t, sock+".real"); n == 0 {
+		t.Fatal("no CLI session to drop")
+	}
+	// The driver learns that its connection is gone; its next command
+	// connects to the staller.
+	if _, err := s.Driver.Info(context.Background()); err == nil {
+		t.Fatal("show info answered on a dropped connection")
+	}
+	stalled := time.Now()
+	src.Set(desiredApp(a.endpoint(dcm.StateReady), b.endpoint(dcm.StateReady), c.endpoint(dcm.StateReady)))
+
+	// The engine answers while the driver waits on the socket: through the
+	// failed update, its reload fallback and the wait for the new worker's
+	// socket (ReloadTimeout).
+	reloadEvent := func() bool {
+		return slices.ContainsFunc(rec.Events(), func(ev dcm.Event) bool {
+			return ev.Type == dcm.EventReload && ev.Reload != nil && slices.Contains(ev.Reload.Reasons, dcm.ReasonRuntimeError)
+		})
+	}
+	var slowest time.Duration
+	for time.Since(stalled) < 10*time.Second && !reloadEvent() {
+		start := time.Now()
+		done := make(chan struct{})
+		go func() { s.Engine.Snapshot(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+			t.Fatalf("Snapshot blocked for 2s while the admin socket stalls")
+		}
+		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(s.PortalURL + "/healthz")
+		if err != nil {
+			t.Fatalf("/healthz while the admin socket stalls: %v", err)
+		}
+		resp.Body.Close()
+		slowest = max(slowest, time.Since(start))
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("slowest Snapshot + /healthz while stalled: %d ms (over %d ms)", slowest.Milliseconds(), time.Since(stalled).Milliseconds())
+	var syncErr, reloadTried bool
+	for _, ev := range rec.Events() {
+		switch {
+		case ev.Type == dcm.EventSyncError && ev.Reason == string(dcm.ReasonRuntimeError) && !syncErr:
+			syncErr = true
+			t.Logf("change → sync-error after %d ms: %s", ev.Time.Sub(stalled).Milliseconds(), ev.Message)
+			if !strings.Contains(ev.Message, "i/o timeout") {
+				t.Errorf("the sync error does not say the read timed out: %s", ev.Message)
+			}
+			if d := ev.Time.Sub(stalled); d < readTimeout {
+				t.Errorf("sync error %s after the change, before the read timeout %s", d, readTimeout)
+			}
+		case ev.Type == dcm.EventReload && ev.Reload != nil && slices.Contains(ev.Reload.Reasons, dcm.ReasonRuntimeError):
+			reloadTried = true
+			t.Logf("reload event %d ms after the change: %s", ev.Time.Sub(stalled).Milliseconds(), ev.Message)
+			if ev.Reload.Error != "" && ev.Reload.NewPID != 0 && strings.Contains(ev.Message, "old worker keeps serving") {
+				t.Errorf("the event says the old worker serves, but worker %d replaced it: %s", ev.Reload.NewPID, ev.Message)
+			}
+		}
+	}
+	if !syncErr || !reloadTried {
+		t.Fatalf("sync error %v, runtime-error reload tried %v; want both", syncErr, reloadTried)
+	}
+
+	if !restore() {
+		t.Fatal("the real admin socket is gone")
+	}
+	restored := time.Now()
+	s.Eventually("a runtime-error reload goes through", 15*time.Second, func() error {
+		if s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonRuntimeError)) < 1 {
+			return errors.New("no runtime-error reload counted yet")
+		}
+		return nil
+	})
+	s.Serves("app.test", "/", 3, func() ([]string, error) { return []string{"a", "b", "c"}, nil })
+	s.Eventually("dcm knows the worker and its servers", 5*time.Second, func() error {
+		got, err := observed(s)
+		if err != nil {
+			return err
+		}
+		if len(got) != 3 || slices.ContainsFunc(got, func(l string) bool { return !strings.HasSuffix(l, " w1 ready") }) {
+			return fmt.Errorf("HAProxy has %v", got)
+		}
+		if snap := s.Engine.Snapshot(); snap.HAProxy.PID != s.WorkerPID() {
+			return fmt.Errorf("snapshot says worker %d, HAProxy %d", snap.HAProxy.PID, s.WorkerPID())
+		}
+		return nil
+	})
+	t.Logf("converged %d ms after the real socket came back", time.Since(restored).Milliseconds())
 }

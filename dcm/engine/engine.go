@@ -434,10 +434,20 @@ func (e *Engine) reload(ctx context.Context, p dcm.Plan, seen time.Time) {
 		e.retry.reasons = reasons
 		e.retry.delay = min(max(e.retry.delay*2, e.cfg.RetryReloadAfter), time.Minute)
 		e.retry.at = time.Now().Add(e.retry.delay)
+		if res.NewPID != 0 {
+			e.pid = res.NewPID
+		}
 		e.mu.Unlock()
-		e.log.Error("reload failed; the old worker keeps serving", "reasons", reasons, "err", err)
-		e.publish(dcm.Event{Type: dcm.EventReload, Reload: info, Reason: "failed",
-			Message: fmt.Sprintf("reload for %v failed, old worker keeps serving: %v", reasons, err)})
+		msg := fmt.Sprintf("reload for %v failed, old worker keeps serving: %v", reasons, err)
+		if res.NewPID != 0 {
+			// The master did reload: the new worker serves the files just
+			// written, but dcm cannot talk to it. The retry reloads again
+			// rather than trust runtime state it could not check.
+			msg = fmt.Sprintf("reload for %v: new worker %d serves the new configuration, but dcm cannot reach it; retrying: %v",
+				reasons, res.NewPID, err)
+		}
+		e.log.Error("reload failed", "reasons", reasons, "new_pid", res.NewPID, "err", err)
+		e.publish(dcm.Event{Type: dcm.EventReload, Reload: info, Reason: "failed", Message: msg})
 		return
 	}
 	for _, r := range reasons {

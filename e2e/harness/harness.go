@@ -66,6 +66,10 @@ type Options struct {
 	// Binary replaces the haproxy binary (a test's wrapper around it), as
 	// --haproxy-bin does.
 	Binary string
+	// ReadTimeout bounds each admin socket read (default: the driver's).
+	ReadTimeout time.Duration
+	// ReloadTimeout bounds the wait for a new worker (default: the driver's).
+	ReloadTimeout time.Duration
 	// WorkDir is HAProxy's work directory (default: a fresh temporary one).
 	WorkDir string
 	// RetryReloadAfter is the engine's first delay before a failed reload is
@@ -161,7 +165,8 @@ func Start(tb testing.TB, o Options) *Stack {
 				s.cmdMu.Unlock()
 			}
 		},
-		Certs: certs,
+		Certs:       certs,
+		ReadTimeout: o.ReadTimeout, ReloadTimeout: o.ReloadTimeout,
 	}, log.With("part", "haproxy"))
 	if o.ObserveEvery == 0 {
 		o.ObserveEvery = time.Second
