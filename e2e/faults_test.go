@@ -671,3 +671,111 @@ func TestAdminSocketStalls(t *testing.T) {
 	})
 	t.Logf("converged %d ms after the real socket came back", time.Since(restored).Milliseconds())
 }
+
+// TestDiskFull: HAProxy's work directory is a small tmpfs that fills up.
+// The change still reaches HAProxy at runtime, writing the files fails
+// with a clear error, nothing half-written is left or loaded (files go to
+// a temporary name and are renamed), the reload that would make the files
+// equal the runtime again is retried, and once there is space dcm
+// converges: the files on disk hold the change.
+func TestDiskFull(t *testing.T) {
+	dir := testkit.ShortDir(t) + "/work"
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill up (needs root, as CI has): %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+
+	a := startPod(t, "127.0.7.1", "a")
+	b := startPod(t, "127.0.7.2", "b")
+	c := startPod(t, "127.0.7.3", "c")
+	src := harness.NewStaticSource(desiredApp(a.endpoint(dcm.StateReady), b.endpoint(dcm.StateReady)))
+	s := harness.Start(t, harness.Options{Source: src, WorkDir: dir, RetryReloadAfter: 200 * time.Millisecond})
+	if err := s.ServesExactly("app.test", "/", []string{"a", "b"}, 10); err != nil {
+		t.Fatal(err)
+	}
+	cfgBefore, err := os.ReadFile(dir + "/haproxy.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := s.Subscribe(t)
+
+	// Fill the file system.
+	filler, err := os.Create(dir + "/filler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := filler.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling the tmpfs: %v", err)
+			}
+			break
+		}
+	}
+	_ = filler.Close()
+
+	src.Set(desiredApp(a.endpoint(dcm.StateReady), b.endpoint(dcm.StateReady), c.endpoint(dcm.StateReady)))
+	// The runtime takes the change; the disk does not.
+	s.Serves("app.test", "/", 3, func() ([]string, error) { return []string{"a", "b", "c"}, nil })
+	s.Eventually("a write error and a failed reload", 10*time.Second, func() error {
+		var write, reload bool
+		for _, ev := range rec.Events() {
+			write = write || ev.Type == dcm.EventSyncError && ev.Reason == "write-failed" && strings.Contains(ev.Message, "no space left on device")
+			reload = reload || ev.Type == dcm.EventReload && ev.Reload != nil && strings.Contains(ev.Reload.Error, "no space left on device")
+		}
+		if !write || !reload {
+			return fmt.Errorf("write error reported %v, failed reload %v", write, reload)
+		}
+		return nil
+	})
+	if got, err := os.ReadFile(dir + "/haproxy.cfg"); err != nil || string(got) != string(cfgBefore) {
+		t.Errorf("haproxy.cfg changed on a full disk (err %v):\n%s", err, got)
+	}
+	// No temporary file left behind, and no half-written one renamed in.
+	for _, sub := range []string{".", "maps"} {
+		ents, err := os.ReadDir(dir + "/" + sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			if strings.Contains(e.Name(), ".tmp") {
+				t.Errorf("temporary file %s/%s left behind", sub, e.Name())
+			}
+		}
+	}
+	pid := s.WorkerPID()
+	time.Sleep(time.Second) // several retries, all failing
+	if got := s.WorkerPID(); got != pid {
+		t.Errorf("worker changed from %d to %d on a full disk", pid, got)
+	}
+	if err := s.ServesExactly("app.test", "/", []string{"a", "b", "c"}, 9); err != nil {
+		t.Errorf("on a full disk: %v", err)
+	}
+
+	if err := os.Remove(dir + "/filler"); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+	s.Eventually("the files hold the change", 15*time.Second, func() error {
+		got, err := os.ReadFile(dir + "/haproxy.cfg")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(got), "server c:http "+c.Addr) {
+			return errors.New("haproxy.cfg has no server c:http yet")
+		}
+		return nil
+	})
+	s.Eventually("the retried reload is counted", 10*time.Second, func() error {
+		if s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonRuntimeError)) < 1 {
+			return errors.New("no runtime-error reload yet")
+		}
+		return nil
+	})
+	t.Logf("files written %d ms after space came back", time.Since(freed).Milliseconds())
+	s.Serves("app.test", "/", 3, func() ([]string, error) { return []string{"a", "b", "c"}, nil })
+}
