@@ -219,6 +219,14 @@ func TestHAProxyKilled(t *testing.T) {
 				if ev.Type == dcm.EventHAProxy {
 					kinds = append(kinds, ev.Reason)
 				}
+				// The new process runs the files, which is what dcm expects
+				// of it: nothing was changed by hand.
+				if ev.Type == dcm.EventObserved && ev.Reason == engine.DriftReason {
+					t.Errorf("drift reported after a restart from the files: %s", ev.Message)
+				}
+			}
+			if !slices.Contains(kinds, string(haproxy.ProcessRestarted)) {
+				t.Errorf("HAProxy events %v, want a restart", kinds)
 			}
 			t.Logf("events after the kill: %v", kinds)
 		})

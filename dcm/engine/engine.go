@@ -199,7 +199,9 @@ func (e *Engine) Run(ctx context.Context, source Source) error {
 	}
 	defer e.driver.Close()
 	e.mu.Lock()
-	e.actual, e.desired = initial, desired
+	// HAProxy loaded initial from the file, where drain is written as
+	// maint: expect that, so the first read-back reports no drift.
+	e.actual, e.desired = plan.AfterReload(initial), desired
 	e.started, e.running = time.Now(), true
 	e.mu.Unlock()
 	e.refreshInfo(ctx)
@@ -693,6 +695,10 @@ func (e *Engine) processEvent(ctx context.Context, ev haproxy.ProcessEvent) {
 		e.refreshInfo(ctx)
 		e.mu.Lock()
 		e.started, e.running = time.Now(), true
+		// The files equal the state dcm applied, so that is what the new
+		// master loaded, less what a file cannot hold: the observe that
+		// follows then reports only real differences as drift.
+		e.actual = plan.AfterReload(e.actual)
 		e.mu.Unlock()
 	default:
 		e.log.Error("HAProxy master exited unexpectedly", "pid", ev.PID, "err", ev.Err)
