@@ -199,7 +199,9 @@ func (e *Engine) Run(ctx context.Context, source Source) error {
 	}
 	defer e.driver.Close()
 	e.mu.Lock()
-	e.actual, e.desired = initial, desired
+	// HAProxy loaded initial from the file, where drain is written as
+	// maint: expect that, so the first read-back reports no drift.
+	e.actual, e.desired = plan.AfterReload(initial), desired
 	e.started, e.running = time.Now(), true
 	e.mu.Unlock()
 	e.refreshInfo(ctx)
@@ -434,10 +436,20 @@ func (e *Engine) reload(ctx context.Context, p dcm.Plan, seen time.Time) {
 		e.retry.reasons = reasons
 		e.retry.delay = min(max(e.retry.delay*2, e.cfg.RetryReloadAfter), time.Minute)
 		e.retry.at = time.Now().Add(e.retry.delay)
+		if res.NewPID != 0 {
+			e.pid = res.NewPID
+		}
 		e.mu.Unlock()
-		e.log.Error("reload failed; the old worker keeps serving", "reasons", reasons, "err", err)
-		e.publish(dcm.Event{Type: dcm.EventReload, Reload: info, Reason: "failed",
-			Message: fmt.Sprintf("reload for %v failed, old worker keeps serving: %v", reasons, err)})
+		msg := fmt.Sprintf("reload for %v failed, old worker keeps serving: %v", reasons, err)
+		if res.NewPID != 0 {
+			// The master did reload: the new worker serves the files just
+			// written, but dcm cannot talk to it. The retry reloads again
+			// rather than trust runtime state it could not check.
+			msg = fmt.Sprintf("reload for %v: new worker %d serves the new configuration, but dcm cannot reach it; retrying: %v",
+				reasons, res.NewPID, err)
+		}
+		e.log.Error("reload failed", "reasons", reasons, "new_pid", res.NewPID, "err", err)
+		e.publish(dcm.Event{Type: dcm.EventReload, Reload: info, Reason: "failed", Message: msg})
 		return
 	}
 	for _, r := range reasons {
@@ -546,7 +558,16 @@ func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) 
 	before := e.actual
 	merged, drift, missing := merge(e.actual, obs, names, traffic)
 	e.actual = merged
-	if changed := healthChanged(before, merged); len(changed) > 0 {
+	changed := healthChanged(before, merged)
+	switch {
+	case len(drift) > 0:
+		// Someone changed HAProxy behind dcm's back (or it lost state):
+		// say what differs; the sync that follows sets it back.
+		touched := slices.Compact(sortStrings(append(slices.Clone(changed), driftBackends(drift)...)))
+		e.hub.Publish(dcm.Event{Type: dcm.EventObserved, Reason: DriftReason, Backends: touched,
+			State:   backendsNamed(merged, e.desired, touched),
+			Message: fmt.Sprintf("HAProxy differs from dcm in %d places; repairing: %s", len(drift), strings.Join(drift, "; "))})
+	case len(changed) > 0:
 		e.hub.Publish(dcm.Event{Type: dcm.EventObserved, Backends: changed, State: backendsNamed(merged, e.desired, changed),
 			Message: fmt.Sprintf("HAProxy reports new state or health in %d backends", len(changed))})
 	}
@@ -557,6 +578,22 @@ func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) 
 	}
 	e.metrics.setState(merged)
 	return missing
+}
+
+// DriftReason marks the observed event that reports HAProxy differing from
+// dcm's state.
+const DriftReason = "drift"
+
+// driftBackends takes the backend names out of merge's drift lines
+// ("backend/server: …" or "backend: …").
+func driftBackends(drift []string) []string {
+	out := make([]string, 0, len(drift))
+	for _, d := range drift {
+		name, _, _ := strings.Cut(d, ": ")
+		name, _, _ = strings.Cut(name, "/")
+		out = append(out, name)
+	}
+	return out
 }
 
 // healthChanged lists the backends where a server's admin state or health
@@ -658,6 +695,10 @@ func (e *Engine) processEvent(ctx context.Context, ev haproxy.ProcessEvent) {
 		e.refreshInfo(ctx)
 		e.mu.Lock()
 		e.started, e.running = time.Now(), true
+		// The files equal the state dcm applied, so that is what the new
+		// master loaded, less what a file cannot hold: the observe that
+		// follows then reports only real differences as drift.
+		e.actual = plan.AfterReload(e.actual)
 		e.mu.Unlock()
 	default:
 		e.log.Error("HAProxy master exited unexpectedly", "pid", ev.PID, "err", ev.Err)

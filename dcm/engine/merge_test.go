@@ -106,3 +106,15 @@ func TestMerge(t *testing.T) {
 		})
 	}
 }
+
+func TestDriftBackends(t *testing.T) {
+	drift := []string{
+		"be_http:a:x/p1:http: dcm has 10.0.0.1:80 w1 ready, HAProxy 10.0.0.1:80 w3 ready",
+		"be_http:a:y: backend missing in HAProxy",
+		"be_edge:b:z/ip-10.0.0.9:8443: unknown server",
+	}
+	want := []string{"be_http:a:x", "be_http:a:y", "be_edge:b:z"}
+	if got := driftBackends(drift); !slices.Equal(got, want) {
+		t.Errorf("driftBackends = %q, want %q", got, want)
+	}
+}

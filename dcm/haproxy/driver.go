@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -49,11 +50,15 @@ type Driver struct {
 	renderMu sync.Mutex // the renderer's cache is its own: rendering never waits for HAProxy
 	renderer *Renderer
 
-	mu      sync.Mutex
-	version Version
-	proc    *Process
-	client  *Client
-	files   Files // what the running worker loaded, or was told at runtime
+	// version is set once by Start and read without mu: the engine asks
+	// for it under its own lock (snapshots, pages), which must never wait
+	// for an admin socket that stalls while mu is held.
+	version atomic.Pointer[Version]
+
+	mu     sync.Mutex
+	proc   *Process
+	client *Client
+	files  Files // what the running worker loaded, or was told at runtime
 	// defaultCert is the HTTPS frontend's default certificate (PEM).
 	defaultCert []byte
 	cancel      context.CancelFunc
@@ -93,7 +98,7 @@ func (d *Driver) Start(ctx context.Context, initial dcm.State) error {
 	if err != nil {
 		return err
 	}
-	d.version = v
+	d.version.Store(&v)
 	if err := os.MkdirAll(d.cfg.WorkDir, 0o755); err != nil {
 		return fmt.Errorf("haproxy work dir: %w", err)
 	}
@@ -155,9 +160,21 @@ func (d *Driver) Start(ctx context.Context, initial dcm.State) error {
 
 // Version is the HAProxy version found at Start.
 func (d *Driver) Version() Version {
+	if v := d.version.Load(); v != nil {
+		return *v
+	}
+	return Version{}
+}
+
+// MasterPID is the pid of the master the driver started (0 when attached
+// or not running).
+func (d *Driver) MasterPID() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.version
+	if d.proc == nil {
+		return 0
+	}
+	return d.proc.PID()
 }
 
 // Events reports master exits and restarts; after a restart the runtime

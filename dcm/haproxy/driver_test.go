@@ -564,3 +564,24 @@ func TestAttach(t *testing.T) {
 		t.Errorf("attached master gone after Close: %v", err)
 	}
 }
+
+// TestVersionDoesNotWaitForHAProxy: the engine reads the version under its
+// own lock for every snapshot; it must not wait while the driver holds its
+// lock for a batch on an admin socket that does not answer.
+func TestVersionDoesNotWaitForHAProxy(t *testing.T) {
+	d := NewDriver(DriverConfig{WorkDir: t.TempDir()}, nil)
+	v := Version{Major: 2, Minor: 6, Patch: 12}
+	d.version.Store(&v)
+	d.mu.Lock() // a batch in flight
+	defer d.mu.Unlock()
+	got := make(chan Version, 1)
+	go func() { got <- d.Version() }()
+	select {
+	case g := <-got:
+		if g != v {
+			t.Errorf("Version() = %v, want %v", g, v)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Version() waits for the driver's lock")
+	}
+}

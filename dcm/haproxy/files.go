@@ -19,16 +19,19 @@ import (
 const StagingDir = ".staging"
 
 // WriteFiles writes f into dir so that a reload or a crash at any moment
-// finds a consistent set: maps first, then the cfg that reads them, each
-// through a temporary file and a rename. Files whose bytes equal prev (what
-// the directory already holds; zero Files when unknown) are not rewritten.
-// Map files that f no longer has are removed afterwards.
+// finds a consistent set: every changed file is first written in full to a
+// temporary name, and only when all of them are written are they renamed
+// into place — certificates, the crt-list, maps, then the cfg that reads
+// them. A write that fails (a full disk) leaves the directory as it was,
+// never new maps beside an old cfg. Files whose bytes equal prev (what the
+// directory already holds; zero Files when unknown) are not rewritten. Map
+// files and certificates that f no longer has are removed afterwards.
 //
 // There is no fsync: the files must survive a reload, a crash of HAProxy or
 // of dcm, all of which read the page cache; after a crash of the machine
 // dcm starts again and renders everything from Kubernetes. An fsync per
 // endpoint change would cost more than the change itself.
-func WriteFiles(dir string, f Files, prev Files) error {
+func WriteFiles(dir string, f Files, prev Files) (err error) {
 	if len(f.Config) == 0 {
 		return errors.New("write haproxy files: empty configuration")
 	}
@@ -43,29 +46,82 @@ func WriteFiles(dir string, f Files, prev Files) error {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	var st staged
+	defer func() {
+		if err != nil {
+			st.discard()
+		}
+	}()
 	// Certificates before the crt-list that names them, both before the cfg.
-	if err := writeCerts(dir, f, prev); err != nil {
+	if err := stageCerts(&st, dir, f, prev); err != nil {
 		return err
 	}
 	for _, name := range names {
 		if old, ok := prev.Maps[name]; ok && bytes.Equal(old, f.Maps[name]) {
 			continue
 		}
-		if err := writeAtomic(filepath.Join(dir, filepath.FromSlash(name)), f.Maps[name]); err != nil {
+		if err := st.add(filepath.Join(dir, filepath.FromSlash(name)), f.Maps[name], 0o644); err != nil {
 			return fmt.Errorf("write map %s: %w", name, err)
 		}
 	}
 	if !bytes.Equal(prev.Config, f.Config) {
-		if err := writeAtomic(filepath.Join(dir, ConfigName), f.Config); err != nil {
+		if err := st.add(filepath.Join(dir, ConfigName), f.Config, 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", ConfigName, err)
+		}
+	}
+	if err := st.commit(); err != nil {
+		return fmt.Errorf("write haproxy files: %w", err)
+	}
+	if f.CrtList != nil || len(f.Certs) > 0 {
+		if err := removeStaleCerts(dir, f.Certs); err != nil {
+			return err
 		}
 	}
 	return removeStaleMaps(dir, f.Maps)
 }
 
-// writeCerts writes the certificate files (mode 0600: they hold private
-// keys) and the crt-list, then removes the certificates of hosts that left.
-func writeCerts(dir string, f Files, prev Files) error {
+// staged is a set of files written to temporary names, to be renamed into
+// place together.
+type staged struct {
+	files []stagedFile
+}
+
+type stagedFile struct{ tmp, path string }
+
+// add writes data in full to a temporary file beside path.
+func (s *staged) add(path string, data []byte, mode os.FileMode) error {
+	tmp, err := writeTemp(path, data, mode)
+	if err != nil {
+		return err
+	}
+	s.files = append(s.files, stagedFile{tmp: tmp, path: path})
+	return nil
+}
+
+// commit renames the files into place in the order they were added. A
+// rename needs no space, so once every file is written this goes through.
+func (s *staged) commit() error {
+	for i, f := range s.files {
+		if err := os.Rename(f.tmp, f.path); err != nil {
+			s.files = s.files[i:]
+			return err
+		}
+	}
+	s.files = nil
+	return nil
+}
+
+// discard removes the temporary files not renamed.
+func (s *staged) discard() {
+	for _, f := range s.files {
+		_ = os.Remove(f.tmp)
+	}
+	s.files = nil
+}
+
+// stageCerts stages the certificate files (mode 0600: they hold private
+// keys) and the crt-list.
+func stageCerts(st *staged, dir string, f Files, prev Files) error {
 	if f.CrtList == nil && len(f.Certs) == 0 {
 		return nil
 	}
@@ -84,23 +140,28 @@ func writeCerts(dir string, f Files, prev Files) error {
 		if old, ok := prev.Certs[name]; ok && bytes.Equal(old, f.Certs[name]) {
 			continue
 		}
-		if err := writeAtomicMode(filepath.Join(dir, filepath.FromSlash(name)), f.Certs[name], 0o600); err != nil {
+		if err := st.add(filepath.Join(dir, filepath.FromSlash(name)), f.Certs[name], 0o600); err != nil {
 			// The path only: the error must not carry the key.
 			return fmt.Errorf("write certificate %s: %w", name, err)
 		}
 	}
 	if prev.CrtList == nil || !bytes.Equal(prev.CrtList, f.CrtList) {
-		if err := writeAtomic(filepath.Join(dir, CrtListName), f.CrtList); err != nil {
+		if err := st.add(filepath.Join(dir, CrtListName), f.CrtList, 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", CrtListName, err)
 		}
 	}
+	return nil
+}
+
+// removeStaleCerts removes the certificates of hosts that left.
+func removeStaleCerts(dir string, keep map[string][]byte) error {
 	entries, err := os.ReadDir(filepath.Join(dir, CertsDir))
 	if err != nil {
 		return fmt.Errorf("list certificates: %w", err)
 	}
 	for _, e := range entries {
 		name := CertsDir + "/" + e.Name()
-		if _, ok := f.Certs[name]; ok || e.IsDir() || !strings.HasSuffix(e.Name(), ".pem") {
+		if _, ok := keep[name]; ok || e.IsDir() || !strings.HasSuffix(e.Name(), ".pem") {
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, CertsDir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -153,9 +214,23 @@ func writeAtomic(path string, data []byte) error {
 }
 
 func writeAtomicMode(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	tmp, err := writeTemp(path, data, mode)
 	if err != nil {
 		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// writeTemp writes data in full to a new temporary file beside path and
+// returns its name; on error nothing is left behind.
+func writeTemp(path string, data []byte, mode os.FileMode) (string, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return "", err
 	}
 	done := false
 	defer func() {
@@ -165,19 +240,16 @@ func writeAtomicMode(path string, data []byte, mode os.FileMode) error {
 		}
 	}()
 	if _, err := tmp.Write(data); err != nil {
-		return err
+		return "", err
 	}
 	if err := tmp.Chmod(mode); err != nil {
-		return err
+		return "", err
 	}
 	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
+		return "", err
 	}
 	done = true
-	return nil
+	return tmp.Name(), nil
 }
 
 // ConfigError is HAProxy refusing a configuration; Alerts are its own words.

@@ -63,6 +63,18 @@ type Options struct {
 	// instead (for Kubernetes tokens, as main does in a cluster).
 	PortalAuthenticator server.Authenticator
 	PortalAuthorizer    server.Authorizer
+	// Binary replaces the haproxy binary (a test's wrapper around it), as
+	// --haproxy-bin does.
+	Binary string
+	// ReadTimeout bounds each admin socket read (default: the driver's).
+	ReadTimeout time.Duration
+	// ReloadTimeout bounds the wait for a new worker (default: the driver's).
+	ReloadTimeout time.Duration
+	// WorkDir is HAProxy's work directory (default: a fresh temporary one).
+	WorkDir string
+	// RetryReloadAfter is the engine's first delay before a failed reload is
+	// retried (default: the engine's).
+	RetryReloadAfter time.Duration
 	// RecordCommands keeps every admin-socket command dcm sends (Stack.Commands).
 	RecordCommands bool
 }
@@ -102,12 +114,19 @@ func (s *Stack) Commands() []string {
 func Start(tb testing.TB, o Options) *Stack {
 	tb.Helper()
 	bin := testkit.HAProxy(tb)
+	if o.Binary != "" {
+		bin = o.Binary
+	}
 	if o.Caps.Mode == "" {
 		o.Caps = dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
 	}
 	log := testkit.Logger(tb)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Stack{t: tb, Dir: testkit.ShortDir(tb), HTTPAddr: testkit.FreeAddr(tb), Registry: prometheus.NewRegistry(), ConvergeWithin: 15 * time.Second,
+	dir := o.WorkDir
+	if dir == "" {
+		dir = testkit.ShortDir(tb)
+	}
+	s := &Stack{t: tb, Dir: dir, HTTPAddr: testkit.FreeAddr(tb), Registry: prometheus.NewRegistry(), ConvergeWithin: 15 * time.Second,
 		HTTP: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	var wg sync.WaitGroup
 	tb.Cleanup(func() {
@@ -146,12 +165,14 @@ func Start(tb testing.TB, o Options) *Stack {
 				s.cmdMu.Unlock()
 			}
 		},
-		Certs: certs,
+		Certs:       certs,
+		ReadTimeout: o.ReadTimeout, ReloadTimeout: o.ReloadTimeout,
 	}, log.With("part", "haproxy"))
 	if o.ObserveEvery == 0 {
 		o.ObserveEvery = time.Second
 	}
-	s.Engine = engine.New(engine.Config{Caps: o.Caps, IdlePollEvery: 50 * time.Millisecond, ObserveEvery: o.ObserveEvery},
+	s.Engine = engine.New(engine.Config{Caps: o.Caps, IdlePollEvery: 50 * time.Millisecond, ObserveEvery: o.ObserveEvery,
+		RetryReloadAfter: o.RetryReloadAfter},
 		s.Driver, metrics, log.With("part", "engine"))
 
 	source := o.Source
