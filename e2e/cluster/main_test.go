@@ -40,8 +40,7 @@ func TestMain(m *testing.M) {
 		if err := kapitest.Apply(ctx, admin, deployFile("rbac.yaml"), deployFile("dcm.yaml")); err != nil {
 			return nil, fmt.Errorf("apply deploy/: %w", err)
 		}
-		removeRoute, err := kapitest.EnsurePodNetwork()
-		if err != nil {
+		if err := kapitest.EnsurePodNetwork(); err != nil {
 			return nil, err
 		}
 		kctx, cancel := context.WithCancel(ctx)
@@ -49,10 +48,9 @@ func TestMain(m *testing.M) {
 			slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("part", "kubelet"))
 		if err != nil {
 			cancel()
-			removeRoute()
 			return nil, err
 		}
-		return func() { cancel(); kubelet.Wait(); removeRoute() }, nil
+		return func() { cancel(); kubelet.Wait() }, nil
 	}))
 }
 
