@@ -196,6 +196,7 @@ func TestSoak(t *testing.T) {
 
 	rep.Mismatch = d.compareSlices(t, admin)
 	rep.Updates, rep.Reloads, rep.Commands = d.counters(t)
+	rep.Seq = d.seq
 	rep.LeftAfterExit = d.stop(t)
 	rep.Elapsed = time.Since(began)
 	rep.LoadAfter = loadAvg()
@@ -375,6 +376,10 @@ type dcmProcess struct {
 	portal   string
 	token    string
 	metrics  *http.Client
+	// reloadReasons is dcm_reloads_total by reason at the last scrape;
+	// seq is the hub's last event number at the last snapshot read.
+	reloadReasons map[string]int
+	seq           uint64
 }
 
 // startDCMBinary builds dcm and runs it as a user would against a cluster:
@@ -518,6 +523,7 @@ func (d *dcmProcess) scrape() (map[string]float64, error) {
 	}
 	defer resp.Body.Close()
 	out := map[string]float64{}
+	reasons := map[string]int{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -526,27 +532,34 @@ func (d *dcmProcess) scrape() (map[string]float64, error) {
 			continue
 		}
 		name, rest, _ := strings.Cut(line, " ")
+		labels := ""
 		if i := strings.IndexByte(name, '{'); i >= 0 {
 			// Labels may hold spaces: the value is after the closing brace.
 			j := strings.LastIndexByte(line, '}')
-			name, rest = line[:i], strings.TrimSpace(line[j+1:])
+			name, labels, rest = line[:i], line[i+1:j], strings.TrimSpace(line[j+1:])
 		}
 		v, err := strconv.ParseFloat(strings.Fields(rest)[0], 64)
 		if err != nil {
 			continue
 		}
 		out[name] += v
+		if name == "dcm_reloads_total" && v > 0 {
+			reasons[strings.TrimSuffix(strings.TrimPrefix(labels, `reason="`), `"`)] = int(v)
+		}
+	}
+	if sc.Err() == nil {
+		d.reloadReasons = reasons
 	}
 	return out, sc.Err()
 }
 
-func (d *dcmProcess) counters(t *testing.T) (updates, reloads, commands int) {
+func (d *dcmProcess) counters(t *testing.T) (updates int, reloads map[string]int, commands int) {
 	m, err := d.scrape()
 	if err != nil {
 		t.Errorf("final metrics: %v", err)
 		return
 	}
-	return int(m["dcm_updates_total"]), int(m["dcm_reloads_total"]), int(m["dcm_runtime_command_duration_seconds_count"])
+	return int(m["dcm_updates_total"]), d.reloadReasons, int(m["dcm_runtime_command_duration_seconds_count"])
 }
 
 // compareSlices checks that, per Service of the soak, HAProxy's servers
@@ -619,6 +632,7 @@ func (d *dcmProcess) readyServers() (map[string][]string, error) {
 	if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
+	d.seq = snap.Seq
 	proxyService := map[string]string{}
 	for _, b := range snap.Backends {
 		if !b.Retiring && len(b.Route.Services) == 1 {

@@ -27,11 +27,13 @@ type SoakReport struct {
 	Samples              []SoakSample
 	OK, Expected, Failed int
 	FailReasons          map[string]int
-	Mismatch             []string // HAProxy's servers against the EndpointSlices at the end
-	Updates, Reloads     int      // dcm_updates_total, dcm_reloads_total
-	Commands             int      // admin-socket commands
-	LeftAfterExit        []string // HAProxy processes alive after dcm exited
-	Problems             []string // what check found
+	Mismatch             []string       // HAProxy's servers against the EndpointSlices at the end
+	Updates              int            // dcm_updates_total
+	Reloads              map[string]int // dcm_reloads_total by reason
+	Seq                  uint64         // the event hub's last sequence number
+	Commands             int            // admin-socket commands
+	LeftAfterExit        []string       // HAProxy processes alive after dcm exited
+	Problems             []string       // what check found
 }
 
 // warm is the reference for "flat": the sample a tenth into the churn (at
@@ -110,10 +112,10 @@ func (r *SoakReport) check(t *testing.T) {
 // Summary is the run in one line, for the test log.
 func (r SoakReport) Summary() string {
 	w, e, p := r.warm(), r.end(), r.peak()
-	return fmt.Sprintf("soak %s: %d events %v; requests ok %d, expected 404/503 %d, failed %d; goroutines %d→%d (peak %d), RSS %.1f→%.1f MB (peak %.1f), heap %.1f→%.1f MB, fds %d→%d, HAProxy processes end %d (peak %d), left after exit %d; updates %d, reloads %d, commands %d; mismatches %d",
+	return fmt.Sprintf("soak %s: %d events %v; requests ok %d, expected 404/503 %d, failed %d; goroutines %d→%d (peak %d), RSS %.1f→%.1f MB (peak %.1f), heap %.1f→%.1f MB, fds %d→%d, HAProxy processes end %d (peak %d), left after exit %d; updates %d, reloads %v, commands %d, hub events %d; mismatches %d",
 		r.Churn.Round(time.Second), r.total(), r.Events, r.OK, r.Expected, r.Failed, w.Goroutines, e.Goroutines, p.Goroutines,
 		w.RSSMB, e.RSSMB, p.RSSMB, w.HeapMB, e.HeapMB, w.FDs, e.FDs, e.HAProxy, p.HAProxy, len(r.LeftAfterExit),
-		r.Updates, r.Reloads, r.Commands, len(r.Mismatch))
+		r.Updates, r.Reloads, r.Commands, r.Seq, len(r.Mismatch))
 }
 
 func (r SoakReport) total() int {
@@ -153,12 +155,14 @@ func (r SoakReport) Write(path string) error {
 	p("| churn | %s, %d events (%s) |\n", r.Churn.Round(time.Second), r.total(), r.eventList())
 	p("| requests | %d ok, %d failed%s, %d expected 404/503 for deleted routes |\n", r.OK, r.Failed, r.reasons(), r.Expected)
 	p("| HAProxy vs EndpointSlices at the end | %s |\n", r.mismatchText())
-	p("| dcm | %d updates, %d reloads, %d admin-socket commands |\n", r.Updates, r.Reloads, r.Commands)
+	p("| dcm | %d updates, reloads: %s; %d admin-socket commands, %d events published |\n", r.Updates, r.reloadText(), r.Commands, r.Seq)
 	p("| HAProxy processes | %d at the end (master + worker), peak %d, %d left after dcm exited |\n", e.HAProxy, pk.HAProxy, len(r.LeftAfterExit))
 	p("\n## dcm's process, flat?\n\n")
 	p("\"warm\" is the sample %s into the churn (a tenth of it, at least 30 s), once caches and spares are in use;\n", w.At.Round(time.Second))
 	p("\"end\" is after the churn and %s of settling. Bounds: goroutines and open files +%d, RSS ×%.2f + %d MB.\n\n",
 		r.Config.Settle, soakGoroutineSlack, soakRSSGrowth, soakRSSSlackMB)
+	p("The event hub keeps the last 10,000 events (with their ops and backend states) for feed clients that resume:\n")
+	p("until it is full, the heap and RSS grow with it, bounded; this run published %d.\n\n", r.Seq)
 	p("| | before churn | warm | end | peak |\n|---|---:|---:|---:|---:|\n")
 	p("| goroutines | %d | %d | %d | %d |\n", first.Goroutines, w.Goroutines, e.Goroutines, pk.Goroutines)
 	p("| RSS (MB) | %.1f | %.1f | %.1f | %.1f |\n", first.RSSMB, w.RSSMB, e.RSSMB, pk.RSSMB)
@@ -191,4 +195,15 @@ func (r SoakReport) mismatchText() string {
 		return "equal: every routed Service's ready endpoints are exactly its backend's ready servers"
 	}
 	return strings.Join(r.Mismatch, "; ")
+}
+
+func (r SoakReport) reloadText() string {
+	if len(r.Reloads) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(r.Reloads)) {
+		parts = append(parts, fmt.Sprintf("%d for %s", r.Reloads[k], k))
+	}
+	return strings.Join(parts, ", ")
 }
