@@ -32,11 +32,14 @@ const apiOutage = 30 * time.Second
 
 // TestAPIServerRestart: the control plane (etcd, kube-apiserver and the
 // controllers) stops for 30 s and starts again on the same data. Meanwhile
-// dcm keeps its state and HAProxy serves every pod, under load, without a
-// failed request. Right after the restart the Deployment is scaled out and
-// one of its pods deleted, changes dcm can only learn by relisting; it
-// converges to HAProxy's servers being exactly the EndpointSlices' ready
-// endpoints, none lost, none twice, and without a reload.
+// dcm stays ready and HAProxy serves, under load, without a failed request,
+// though one of the two pods crashes 5 s into the outage (HAProxy's
+// redispatch takes its requests to the other). Right after the restart the
+// Deployment is scaled out: a change dcm can only learn by relisting, as it
+// learns of the crash (the kubelet reports the pod Failed once the API
+// server answers, and the ReplicaSet replaces it). Then the other original
+// pod is deleted and replaced. dcm converges: HAProxy's servers end exactly
+// the EndpointSlices' endpoints, none lost, none twice, without a reload.
 func TestAPIServerRestart(t *testing.T) {
 	ns, host, s := served(t, "restart", 2)
 	backend := dcm.BackendName(dcm.KindHTTP, ns, "restart")
@@ -45,6 +48,7 @@ func TestAPIServerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	crashed, deleted := before[1], before[0]
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpPods(t, ns)
@@ -56,12 +60,26 @@ func TestAPIServerRestart(t *testing.T) {
 		t.Logf("stop: %v", err)
 	}
 	down := time.Now()
+	serving := before
 	for time.Since(down) < apiOutage {
 		if !s.Engine.Ready() {
 			t.Fatal("dcm stopped being ready while the API server was down")
 		}
-		if err := s.ServesExactly(host, "/", before, 6); err != nil {
+		if len(serving) == 2 && time.Since(down) > 5*time.Second {
+			if !env.kubelet.Kill(ns, crashed) {
+				t.Fatalf("pod %s is not running", crashed)
+			}
+			serving = []string{deleted}
+			time.Sleep(100 * time.Millisecond)
+		}
+		got, err := s.Served(host, "/", 6)
+		if err != nil {
 			t.Fatalf("%s into the outage: %v", time.Since(down).Round(time.Second), err)
+		}
+		for pod := range got {
+			if !slices.Contains(serving, pod) {
+				t.Fatalf("%s into the outage: served by %s, pods alive %v", time.Since(down).Round(time.Second), pod, serving)
+			}
 		}
 		time.Sleep(time.Second)
 	}
@@ -72,22 +90,33 @@ func TestAPIServerRestart(t *testing.T) {
 	t.Logf("API server down for %s", up.Sub(down).Round(100*time.Millisecond))
 
 	scale(t, ns, "restart", 4)
-	victim := before[0]
-	if err := env.admin.CoreV1().Pods(ns).Delete(context.Background(), victim, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	// The reflectors (dcm's, the test kubelet's) retry after their backoff,
-	// up to 30 s plus jitter after such an outage; then the kubelet starts
-	// the new pods and the endpointslice controller publishes them.
+	// up to 30 s plus jitter after such an outage; then the kubelet reports
+	// the crash and starts the new pods, and the endpointslice controller
+	// publishes them.
 	s.ConvergeWithin = 2 * time.Minute
 	s.Serves(host, "/", 4, func() ([]string, error) {
 		pods, err := readyPods(ns, "restart")()
-		if slices.Contains(pods, victim) {
+		if slices.Contains(pods, crashed) {
+			return nil, errors.New("the crashed pod is still ready")
+		}
+		return pods, err
+	})
+	t.Logf("scaled out and the crash replaced %s after the restart", time.Since(up).Round(100*time.Millisecond))
+	// Not earlier: with the crash not reported yet, the deleted pod would be
+	// the route's only live one, drained, and the route would answer 503 —
+	// as it would through kube-proxy, which takes ready endpoints only.
+	if err := env.admin.CoreV1().Pods(ns).Delete(context.Background(), deleted, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Serves(host, "/", 4, func() ([]string, error) {
+		pods, err := readyPods(ns, "restart")()
+		if slices.Contains(pods, deleted) {
 			return nil, errors.New("the deleted pod is still ready")
 		}
 		return pods, err
 	})
-	s.Eventually("HAProxy's servers are the EndpointSlices' ready endpoints", time.Minute, func() error {
+	s.Eventually("HAProxy's servers are the EndpointSlices' endpoints", time.Minute, func() error {
 		return sameAsSlices(s, ns, "restart", backend)
 	})
 	t.Logf("converged %s after the restart", time.Since(up).Round(100*time.Millisecond))

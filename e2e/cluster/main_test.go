@@ -26,8 +26,9 @@ import (
 // env is what the tests of this package share: one control plane, its
 // kubelet, and dcm's credentials from deploy/.
 var env struct {
-	cp    *kapitest.ControlPlane
-	admin kubernetes.Interface
+	cp      *kapitest.ControlPlane
+	admin   kubernetes.Interface
+	kubelet *kapitest.Kubelet
 }
 
 func TestMain(m *testing.M) {
@@ -50,6 +51,7 @@ func TestMain(m *testing.M) {
 			cancel()
 			return nil, err
 		}
+		env.kubelet = kubelet
 		return func() { cancel(); kubelet.Wait() }, nil
 	}))
 }
