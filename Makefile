@@ -10,7 +10,7 @@ APT_PACKAGES := haproxy curl chromium nodejs
 # make wasm writes the planner here; static/ embeds it into the binary.
 WASM_DIR := static/dist
 
-.PHONY: all deps build wasm run test vet fmt-check generate generate-check bench kapi clean fuzz fuzz-quick
+.PHONY: all deps build wasm run test vet fmt-check generate generate-check bench soak kapi clean fuzz fuzz-quick
 
 all: build
 
@@ -115,6 +115,15 @@ bench: deps wasm
 	$(GO) test -run '^$$' -bench . ./dcm/haproxy/; \
 	$(GO) test -run '^$$' -bench EventToHAProxy -benchtime 500x ./e2e/; \
 	$(GO) test -run '^$$' -bench WhatIfPreview -benchtime 30x ./e2e/browser/
+
+## soak: the dcm binary against the real control plane (e2e/kapi) and the test kubelet for
+## SOAK_DURATION (default 10m) of continuous churn under load through HAProxy; fails on any failed
+## request, on dcm's goroutines, RSS or open files growing, on HAProxy processes left over, on
+## HAProxy's servers differing from the EndpointSlices at the end. Writes docs/soak.md. Not in make test.
+SOAK_DURATION ?= 10m
+soak: deps wasm kapi
+	SOAK_DURATION=$(SOAK_DURATION) DCM_SOAK_CMD="make soak$(if $(filter-out 10m,$(SOAK_DURATION)), SOAK_DURATION=$(SOAK_DURATION))" \
+		$(GO) test -tags soak -count=1 -timeout 60m -v -run '^TestSoak$$' ./e2e/bench/
 
 clean:
 	rm -rf bin .work .cache

@@ -391,7 +391,17 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 		e.reload(ctx, p, seen)
 		return
 	}
-	if err := e.driver.Apply(ctx, p.Ops, p.Next); err != nil {
+	err := e.driver.Apply(ctx, p.Ops, p.Next)
+	var busy *haproxy.BusyError
+	if errors.As(err, &busy) {
+		if ops, next, ok := keepBusy(actual, p.Ops, p.Next, busy.Servers); ok {
+			// A request reached the server after the read-back that found it
+			// idle: the rest applied; it is deleted once idle, no reload.
+			e.log.Debug("del server deferred: connections still attached", "servers", busy.Servers)
+			p.Ops, p.Next, err = ops, next, nil
+		}
+	}
+	if err != nil {
 		e.log.Error("runtime update failed; converging through a reload", "ops", len(p.Ops), "err", err)
 		e.publish(dcm.Event{Type: dcm.EventSyncError, Reason: string(dcm.ReasonRuntimeError), Message: err.Error(),
 			Ops: p.Ops, Backends: backendsOf(p.Ops)})
@@ -868,4 +878,39 @@ func (e *Engine) Snapshot() dcm.Snapshot {
 		Pool:       slices.Clone(e.actual.Pool),
 		Rejected:   rejected,
 	}
+}
+
+// keepBusy puts back into next the servers whose del server HAProxy
+// refused ("<proxy>/<server>"), as they were in actual but in maint and not
+// yet observed idle, and drops their del ops. It reports false when a
+// server's backend is not in next any more (its spare went back to the
+// pool): that state cannot hold the server, and a reload converges.
+func keepBusy(actual dcm.State, ops []dcm.Op, next dcm.State, servers []string) ([]dcm.Op, dcm.State, bool) {
+	next.Backends = slices.Clone(next.Backends)
+	kept := map[[2]string]bool{}
+	for _, ref := range servers {
+		proxy, name, _ := strings.Cut(ref, "/")
+		ai := slices.IndexFunc(actual.Backends, func(b dcm.Backend) bool { return b.ProxyName() == proxy })
+		if ai < 0 {
+			return nil, dcm.State{}, false
+		}
+		ab := actual.Backends[ai]
+		si := slices.IndexFunc(ab.Servers, func(s dcm.Server) bool { return s.Name == name })
+		ni := slices.IndexFunc(next.Backends, func(b dcm.Backend) bool { return b.Name == ab.Name && b.ProxyName() == proxy })
+		if si < 0 || ni < 0 {
+			return nil, dcm.State{}, false
+		}
+		srv := ab.Servers[si]
+		srv.State, srv.Unobserved = dcm.StateMaint, true
+		nb := &next.Backends[ni]
+		pos, found := slices.BinarySearchFunc(nb.Servers, name, func(s dcm.Server, n string) int { return strings.Compare(s.Name, n) })
+		if !found {
+			nb.Servers = slices.Insert(slices.Clone(nb.Servers), pos, srv)
+		}
+		kept[[2]string{ab.Name, name}] = true
+	}
+	ops = slices.DeleteFunc(slices.Clone(ops), func(o dcm.Op) bool {
+		return o.Kind == dcm.OpDelServer && kept[[2]string{o.Backend, o.Server}]
+	})
+	return ops, next, true
 }

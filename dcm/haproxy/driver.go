@@ -201,6 +201,8 @@ func (d *Driver) Events() <-chan ProcessEvent {
 // certificate in place before its route and removes it after): each is
 // its own batch, one SSL transaction at a time, aborted when it fails.
 // Without an HTTPS frontend they are skipped: no certificate is served.
+// A *BusyError says that everything was applied but the del server
+// commands it lists.
 func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error {
 	certFirst, ops, certLast, err := splitCertOps(ops)
 	if err != nil {
@@ -224,10 +226,15 @@ func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error 
 	if err := d.runCertTransactions(ctx, first); err != nil {
 		return err
 	}
-	if err := d.applyServersAndMaps(ctx, batch); err != nil {
+	busy := d.applyServersAndMaps(ctx, batch)
+	var be *BusyError
+	if busy != nil && !errors.As(busy, &be) {
+		return busy
+	}
+	if err := d.runCertTransactions(ctx, last); err != nil {
 		return err
 	}
-	return d.runCertTransactions(ctx, last)
+	return busy
 }
 
 // certTx is one certificate op's commands, and the abort that undoes its
@@ -379,18 +386,20 @@ func (d *Driver) applyServersAndMaps(ctx context.Context, b serverBatch) error {
 	if err := d.ready(); err != nil {
 		return err
 	}
+	var busy []string
 	if len(txs) == 0 {
-		if _, err := d.client.Exec(ctx, append(preCmds, postCmds...)); err != nil {
+		_, err := d.client.Exec(ctx, append(preCmds, postCmds...))
+		if busy, err = splitBusy(err); err != nil {
 			return fmt.Errorf("apply %d ops: %w", b.ops, err)
 		}
-		return nil
+		return busyError(busy)
 	}
 	first := preCmds
 	for _, tx := range txs {
 		first = append(first, tx.prepare)
 	}
 	replies, err := d.client.Exec(ctx, first)
-	if err != nil {
+	if busy, err = splitBusy(err); err != nil {
 		return fmt.Errorf("apply %d ops, before the map commits: %w", len(preCmds)+len(txs), err)
 	}
 	var second []Command
@@ -406,10 +415,61 @@ func (d *Driver) applyServersAndMaps(ctx context.Context, b serverBatch) error {
 		second = append(second, cmds...)
 	}
 	second = append(second, postCmds...)
-	if _, err := d.client.Exec(ctx, second); err != nil {
+	_, err = d.client.Exec(ctx, second)
+	more, err := splitBusy(err)
+	if err != nil {
 		return fmt.Errorf("apply %d map replaces and %d ops after them: %w", len(txs), len(postCmds), err)
 	}
-	return nil
+	return busyError(append(busy, more...))
+}
+
+// BusyError is a batch that HAProxy applied but for del server commands it
+// refused because a connection was still attached to the server: a request
+// that arrived between the read-back that found the server idle and the
+// command. Each command of a batch is independent, so the rest stands; the
+// servers stay, in maint, until a later read-back finds them idle.
+type BusyError struct {
+	// Servers are "<proxy>/<server>", as the commands named them.
+	Servers []string
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("del server refused, connections still attached: %s", strings.Join(e.Servers, ", "))
+}
+
+func busyError(servers []string) error {
+	if len(servers) == 0 {
+		return nil
+	}
+	return &BusyError{Servers: servers}
+}
+
+// delServerBusy is 2.6's reply to del server while the server has a stream
+// or a connection in use (cli_parse_delete_server).
+const delServerBusy = "Server still has connections attached to it, cannot remove it."
+
+// splitBusy takes the busy del server replies out of an Exec error: the
+// servers they named, and what remains (nil when they were all of it).
+func splitBusy(err error) (busy []string, rest error) {
+	if err == nil {
+		return nil, nil
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var others []error
+	for _, e := range errs {
+		var ce *CommandError
+		if errors.As(e, &ce) && strings.HasPrefix(ce.Command, "del server ") {
+			if _, msg, _ := severity(ce.Reply); strings.TrimSpace(msg) == delServerBusy {
+				busy = append(busy, strings.TrimPrefix(ce.Command, "del server "))
+				continue
+			}
+		}
+		others = append(others, e)
+	}
+	return busy, errors.Join(others...)
 }
 
 // splitMapOps cuts ops into the server ops before the map replaces, the map

@@ -585,3 +585,66 @@ func TestVersionDoesNotWaitForHAProxy(t *testing.T) {
 		t.Fatal("Version() waits for the driver's lock")
 	}
 }
+
+// TestApplyDelServerBusy: a del server HAProxy refuses because a request
+// is still in flight on the server is a *BusyError naming it, and every
+// other command of the batch stands; once the request is done the delete
+// goes through.
+func TestApplyDelServerBusy(t *testing.T) {
+	t.Parallel()
+	r := route("ns", "busy", "busy.example", "/", dcm.PathPrefix)
+	slow := testkit.StartBackend(t, "127.0.0.2", "slow")
+	other := testkit.StartBackend(t, "127.0.0.3", "other")
+	be := r.BackendName()
+	d, bind := startDriver(t, state(backendFor(r, serverFor(slow, dcm.StateReady), serverFor(other, dcm.StateMaint))))
+	ctx := context.Background()
+
+	done := make(chan string, 1)
+	go func() {
+		code, body := get(t, bind, "busy.example", "/?ms=1500")
+		done <- fmt.Sprintf("%d %s", code, body)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for observeOne(t, d, be)["s-slow"].Sessions == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow request never reached the server")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	err := d.Apply(ctx, []dcm.Op{
+		{Kind: dcm.OpSetState, Backend: be, Server: "s-slow", State: dcm.StateMaint},
+		{Kind: dcm.OpDelServer, Backend: be, Server: "s-slow"},
+		{Kind: dcm.OpSetState, Backend: be, Server: "s-other", State: dcm.StateReady},
+	}, dcm.State{})
+	var busy *BusyError
+	if !errors.As(err, &busy) || !slices.Equal(busy.Servers, []string{be + "/s-slow"}) {
+		t.Fatalf("apply: %v, want a BusyError for %s/s-slow", err, be)
+	}
+	obs := observeOne(t, d, be)
+	if s, ok := obs["s-slow"]; !ok || s.State != dcm.StateMaint {
+		t.Errorf("s-slow: %+v %v, want kept in maint", s, ok)
+	}
+	if s := obs["s-other"]; s.State != dcm.StateReady {
+		t.Errorf("s-other: %+v, want ready: the rest of the batch stands", s)
+	}
+	if got := <-done; got != "200 slow" {
+		t.Errorf("the request in flight: %s, want 200 slow", got)
+	}
+	// The server's connection outlives the request (kept for reuse) and
+	// blocks del server too until HAProxy purges it: seconds, measured here.
+	finished := time.Now()
+	for {
+		err = d.Apply(ctx, []dcm.Op{{Kind: dcm.OpDelServer, Backend: be, Server: "s-slow"}}, dcm.State{})
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &busy) || time.Since(finished) > 30*time.Second {
+			t.Fatalf("del server after the request: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("del server went through %s after the request ended", time.Since(finished).Round(100*time.Millisecond))
+	if _, ok := observeOne(t, d, be)["s-slow"]; ok {
+		t.Error("s-slow still there after the delete")
+	}
+}

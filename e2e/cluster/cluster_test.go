@@ -206,43 +206,6 @@ func TestTwoIngressesOneHostAndRouteChanges(t *testing.T) {
 	s.Serves(host, "/api", 2, readyPods(ns, "api"))
 }
 
-// TestAPIServerRestart: the API server goes away and comes back; HAProxy
-// keeps serving meanwhile, dcm relists and converges, and no endpoint is
-// lost or duplicated.
-func TestAPIServerRestart(t *testing.T) {
-	ns, host, s := served(t, "restart", 2)
-	pid := s.WorkerPID()
-	load := s.StartLoad(host, "/")
-
-	if err := env.cp.Stop(); err != nil {
-		t.Logf("stop: %v", err)
-	}
-	time.Sleep(2 * time.Second)
-	if err := env.cp.Restart(context.Background()); err != nil {
-		t.Fatalf("restart the control plane: %v", err)
-	}
-	// Every client's reflector (dcm's, the kubelet's, the controllers') backs
-	// off after failed watches, up to 30 s when outages repeat; give them that.
-	s.ConvergeWithin = time.Minute
-	scale(t, ns, "restart", 3)
-	t.Cleanup(func() {
-		if t.Failed() {
-			dumpPods(t, ns)
-		}
-	})
-	s.Serves(host, "/", 3, readyPods(ns, "restart"))
-	if n := len(s.Backend(dcm.BackendName(dcm.KindHTTP, ns, "restart")).Servers); n != 3 {
-		t.Errorf("the backend has %d servers for 3 pods", n)
-	}
-	ok, fail, last := load.Finish()
-	if fail > 0 {
-		t.Errorf("%d of %d requests failed while the API server restarted (last: %s)", fail, ok+fail, last)
-	}
-	if s.WorkerPID() != pid {
-		t.Error("HAProxy reloaded across the API server restart")
-	}
-}
-
 // TestIngressesThroughSpares: with spare backends (dynamic mode, as dcm
 // runs by default), an Ingress created is served, one deleted answers 404
 // and one whose host changes moves to the new host, all without a reload.

@@ -26,8 +26,9 @@ import (
 // env is what the tests of this package share: one control plane, its
 // kubelet, and dcm's credentials from deploy/.
 var env struct {
-	cp    *kapitest.ControlPlane
-	admin kubernetes.Interface
+	cp      *kapitest.ControlPlane
+	admin   kubernetes.Interface
+	kubelet *kapitest.Kubelet
 }
 
 func TestMain(m *testing.M) {
@@ -40,8 +41,7 @@ func TestMain(m *testing.M) {
 		if err := kapitest.Apply(ctx, admin, deployFile("rbac.yaml"), deployFile("dcm.yaml")); err != nil {
 			return nil, fmt.Errorf("apply deploy/: %w", err)
 		}
-		removeRoute, err := kapitest.EnsurePodNetwork()
-		if err != nil {
+		if err := kapitest.EnsurePodNetwork(); err != nil {
 			return nil, err
 		}
 		kctx, cancel := context.WithCancel(ctx)
@@ -49,10 +49,10 @@ func TestMain(m *testing.M) {
 			slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("part", "kubelet"))
 		if err != nil {
 			cancel()
-			removeRoute()
 			return nil, err
 		}
-		return func() { cancel(); kubelet.Wait(); removeRoute() }, nil
+		env.kubelet = kubelet
+		return func() { cancel(); kubelet.Wait() }, nil
 	}))
 }
 

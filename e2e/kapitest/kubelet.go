@@ -50,6 +50,9 @@ type Kubelet struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]*runningPod
+	// dead are the pods Kill crashed: never started again, whatever the
+	// informer says about them before their Failed status lands.
+	dead map[types.UID]bool
 	wg   sync.WaitGroup
 }
 
@@ -59,8 +62,10 @@ type runningPod struct {
 	grace     time.Duration
 	terminate chan struct{} // closed when the Pod is being deleted
 	gone      chan struct{} // closed when the Pod object no longer exists
+	killed    chan struct{} // closed by Kill: the container crashed
 	once      sync.Once
 	goneOnce  sync.Once
+	killOnce  sync.Once
 }
 
 // StartKubelet registers the node and runs the kubelet until ctx ends; it
@@ -76,7 +81,7 @@ func StartKubelet(ctx context.Context, client kubernetes.Interface, opts Kubelet
 		a := PodNetwork.Addr().As4()
 		opts.Prefix = [2]byte{a[0], a[1]}
 	}
-	k := &Kubelet{client: client, opts: opts, pool: localpod.NewPool(opts.Prefix), log: log, pods: map[types.UID]*runningPod{}}
+	k := &Kubelet{client: client, opts: opts, pool: localpod.NewPool(opts.Prefix), log: log, pods: map[types.UID]*runningPod{}, dead: map[types.UID]bool{}}
 	if err := k.registerNode(ctx); err != nil {
 		return nil, err
 	}
@@ -140,8 +145,9 @@ func (k *Kubelet) observe(ctx context.Context, obj any) {
 	case p.Spec.NodeName == NodeName:
 		k.mu.Lock()
 		rp, running := k.pods[p.UID]
-		if !running && p.DeletionTimestamp == nil {
-			rp = &runningPod{ns: p.Namespace, name: p.Name, uid: p.UID, terminate: make(chan struct{}), gone: make(chan struct{})}
+		if !running && p.DeletionTimestamp == nil && !k.dead[p.UID] && p.Status.Phase != corev1.PodFailed {
+			rp = &runningPod{ns: p.Namespace, name: p.Name, uid: p.UID, terminate: make(chan struct{}), gone: make(chan struct{}),
+				killed: make(chan struct{})}
 			k.pods[p.UID] = rp
 			k.wg.Add(1)
 			go func() {
@@ -168,6 +174,24 @@ func (k *Kubelet) deleted(uid types.UID) {
 		rp.once.Do(func() { close(rp.terminate) })
 		rp.goneOnce.Do(func() { close(rp.gone) })
 	}
+}
+
+// Kill crashes a running pod: its server stops at once, without preStop
+// or grace, as a container that died. The kubelet then reports the Pod
+// Failed, retrying until the API server answers (it may be down), so its
+// endpoint goes and its ReplicaSet replaces it. It reports whether the pod
+// was running here.
+func (k *Kubelet) Kill(ns, name string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, rp := range k.pods {
+		if rp.ns == ns && rp.name == name {
+			k.dead[rp.uid] = true
+			rp.killOnce.Do(func() { close(rp.killed) })
+			return true
+		}
+	}
+	return false
 }
 
 func containerPort(p *corev1.Pod) int {
@@ -201,10 +225,15 @@ func (k *Kubelet) run(ctx context.Context, rp *runningPod, port int) {
 	case <-time.After(k.opts.ReadinessDelay):
 		k.setStatus(ctx, rp, addr, true)
 	case <-rp.terminate:
+	case <-rp.killed:
 	case <-ctx.Done():
 	}
 	select {
 	case <-rp.terminate:
+	case <-rp.killed:
+		_ = srv.Stop(ctx, time.Now())
+		k.reportFailed(ctx, rp)
+		return
 	case <-ctx.Done():
 		_ = srv.Stop(ctx, time.Now())
 		return
@@ -255,6 +284,39 @@ func (k *Kubelet) setStatus(ctx context.Context, rp *runningPod, addr netip.Addr
 	})
 	if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 		k.log.Warn("pod status", "pod", rp.ns+"/"+rp.name, "err", err)
+	}
+}
+
+// reportFailed sets a crashed pod's phase to Failed and its conditions to
+// not ready, retrying every half second while the API server is away.
+func (k *Kubelet) reportFailed(ctx context.Context, rp *runningPod) {
+	for ctx.Err() == nil {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			p, err := k.client.CoreV1().Pods(rp.ns).Get(ctx, rp.name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if p.UID != rp.uid {
+				return nil
+			}
+			now := metav1.Now()
+			p.Status.Phase = corev1.PodFailed
+			p.Status.Reason = "Killed"
+			p.Status.Conditions = []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, LastTransitionTime: now},
+				{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: now},
+			}
+			_, err = k.client.CoreV1().Pods(rp.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			return err
+		})
+		if err == nil || apierrors.IsNotFound(err) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 }
 
