@@ -264,3 +264,52 @@ func TestOverlappingPathsInSpares(t *testing.T) {
 		t.Errorf("%v reloads", n)
 	}
 }
+
+// TestPassthroughAcrossReload: more passthrough routes than passthrough
+// spares reload once (pool-exhausted); after it both hosts still pass
+// through to their pods and a host of no route is still terminated by
+// HAProxy, so the new worker took over the HTTPS address and fe_https's
+// unix socket.
+func TestPassthroughAcrossReload(t *testing.T) {
+	ca := testkit.NewCA(t)
+	app := startPod(t, "127.0.6.1", "app")
+	base := desiredApp(app.endpoint(dcm.StateReady))
+	src := harness.NewStaticSource(base)
+	caps := pooled
+	caps.Pool = 1
+	s := harness.Start(t, harness.Options{Source: src, Caps: caps, HTTPS: true})
+	pid := s.WorkerPID()
+	var routes []dcm.Route
+	var pods []pod
+	var leaves []testkit.Leaf
+	for i := range 2 {
+		name := fmt.Sprintf("p%d", i)
+		leaf := ca.Leaf(t, name+".test")
+		routes = append(routes, passthroughRoute(name, name+".test"))
+		pods = append(pods, pod(testkit.StartTLSBackend(t, fmt.Sprintf("127.0.6.%d", 10+i), "pod-"+name, leaf)))
+		leaves = append(leaves, leaf)
+	}
+	src.Set(withRoutes(base, routes[:1], pods[:1]))
+	passesThrough(s, "p0.test", pods[0].Name, ca, leaves[0])
+	if s.Reloads() != 0 || s.WorkerPID() != pid {
+		t.Fatalf("%v reloads for a route that fits the pool", s.Reloads())
+	}
+	src.Set(withRoutes(base, routes, pods))
+	s.Eventually("one pool-exhausted reload", 10*time.Second, func() error {
+		if n := s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonPoolExhausted)); n != 1 {
+			return fmt.Errorf("%v pool-exhausted reloads", n)
+		}
+		return nil
+	})
+	for i := range routes {
+		passesThrough(s, routes[i].Host, pods[i].Name, ca, leaves[i])
+	}
+	if s.WorkerPID() == pid {
+		t.Error("the worker did not change")
+	}
+	s.Eventually("a host of no route is terminated by HAProxy", 5*time.Second, func() error {
+		return terminatedHere(s, "nothing.test", leaves[0])
+	})
+	answers(s, "app.test", "/", app.Name)
+	filesEqualRuntime(t, s)
+}
