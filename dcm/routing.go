@@ -9,7 +9,9 @@ import (
 
 // Routing: HAProxy finds a request's backend in four maps, tried in this
 // order — exact keys before prefixes, a named host before any host — and the
-// first match wins. The maps are derived from the routes alone, so the cfg
+// first match wins. A fifth map, sni, sends TLS connections of passthrough
+// routes by the ClientHello's server name to their TCP backends, before
+// any TLS is terminated. The maps are derived from the routes alone, so the cfg
 // renderer, the runtime map replace and the planner all read them from here
 // and cannot disagree on a key or on the order.
 
@@ -21,10 +23,15 @@ const (
 	MapHostPrefix MapTable = "host_prefix"
 	MapAnyExact   MapTable = "any_exact"
 	MapAnyPrefix  MapTable = "any_prefix"
+	// MapSNI maps a passthrough route's host to its backend.
+	MapSNI MapTable = "sni"
 )
 
-// MapTables lists the routing maps in the order HAProxy tries them.
-var MapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix}
+// HTTPMapTables lists the maps of HTTP requests in the order HAProxy tries them.
+var HTTPMapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix}
+
+// MapTables lists every routing map: the HTTP maps, then the SNI map.
+var MapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix, MapSNI}
 
 // Prefix reports whether the map matches keys by prefix (map_beg).
 func (t MapTable) Prefix() bool { return t == MapHostPrefix || t == MapAnyPrefix }
@@ -55,7 +62,13 @@ type MapKey struct {
 // MapKeys are the keys a route puts into the maps. A Prefix route "/api"
 // yields the exact key host/api and the prefix key host/api/, so /api and
 // /api/x match and /apix does not; Prefix "/" yields the prefix key host/.
+//
+// A passthrough route is found by its host alone, in the SNI map: HAProxy
+// sees no path of a connection it does not decrypt.
 func (r Route) MapKeys() []MapKey {
+	if r.Kind == KindPassthrough {
+		return []MapKey{{MapSNI, r.Host}}
+	}
 	exact, prefix := MapAnyExact, MapAnyPrefix
 	if r.Host != "" {
 		exact, prefix = MapHostExact, MapHostPrefix
@@ -74,7 +87,7 @@ func (r Route) MapKeys() []MapKey {
 // route that is not being retired.
 func (b Backend) Routed() bool { return b.Route.Name != "" && !b.Retiring }
 
-// RoutingTables builds the four routing maps of the routed backends, each in
+// RoutingTables builds the routing maps of the routed backends, each in
 // the order its file lists it and the runtime receives it. Two routes with
 // the same key: the first in route order (State.Routes) wins, the other is
 // skipped (the kube layer rejects such conflicts anyway). It does not
@@ -154,9 +167,9 @@ func ValidateMapKey(field, s string) error {
 // its servers are gone. "_pool" cannot be a Kubernetes namespace (no
 // underscore), so a spare's name never collides with a route's.
 
-// PoolKinds are the route kinds that get spare backends. TLS kinds will get
-// theirs with their frontends.
-var PoolKinds = []RouteKind{KindHTTP}
+// PoolKinds are the route kinds that get spare backends: HTTP backends
+// (plain and edge routes) and TCP backends (passthrough routes).
+var PoolKinds = []RouteKind{KindHTTP, KindPassthrough}
 
 const poolInfix = ":_pool:"
 

@@ -244,10 +244,21 @@ func ValidateRoute(r Route) error {
 		if err := ValidateCertVersion("tls.version", r.TLS.Version); err != nil {
 			return err
 		}
+	case KindPassthrough:
+		// HAProxy routes the connection by the ClientHello's server name
+		// and never sees a path: a passthrough route is a whole host.
+		if r.Host == "" {
+			return invalid(RejectUnsupported, "passthrough route without host", r.Host)
+		}
+		if r.TLS != nil {
+			return invalid(RejectInvalidValue, "tls", r.TLS.Secret)
+		}
+		if r.Path != "/" || r.PathType != PathPrefix {
+			return invalid(RejectUnsupported, "passthrough route with a path", r.Path)
+		}
 	default:
-		// passthrough and reencrypt need TCP frontends and backend TLS
-		// settings dcm does not render yet.
-		return invalid(RejectUnsupported, "kind (only http and edge are served)", string(r.Kind))
+		// reencrypt needs backend TLS settings dcm does not render yet.
+		return invalid(RejectUnsupported, "kind (only http, edge and passthrough are served)", string(r.Kind))
 	}
 	if err := ValidatePath("path", r.Path); err != nil {
 		return err

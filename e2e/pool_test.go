@@ -12,6 +12,7 @@ import (
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/e2e/harness"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 var pooled = dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4}
@@ -65,44 +66,99 @@ func filesEqualRuntime(t *testing.T, s *harness.Stack) {
 	}
 }
 
-// TestRoutesWithoutReload: 16 times a route is created, answers from its
-// pod, is deleted and answers 404 (dcm's default backend: no route), all
-// through spare backends with the HAProxy worker and the reload count
-// unchanged. Clients see the route's backend name, never the spare's.
+// passthroughRoute is a passthrough route of namespace test for host.
+func passthroughRoute(name, host string) dcm.Route {
+	r := poolRoute(name, host, "/")
+	r.Kind = dcm.KindPassthrough
+	return r
+}
+
+// passesThrough waits until a TLS client for host, verifying against ca,
+// reaches the pod named want with the pod's own certificate (serial of
+// leaf): the connection went through HAProxy undecrypted.
+func passesThrough(s *harness.Stack, host, want string, ca *testkit.CA, leaf testkit.Leaf) {
+	s.Eventually(host+" passes through to "+want, 5*time.Second, func() error {
+		code, body, got, err := testkit.HTTPSGet(s.HTTPSAddr, host, "/", ca.Pool())
+		switch {
+		case err != nil:
+			return err
+		case code != http.StatusOK || body != want:
+			return fmt.Errorf("HTTP %d %q", code, body)
+		case got.SerialNumber.Cmp(leaf.Cert.SerialNumber) != 0:
+			return fmt.Errorf("certificate serial %s, not the pod's", got.SerialNumber)
+		}
+		return nil
+	})
+}
+
+// terminatedHere checks that a TLS connection for host is not passed
+// through: HAProxy terminates it with another certificate than the pod's
+// and answers 404 (no route).
+func terminatedHere(s *harness.Stack, host string, leaf testkit.Leaf) error {
+	code, body, got, err := testkit.InsecureHTTPSGet(s.HTTPSAddr, host, "/")
+	switch {
+	case err != nil:
+		return err
+	case got.SerialNumber.Cmp(leaf.Cert.SerialNumber) == 0:
+		return fmt.Errorf("the pod's certificate is still served")
+	case code != http.StatusNotFound:
+		return fmt.Errorf("HTTP %d %q", code, body)
+	}
+	return nil
+}
+
+// TestRoutesWithoutReload: 16 times an HTTP route and a passthrough route
+// are created, answer from their pods (the passthrough route over TLS that
+// the pod terminates, with its own certificate, picked by SNI), are
+// deleted and answer 404 (dcm's default backend: no route; the
+// passthrough host's TLS is then terminated by HAProxy), all through
+// spare backends of their kind with the HAProxy worker and the reload
+// count unchanged. Clients see the route's backend name, never the spare's.
 func TestRoutesWithoutReload(t *testing.T) {
+	ca := testkit.NewCA(t)
 	app := startPod(t, "127.0.4.1", "app")
 	src := harness.NewStaticSource(desiredApp(app.endpoint(dcm.StateReady)))
-	s := harness.Start(t, harness.Options{Source: src, Caps: pooled})
+	s := harness.Start(t, harness.Options{Source: src, Caps: pooled, HTTPS: true})
 	base := desiredApp(app.endpoint(dcm.StateReady))
 	pid, reloads := s.WorkerPID(), s.Reloads()
-	if got := len(s.Engine.Snapshot().Pool); got != pooled.Pool {
-		t.Fatalf("%d free spares at start, want %d", got, pooled.Pool)
+	spares := pooled.Pool * len(dcm.PoolKinds)
+	if got := len(s.Engine.Snapshot().Pool); got != spares {
+		t.Fatalf("%d free spares at start, want %d", got, spares)
 	}
 	start := time.Now()
 	for i := range 16 {
-		name := fmt.Sprintf("r%d", i)
-		host := name + ".test"
+		name, tname := fmt.Sprintf("r%d", i), fmt.Sprintf("t%d", i)
+		host, thost := name+".test", tname+".test"
 		p := startPod(t, fmt.Sprintf("127.0.4.%d", 10+i), "pod-"+name)
-		r := poolRoute(name, host, "/")
-		src.Set(withRoutes(base, []dcm.Route{r}, []pod{p}))
+		leaf := ca.Leaf(t, thost)
+		tp := pod(testkit.StartTLSBackend(t, fmt.Sprintf("127.0.4.%d", 40+i), "pod-"+tname, leaf))
+		r, tr := poolRoute(name, host, "/"), passthroughRoute(tname, thost)
+		src.Set(withRoutes(base, []dcm.Route{r, tr}, []pod{p, tp}))
 		answers(s, host, "/", p.Name)
-		b := s.Backend(r.BackendName())
-		if b.Name != "be_http:test:"+name || !strings.HasPrefix(b.Slot, "be_http:_pool:") {
-			t.Fatalf("round %d: backend %s slot %q", i, b.Name, b.Slot)
+		passesThrough(s, thost, tp.Name, ca, leaf)
+		for _, want := range []struct {
+			route dcm.Route
+			kind  string
+		}{{r, "http"}, {tr, "passthrough"}} {
+			b := s.Backend(want.route.BackendName())
+			if b.Name != "be_"+want.kind+":test:"+want.route.Name || !strings.HasPrefix(b.Slot, "be_"+want.kind+":_pool:") {
+				t.Fatalf("round %d: backend %s slot %q", i, b.Name, b.Slot)
+			}
 		}
 		filesEqualRuntime(t, s)
 
 		src.Set(base)
 		s.Eventually(host+" is gone", 5*time.Second, func() error { return s.ExpectStatus(host, "/", http.StatusNotFound) })
-		s.Eventually(name+"'s spare is back", 5*time.Second, func() error {
-			if n := len(s.Engine.Snapshot().Pool); n != pooled.Pool {
+		s.Eventually(thost+" is gone", 5*time.Second, func() error { return terminatedHere(s, thost, leaf) })
+		s.Eventually(name+"'s and "+tname+"'s spares are back", 5*time.Second, func() error {
+			if n := len(s.Engine.Snapshot().Pool); n != spares {
 				return fmt.Errorf("%d spares free", n)
 			}
 			return nil
 		})
 		answers(s, "app.test", "/", app.Name)
 	}
-	t.Logf("16 route create/serve/delete rounds in %s", time.Since(start).Round(time.Millisecond))
+	t.Logf("16 rounds of an HTTP and a passthrough route created/served/deleted in %s", time.Since(start).Round(time.Millisecond))
 	if s.WorkerPID() != pid || s.Reloads() != reloads {
 		t.Errorf("worker %d → %d, reloads %v → %v: routes reloaded", pid, s.WorkerPID(), reloads, s.Reloads())
 	}
@@ -154,8 +210,8 @@ func TestPoolExhausted(t *testing.T) {
 			t.Errorf("%s still in spare %s after the reload", b.Name, b.Slot)
 		}
 	}
-	if got := s.Engine.Snapshot().Pool; len(got) != caps.Pool {
-		t.Errorf("pool after the reload %v, want %d spares", got, caps.Pool)
+	if got := s.Engine.Snapshot().Pool; len(got) != caps.Pool*len(dcm.PoolKinds) {
+		t.Errorf("pool after the reload %v, want %d spares of each kind", got, caps.Pool)
 	}
 	filesEqualRuntime(t, s)
 }
@@ -207,4 +263,53 @@ func TestOverlappingPathsInSpares(t *testing.T) {
 	if n := s.Reloads(); n != 0 {
 		t.Errorf("%v reloads", n)
 	}
+}
+
+// TestPassthroughAcrossReload: more passthrough routes than passthrough
+// spares reload once (pool-exhausted); after it both hosts still pass
+// through to their pods and a host of no route is still terminated by
+// HAProxy, so the new worker took over the HTTPS address and fe_https's
+// unix socket.
+func TestPassthroughAcrossReload(t *testing.T) {
+	ca := testkit.NewCA(t)
+	app := startPod(t, "127.0.6.1", "app")
+	base := desiredApp(app.endpoint(dcm.StateReady))
+	src := harness.NewStaticSource(base)
+	caps := pooled
+	caps.Pool = 1
+	s := harness.Start(t, harness.Options{Source: src, Caps: caps, HTTPS: true})
+	pid := s.WorkerPID()
+	var routes []dcm.Route
+	var pods []pod
+	var leaves []testkit.Leaf
+	for i := range 2 {
+		name := fmt.Sprintf("p%d", i)
+		leaf := ca.Leaf(t, name+".test")
+		routes = append(routes, passthroughRoute(name, name+".test"))
+		pods = append(pods, pod(testkit.StartTLSBackend(t, fmt.Sprintf("127.0.6.%d", 10+i), "pod-"+name, leaf)))
+		leaves = append(leaves, leaf)
+	}
+	src.Set(withRoutes(base, routes[:1], pods[:1]))
+	passesThrough(s, "p0.test", pods[0].Name, ca, leaves[0])
+	if s.Reloads() != 0 || s.WorkerPID() != pid {
+		t.Fatalf("%v reloads for a route that fits the pool", s.Reloads())
+	}
+	src.Set(withRoutes(base, routes, pods))
+	s.Eventually("one pool-exhausted reload", 10*time.Second, func() error {
+		if n := s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonPoolExhausted)); n != 1 {
+			return fmt.Errorf("%v pool-exhausted reloads", n)
+		}
+		return nil
+	})
+	for i := range routes {
+		passesThrough(s, routes[i].Host, pods[i].Name, ca, leaves[i])
+	}
+	if s.WorkerPID() == pid {
+		t.Error("the worker did not change")
+	}
+	s.Eventually("a host of no route is terminated by HAProxy", 5*time.Second, func() error {
+		return terminatedHere(s, "nothing.test", leaves[0])
+	})
+	answers(s, "app.test", "/", app.Name)
+	filesEqualRuntime(t, s)
 }

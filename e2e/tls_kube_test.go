@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/kube"
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/internal/testkit"
 )
@@ -86,5 +88,50 @@ func TestIngressTLSFromSecret(t *testing.T) {
 	}
 	if got := s.Reloads(); got != reloads {
 		t.Errorf("%v reloads, was %v", got, reloads)
+	}
+}
+
+// TestIngressPassthrough: the Kubernetes path of a passthrough route,
+// against the demo cluster — an Ingress annotated dcm.io/ssl-passthrough
+// takes a passthrough spare, and a TLS client for its host reaches the
+// demo pod with its ClientHello untouched: the pod speaks plain HTTP, so
+// it answers the handshake with an HTTP 400 and the client sees an HTTP
+// response where a TLS record should be (HAProxy would have completed the
+// handshake with its default certificate). Deleted, the host's TLS is terminated by HAProxy
+// again (404, no route). No reload, the same worker throughout.
+func TestIngressPassthrough(t *testing.T) {
+	s := harness.Start(t, harness.Options{HTTPS: true, Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4}})
+	s.DemoServes("web.demo.localhost", "/", "demo", "web", 2)
+	pid, reloads := s.WorkerPID(), s.Reloads()
+	ctx := context.Background()
+	const host = "db.demo.localhost"
+	ing := ingress("db", host, "/")
+	ing.Annotations = map[string]string{kube.AnnotationSSLPassthrough: "true"}
+	if _, err := s.Client.NetworkingV1().Ingresses("demo").Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Eventually(host+" passes through to a pod", 10*time.Second, func() error {
+		_, _, _, err := testkit.InsecureHTTPSGet(s.HTTPSAddr, host, "/")
+		if err == nil || !strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+			return fmt.Errorf("want the pod's plain HTTP answer to the ClientHello, got %v", err)
+		}
+		return nil
+	})
+	b := s.Backend(dcm.BackendName(dcm.KindPassthrough, "demo", "db"))
+	if !strings.HasPrefix(b.Slot, "be_passthrough:_pool:") || len(b.Servers) != 2 {
+		t.Fatalf("backend %s slot %q, %d servers", b.Name, b.Slot, len(b.Servers))
+	}
+	if err := s.Client.NetworkingV1().Ingresses("demo").Delete(ctx, "db", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Eventually(host+" terminated by HAProxy again", 10*time.Second, func() error {
+		code, _, _, err := testkit.InsecureHTTPSGet(s.HTTPSAddr, host, "/")
+		if err != nil || code != 404 {
+			return fmt.Errorf("HTTP %d, %v", code, err)
+		}
+		return nil
+	})
+	if s.WorkerPID() != pid || s.Reloads() != reloads {
+		t.Errorf("worker %d → %d, reloads %v → %v", pid, s.WorkerPID(), reloads, s.Reloads())
 	}
 }

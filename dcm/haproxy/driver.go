@@ -520,6 +520,9 @@ func (d *Driver) mapTransactions(ops []dcm.Op, next dcm.State) ([]mapTx, error) 
 	}
 	txs := make([]mapTx, 0, len(ops))
 	for _, op := range ops {
+		if !d.loadsMap(op.Map) {
+			continue
+		}
 		prepare, err := PrepareMapCommand(op.Map)
 		if err != nil {
 			return nil, err
@@ -543,6 +546,14 @@ func (d *Driver) mapTransactions(ops []dcm.Op, next dcm.State) ([]mapTx, error) 
 	return txs, nil
 }
 
+// loadsMap reports whether HAProxy loads a routing map: the SNI map is
+// read by the HTTPS address's TCP frontend only, so without one HAProxy
+// does not know it and its replaces are skipped (passthrough routes are
+// then not served), as certificate ops are.
+func (d *Driver) loadsMap(t dcm.MapTable) bool {
+	return t != dcm.MapSNI || d.cfg.Settings.HTTPSBind != ""
+}
+
 // commands fills the prepared version and commits it.
 func (tx mapTx) commands(version uint32) ([]Command, error) {
 	cmds := make([]Command, 0, len(tx.lines)+1)
@@ -563,8 +574,9 @@ func (tx mapTx) commands(version uint32) ([]Command, error) {
 // RuntimeMaps reads the routing maps HAProxy uses, as file bytes keyed
 // like Files.Maps, to compare the runtime with the files.
 func (d *Driver) RuntimeMaps(ctx context.Context) (map[string][]byte, error) {
-	cmds := make([]Command, 0, len(dcm.MapTables))
-	for _, t := range dcm.MapTables {
+	tables := slices.DeleteFunc(slices.Clone(dcm.MapTables), func(t dcm.MapTable) bool { return !d.loadsMap(t) })
+	cmds := make([]Command, 0, len(tables))
+	for _, t := range tables {
 		c, err := ShowMapCommand(t)
 		if err != nil {
 			return nil, err
@@ -581,7 +593,7 @@ func (d *Driver) RuntimeMaps(ctx context.Context) (map[string][]byte, error) {
 		return nil, fmt.Errorf("show map: %w", err)
 	}
 	out := make(map[string][]byte, len(cmds))
-	for i, t := range dcm.MapTables {
+	for i, t := range tables {
 		text, err := ParseShowMap(replies[i].Text)
 		if err != nil {
 			return nil, err

@@ -84,14 +84,28 @@ const (
 	slotPlaceholderPort = 1
 	// checkInter is the health check interval of servers with Check set.
 	checkInter = "5s"
+	// TerminateBackend carries the TLS connections of no passthrough route
+	// from fe_tls to fe_https, which terminates them. Its name is outside
+	// be_*: dcm never adds servers to it nor observes it.
+	TerminateBackend = "tls_terminate"
+	// EdgeSocketName is fe_https's socket, next to the admin socket.
+	EdgeSocketName = "https.sock"
+	// helloWait bounds how long fe_tls waits for a ClientHello.
+	helloWait = "5s"
 )
+
+// edgeSocket is the absolute path of fe_https's socket: next to the admin
+// socket, so it lives in dcm's work directory and stays short.
+func (s Settings) edgeSocket() string {
+	return filepath.Join(filepath.Dir(s.AdminSocket), EdgeSocketName)
+}
 
 // frontendRouting is the frontend's routing: the key is the lower-cased Host
 // header without its port followed by the path. Exact maps first, then
 // prefix maps, host-specific before any-host; the first match wins.
 func frontendRouting() []struct{ keyVar, conv, file string } {
-	out := make([]struct{ keyVar, conv, file string }, 0, len(dcm.MapTables))
-	for _, t := range dcm.MapTables {
+	out := make([]struct{ keyVar, conv, file string }, 0, len(dcm.HTTPMapTables))
+	for _, t := range dcm.HTTPMapTables {
 		keyVar, conv := "txn.path", "map_str"
 		if t == dcm.MapHostExact || t == dcm.MapHostPrefix {
 			keyVar = "txn.key"
@@ -280,11 +294,27 @@ frontend fe_http
 	fmt.Fprintf(w, "    bind %s\n", s.HTTPBind)
 	renderRouting(w)
 	if s.HTTPSBind != "" {
+		// One TCP frontend owns the HTTPS address: it waits for the
+		// ClientHello and sends a passthrough route's connection, picked
+		// by its server name in the SNI map, to the route's TCP backend
+		// untouched. Every other connection goes on, with its client's
+		// address in a PROXY v2 header, to fe_https over a local socket.
+		sni := "req_ssl_sni,lower,map_str(" + MapFile(dcm.MapSNI) + ")"
+		w.WriteString("\nfrontend fe_tls\n")
+		w.WriteString("    mode tcp\n")
+		fmt.Fprintf(w, "    bind %s\n", s.HTTPSBind)
+		fmt.Fprintf(w, "    tcp-request inspect-delay %s\n", helloWait)
+		w.WriteString("    tcp-request content accept if { req_ssl_hello_type 1 }\n")
+		fmt.Fprintf(w, "    use_backend %%[%s] if { %s -m found }\n", sni, sni)
+		fmt.Fprintf(w, "    default_backend %s\n", TerminateBackend)
+		fmt.Fprintf(w, "\nbackend %s\n", TerminateBackend)
+		w.WriteString("    mode tcp\n")
+		fmt.Fprintf(w, "    server fe_https unix@%s send-proxy-v2\n", s.edgeSocket())
 		// Edge routes: TLS ends here, with the certificate the SNI host
 		// picks from the crt-list (the default one when none matches),
 		// and the request is routed by the same maps as plain HTTP.
 		w.WriteString("\nfrontend fe_https\n")
-		fmt.Fprintf(w, "    bind %s ssl crt %s crt-list %s\n", s.HTTPSBind, DefaultCertName, CrtListName)
+		fmt.Fprintf(w, "    bind unix@%s accept-proxy ssl crt %s crt-list %s\n", s.edgeSocket(), DefaultCertName, CrtListName)
 		w.WriteString("    http-request set-header X-Forwarded-Proto https\n")
 		renderRouting(w)
 	}
@@ -317,6 +347,9 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend) error {
 		return fmt.Errorf("backend %q: %w", b.Name, err)
 	}
 	fmt.Fprintf(w, "\nbackend %s\n", b.ProxyName())
+	if tcpBackend(b) {
+		w.WriteString("    mode tcp\n")
+	}
 	fmt.Fprintf(w, "    balance %s\n", balance)
 	servers := slices.Clone(b.Servers)
 	dcm.SortServers(servers)
@@ -331,6 +364,16 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend) error {
 		fmt.Fprintf(w, "    server %s %s\n", srv.Name, args)
 	}
 	return nil
+}
+
+// tcpBackend reports whether a backend carries connections, not requests:
+// a passthrough route's, or a spare for one.
+func tcpBackend(b dcm.Backend) bool {
+	if b.Route.Name != "" {
+		return b.Route.Kind == dcm.KindPassthrough
+	}
+	k, _, ok := dcm.ParsePoolBackend(b.ProxyName())
+	return ok && k == dcm.KindPassthrough
 }
 
 // ServerArgs renders what follows a server's name, for both the cfg
@@ -440,6 +483,9 @@ func (s Settings) validate() error {
 	if s.HTTPSBind != "" {
 		if err := validateBind("https bind", s.HTTPSBind); err != nil {
 			return err
+		}
+		if !safePath(s.edgeSocket()) {
+			return fmt.Errorf("https socket %q: want an absolute path of at most 107 letters, digits and /._-+", s.edgeSocket())
 		}
 	}
 	if s.HardStopAfter < 0 {

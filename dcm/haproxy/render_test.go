@@ -46,8 +46,9 @@ func TestRenderMaps(t *testing.T) {
 		MapHostPrefix: "a.example/api/v1/ be_http:ns:apiv1\n" +
 			"a.example/api/ be_http:ns:api\n" +
 			"a.example/ be_http:ns:root\n",
-		MapAnyExact:  "/health be_http:ns:anyexact\n/x be_http:ns:anyx\n",
-		MapAnyPrefix: "/x/ be_http:ns:anyx\n/ be_http:ns:any\n",
+		MapAnyExact:         "/health be_http:ns:anyexact\n/x be_http:ns:anyx\n",
+		MapAnyPrefix:        "/x/ be_http:ns:anyx\n/ be_http:ns:any\n",
+		MapFile(dcm.MapSNI): "",
 	}
 	if got := slices.Sorted(maps.Keys(f.Maps)); !slices.Equal(got, slices.Sorted(maps.Keys(want))) {
 		t.Fatalf("map files %v", got)
@@ -312,12 +313,13 @@ func TestWriteFiles(t *testing.T) {
 	}
 }
 
-// TestRenderHTTPS: with an HTTPS bind, a second frontend terminates TLS with
+// TestRenderHTTPS: with an HTTPS bind, a TCP frontend owns the address and
+// hands what no passthrough route takes to a frontend that terminates TLS with
 // the default certificate and the crt-list, and routes with the same maps;
 // the crt-list has one line per host of an edge route with a valid
 // certificate (first route on a host wins); edge routes without a host or
-// with a hostile Secret never render; passthrough and reencrypt stay
-// unsupported.
+// with a hostile Secret never render; passthrough routes with a path, without
+// a host or with a certificate never render, reencrypt stays unsupported.
 func TestRenderHTTPS(t *testing.T) {
 	srv := dcm.Server{Name: "s1", Endpoint: "s1", Addr: "10.0.0.1", Port: 80, Weight: 1, State: dcm.StateReady}
 	s := testSettings
@@ -332,7 +334,9 @@ func TestRenderHTTPS(t *testing.T) {
 	}
 	cfg := string(f.Config)
 	for _, want := range []string{
-		"\nfrontend fe_https\n    bind 127.0.0.1:8443 ssl crt default.pem crt-list certs.list\n",
+		"\nfrontend fe_tls\n    mode tcp\n    bind 127.0.0.1:8443\n",
+		"\nbackend tls_terminate\n    mode tcp\n    server fe_https unix@" + filepath.Dir(s.AdminSocket) + "/https.sock send-proxy-v2\n",
+		"\nfrontend fe_https\n    bind unix@" + filepath.Dir(s.AdminSocket) + "/https.sock accept-proxy ssl crt default.pem crt-list certs.list\n",
 		"use_backend %[var(txn.key),map_beg(maps/host_prefix.map)]",
 	} {
 		if !strings.Contains(cfg, want) {
@@ -361,8 +365,18 @@ func TestRenderHTTPS(t *testing.T) {
 		}(),
 		"bad version": edgeRoute("ns", "x", "x.example", "AA\n"),
 		"no tls":      func() dcm.Route { r := edgeRoute("ns", "x", "x.example", "aa"); r.TLS = nil; return r }(),
-		"passthrough": func() dcm.Route {
-			r := route("ns", "x", "x.example", "/", dcm.PathPrefix)
+		"passthrough with a path": func() dcm.Route {
+			r := route("ns", "x", "x.example", "/api", dcm.PathPrefix)
+			r.Kind = dcm.KindPassthrough
+			return r
+		}(),
+		"passthrough without host": func() dcm.Route {
+			r := route("ns", "x", "", "/", dcm.PathPrefix)
+			r.Kind = dcm.KindPassthrough
+			return r
+		}(),
+		"passthrough with a certificate": func() dcm.Route {
+			r := edgeRoute("ns", "x", "x.example", "aa")
 			r.Kind = dcm.KindPassthrough
 			return r
 		}(),
@@ -375,5 +389,46 @@ func TestRenderHTTPS(t *testing.T) {
 		if _, err := Render(s, state(backendFor(r, srv))); err == nil {
 			t.Errorf("%s: rendered", name)
 		}
+	}
+}
+
+// TestRenderPassthrough: a passthrough route is a TCP backend found by its
+// host in the SNI map, never in the HTTP maps; its spares are TCP backends
+// too, HTTP spares stay HTTP.
+func TestRenderPassthrough(t *testing.T) {
+	srv := dcm.Server{Name: "s1", Endpoint: "s1", Addr: "10.0.0.1", Port: 443, Weight: 1, State: dcm.StateReady}
+	s := testSettings
+	s.HTTPSBind = "127.0.0.1:8443"
+	pt := route("ns", "db", "DB.example", "/", dcm.PathPrefix)
+	pt.Host, pt.Kind = "db.example", dcm.KindPassthrough
+	b := backendFor(pt, srv)
+	b.Slot = "be_passthrough:_pool:1"
+	st := state(b, backendFor(route("ns", "web", "web.example", "/", dcm.PathPrefix), srv))
+	st.Pool = []string{"be_http:_pool:1", "be_passthrough:_pool:2"}
+	f, err := Render(s, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := string(f.Config)
+	for _, want := range []string{
+		"\nbackend be_passthrough:_pool:1\n    mode tcp\n    balance roundrobin\n    server s1 10.0.0.1:443 weight 1\n",
+		"\nbackend be_passthrough:_pool:2\n    mode tcp\n    balance roundrobin\n",
+		"\nbackend be_http:_pool:1\n    balance roundrobin\n",
+		"use_backend %[req_ssl_sni,lower,map_str(maps/sni.map)] if { req_ssl_sni,lower,map_str(maps/sni.map) -m found }\n",
+	} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("cfg lacks %q:\n%s", want, cfg)
+		}
+	}
+	if got, want := string(f.Maps[MapFile(dcm.MapSNI)]), "db.example be_passthrough:_pool:1\n"; got != want {
+		t.Errorf("sni map %q, want %q", got, want)
+	}
+	for _, m := range dcm.HTTPMapTables {
+		if strings.Contains(string(f.Maps[MapFile(m)]), "db.example") {
+			t.Errorf("passthrough host in HTTP map %s: %q", m, f.Maps[MapFile(m)])
+		}
+	}
+	if strings.Contains(string(f.CrtList), "db.example") {
+		t.Errorf("passthrough host in the crt-list: %q", f.CrtList)
 	}
 }

@@ -29,6 +29,11 @@ const (
 	AnnotationBalance = "dcm.io/balance"
 	// AnnotationHealthCheck on an Ingress: "false" turns HAProxy's health checks off.
 	AnnotationHealthCheck = "dcm.io/health-check"
+	// AnnotationSSLPassthrough on an Ingress: "true" passes its hosts' TLS
+	// connections to the pods undecrypted, picked by SNI (passthrough
+	// routes). Every rule then needs a host and the path "/" only, and
+	// spec.tls must be empty: the pods hold the certificates.
+	AnnotationSSLPassthrough = "dcm.io/ssl-passthrough"
 	// AnnotationWorkload on a Service names the workload behind it
 	// ("Deployment/web", "StatefulSet/db") when pod names cannot tell.
 	AnnotationWorkload = "dcm.io/workload"
@@ -145,6 +150,20 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 		check = b
 	}
 
+	passthrough := false
+	if v, ok := ing.Annotations[AnnotationSSLPassthrough]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "metadata.annotations[" + AnnotationSSLPassthrough + "]", Value: v}
+		}
+		passthrough = b
+	}
+	if passthrough && len(ing.Spec.TLS) > 0 {
+		// HAProxy never holds the key of a passed-through host: a Secret
+		// named here would be a certificate nobody serves.
+		return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: "spec.tls", Value: "with " + AnnotationSSLPassthrough}
+	}
+
 	tlsHosts, err := ingressTLS(ing)
 	if err != nil {
 		return nil, err
@@ -232,6 +251,17 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 			Services:  []dcm.ServiceRef{r.service},
 			Balance:   balance,
 			Check:     check,
+		}
+		if passthrough {
+			// The connection is routed before any request is read: by
+			// host alone.
+			if r.host == "" {
+				return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: r.field, Value: "passthrough without a host"}
+			}
+			if r.path != "/" || r.pathType != dcm.PathPrefix {
+				return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: r.field + ".path", Value: "passthrough with path " + r.path}
+			}
+			route.Kind = dcm.KindPassthrough
 		}
 		if secret, ok := tlsHosts[r.host]; ok && r.host != "" {
 			// The Secret's version is the Source's to fill in: it

@@ -150,6 +150,26 @@ func TestIngressRoutes(t *testing.T) {
 				return []dcm.Route{r}
 			}(),
 		},
+		{
+			name: "ssl-passthrough: whole hosts, passed through",
+			ing: networkingv1.Ingress{ObjectMeta: withAnn(map[string]string{AnnotationSSLPassthrough: "true"}),
+				Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{
+					httpRule("DB.example.com", httpPath("/", ptr(networkingv1.PathTypeImplementationSpecific), svcBackend("db", "tls"))),
+				}}},
+			want: func() []dcm.Route {
+				r := route("web", "web", "db.example.com", "/", dcm.PathPrefix, "db", "tls")
+				r.Kind = dcm.KindPassthrough
+				return []dcm.Route{r}
+			}(),
+		},
+		{
+			name: "ssl-passthrough false: plain routes",
+			ing: networkingv1.Ingress{ObjectMeta: withAnn(map[string]string{AnnotationSSLPassthrough: "false"}),
+				Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{
+					httpRule("a.example.com", httpPath("/", prefix, svcBackend("s", "http"))),
+				}}},
+			want: []dcm.Route{route("web", "web", "a.example.com", "/", dcm.PathPrefix, "s", "http")},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -245,6 +265,19 @@ func TestIngressRoutesRejected(t *testing.T) {
 		{"same path to two services", meta, networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{
 			httpRule("a.example.com", httpPath("/x", prefix, svcBackend("s", "http")), httpPath("/x", prefix, svcBackend("t", "http")))}},
 			dcm.RejectConflict, `spec.rules[0].http.paths[1]`},
+		{"bad ssl-passthrough annotation", metav1.ObjectMeta{Namespace: "demo", Name: "web", Annotations: map[string]string{AnnotationSSLPassthrough: "yes\nplease"}},
+			one("a.example.com", "/", ok), dcm.RejectInvalidValue, `metadata.annotations[dcm.io/ssl-passthrough] "yes\nplease"`},
+		{"ssl-passthrough with a path", metav1.ObjectMeta{Namespace: "demo", Name: "web", Annotations: map[string]string{AnnotationSSLPassthrough: "true"}},
+			networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{
+				httpRule("a.example.com", httpPath("/", prefix, ok)), httpRule("b.example.com", httpPath("/api", prefix, ok))}},
+			dcm.RejectUnsupported, `spec.rules[1].http.paths[0].path "passthrough with path /api"`},
+		{"ssl-passthrough without a host", metav1.ObjectMeta{Namespace: "demo", Name: "web", Annotations: map[string]string{AnnotationSSLPassthrough: "true"}},
+			networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{httpRule("", httpPath("/", prefix, ok))}},
+			dcm.RejectUnsupported, `passthrough without a host`},
+		{"ssl-passthrough with spec.tls", metav1.ObjectMeta{Namespace: "demo", Name: "web", Annotations: map[string]string{AnnotationSSLPassthrough: "true"}},
+			networkingv1.IngressSpec{TLS: []networkingv1.IngressTLS{{Hosts: []string{"a.example.com"}, SecretName: "a-tls"}},
+				Rules: []networkingv1.IngressRule{httpRule("a.example.com", httpPath("/", prefix, ok))}},
+			dcm.RejectUnsupported, `spec.tls`},
 		{"route name too long", metav1.ObjectMeta{Namespace: "demo", Name: strings.Repeat("a", 250)},
 			one("a.example.com", "/", ok), dcm.RejectInvalidName, `route name`},
 	}

@@ -36,7 +36,7 @@ func TestPoolLifecycle(t *testing.T) {
 	s1 := ep("shop-1", "127.0.2.1", dcm.StateReady)
 	base := desiredAll(desiredBackend(web, a))
 	st := idle(Fresh(base, caps))
-	if want := []string{"be_http:_pool:1", "be_http:_pool:2"}; !slices.Equal(st.Pool, want) {
+	if want := []string{"be_http:_pool:1", "be_http:_pool:2", "be_passthrough:_pool:1", "be_passthrough:_pool:2"}; !slices.Equal(st.Pool, want) {
 		t.Fatalf("fresh pool %v, want %v", st.Pool, want)
 	}
 
@@ -67,7 +67,7 @@ func TestPoolLifecycle(t *testing.T) {
 		t.Fatalf("add: ops do not name the spare: %+v", p.Ops)
 	}
 	b, _ := st.Backend(shop.BackendName())
-	if b.Name != "be_http:demo:shop" || b.Slot != "be_http:_pool:1" || !slices.Equal(st.Pool, []string{"be_http:_pool:2"}) {
+	if b.Name != "be_http:demo:shop" || b.Slot != "be_http:_pool:1" || !slices.Equal(st.Pool, []string{"be_http:_pool:2", "be_passthrough:_pool:1", "be_passthrough:_pool:2"}) {
 		t.Fatalf("add: backend %s slot %s, pool %v", b.Name, b.Slot, st.Pool)
 	}
 
@@ -96,7 +96,7 @@ func TestPoolLifecycle(t *testing.T) {
 	}
 	// Idle: deleted, and the spare goes back to the pool.
 	step("release", base, []string{"del-server be_http:demo:shop/shop-1:http"})
-	if _, ok := st.Backend(shop.BackendName()); ok || !slices.Equal(st.Pool, []string{"be_http:_pool:1", "be_http:_pool:2"}) {
+	if _, ok := st.Backend(shop.BackendName()); ok || !slices.Equal(st.Pool, []string{"be_http:_pool:1", "be_http:_pool:2", "be_passthrough:_pool:1", "be_passthrough:_pool:2"}) {
 		t.Fatalf("release: backend kept %v, pool %v", ok, st.Pool)
 	}
 
@@ -109,7 +109,7 @@ func TestPoolLifecycle(t *testing.T) {
 	if !p.Reload || !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonPoolExhausted}) {
 		t.Fatalf("overflow: reload %v reasons %v", p.Reload, p.Reasons)
 	}
-	if len(p.Next.Pool) != 2 || len(p.Next.Backends) != 4 || p.Next.Backends[1].Slot != "" {
+	if len(p.Next.Pool) != 4 || len(p.Next.Backends) != 4 || p.Next.Backends[1].Slot != "" {
 		t.Fatalf("overflow: next pool %v, backends %+v", p.Next.Pool, p.Next.Backends)
 	}
 }
@@ -133,6 +133,37 @@ func TestPoolRouteBackWhileRetiring(t *testing.T) {
 	}
 	if b, _ := p.Next.Backend(web.BackendName()); b.Retiring {
 		t.Fatal("the backend is still retiring")
+	}
+}
+
+// TestPoolPassthrough: a passthrough route takes a spare of its own kind
+// (a TCP backend) and is keyed in the SNI map only; with no passthrough
+// spare left, the next reloads although HTTP spares are free.
+func TestPoolPassthrough(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1}
+	web := route("web")
+	web.Check = false
+	db, cache := route("db"), route("cache")
+	db.Kind, db.Check, cache.Kind, cache.Check = dcm.KindPassthrough, false, dcm.KindPassthrough, false
+	a := ep("web-a", "127.0.1.1", dcm.StateReady)
+	d1 := ep("db-1", "127.0.2.1", dcm.StateReady)
+	c1 := ep("cache-1", "127.0.3.1", dcm.StateReady)
+	st := idle(Fresh(desiredAll(desiredBackend(web, a)), caps))
+	p := Compute(st, desiredAll(desiredBackend(web, a), desiredBackend(db, d1)), caps)
+	if got, want := opStrings(p.Ops), []string{
+		"add-server be_passthrough:demo:db/db-1:http 127.0.2.1:8080 weight 1",
+		"set-state be_passthrough:demo:db/db-1:http ready",
+		"map-replace sni +1 -0",
+	}; !slices.Equal(got, want) || p.Reload {
+		t.Fatalf("ops %q reload %v, want %q", got, p.Reload, want)
+	}
+	b, _ := p.Next.Backend(db.BackendName())
+	if b.Slot != "be_passthrough:_pool:1" || !slices.Equal(p.Next.Pool, []string{"be_http:_pool:1"}) {
+		t.Fatalf("slot %q, pool %v", b.Slot, p.Next.Pool)
+	}
+	p = Compute(idle(p.Next), desiredAll(desiredBackend(web, a), desiredBackend(db, d1), desiredBackend(cache, c1)), caps)
+	if !p.Reload || !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonPoolExhausted}) {
+		t.Fatalf("second passthrough route: reload %v reasons %v", p.Reload, p.Reasons)
 	}
 }
 

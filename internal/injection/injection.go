@@ -98,6 +98,15 @@ var StringFields = []Field{
 		func(h string) string { return "roundrobin" + h + Marker }, "roundrobin" + Marker + strings.Repeat("a", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/balance]"},
 	{"health-check annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/health-check"] = v },
 		func(h string) string { return "true" + h + Marker }, "true" + Marker + strings.Repeat("e", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/health-check]"},
+	{"ssl-passthrough annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/ssl-passthrough"] = v },
+		func(h string) string { return "true" + h + Marker }, "true" + Marker + strings.Repeat("e", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/ssl-passthrough]"},
+	// A passthrough route's host is an SNI map key: a whole host, no path.
+	{"passthrough host", func(i *ing, _ *slice, v string) {
+		i.Annotations["dcm.io/ssl-passthrough"] = "true"
+		i.Spec.DefaultBackend = nil
+		i.Spec.Rules[0].Host = v
+		i.Spec.Rules[0].HTTP.Paths[0].Path = "/"
+	}, func(h string) string { return Marker + h + "x.example.com" }, Marker + strings.Repeat("a", 61) + ".example.com", dcm.RejectInvalidHost, "spec.rules[0].host"},
 	{"tls secret name", func(i *ing, _ *slice, v string) {
 		i.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{i.Spec.Rules[0].Host}, SecretName: v}}
 	}, inName, Marker + strings.Repeat("a", 251), dcm.RejectInvalidName, "spec.tls[0].secretName"},

@@ -154,8 +154,12 @@ func ServedLeaf(addr, serverName string, pool *x509.CertPool) (*x509.Certificate
 // against pool with host as the server name, on a fresh connection, and
 // returns the status, the body and the leaf served.
 func HTTPSGet(addr, host, path string, pool *x509.CertPool) (int, string, *x509.Certificate, error) {
+	return httpsGet(addr, host, path, &tls.Config{ServerName: host, RootCAs: pool, MinVersion: tls.VersionTLS12})
+}
+
+func httpsGet(addr, host, path string, cfg *tls.Config) (int, string, *x509.Certificate, error) {
 	tr := &http.Transport{
-		TLSClientConfig:   &tls.Config{ServerName: host, RootCAs: pool, MinVersion: tls.VersionTLS12},
+		TLSClientConfig:   cfg,
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, network, addr)
@@ -177,4 +181,32 @@ func HTTPSGet(addr, host, path string, pool *x509.CertPool) (int, string, *x509.
 		leaf = resp.TLS.PeerCertificates[0]
 	}
 	return resp.StatusCode, string(b), leaf, nil
+}
+
+// StartTLSBackend is StartBackend speaking HTTPS with leaf: a pod that
+// terminates TLS itself, for passthrough and reencrypt routes. It answers
+// its name, as StartBackend does.
+func StartTLSBackend(tb testing.TB, ip, name string, leaf Leaf) Backend {
+	tb.Helper()
+	cert, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
+	if err != nil {
+		tb.Fatalf("TLS backend %s: %v", name, err)
+	}
+	l, err := tls.Listen("tcp", net.JoinHostPort(ip, "0"), &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		tb.Fatalf("listen on %s: %v", ip, err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, name)
+	}), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(l)
+	tb.Cleanup(func() { srv.Close() })
+	a := l.Addr().(*net.TCPAddr)
+	return Backend{Name: name, Addr: a.IP.String(), Port: a.Port}
+}
+
+// InsecureHTTPSGet is HTTPSGet without verifying the certificate, to see
+// what a host gets when no route serves it (the default certificate).
+func InsecureHTTPSGet(addr, host, path string) (int, string, *x509.Certificate, error) {
+	return httpsGet(addr, host, path, &tls.Config{ServerName: host, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})
 }
