@@ -32,6 +32,12 @@ const (
 	// AnnotationWorkload on a Service names the workload behind it
 	// ("Deployment/web", "StatefulSet/db") when pod names cannot tell.
 	AnnotationWorkload = "dcm.io/workload"
+	// AnnotationWeights on an Ingress splits traffic between services, as an
+	// OpenShift Route's to and alternateBackends do: "web=80,web-canary=20".
+	// The first service is the primary: every path of the Ingress that routes
+	// to it is served by all the listed services (on the same port), each
+	// getting its weight's share of the requests whatever its number of pods.
+	AnnotationWeights = "dcm.io/weights"
 )
 
 // Kinds of the objects this package reports on.
@@ -136,6 +142,7 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 		}
 		balance = v
 	}
+	var err error
 	check := true
 	if v, ok := ing.Annotations[AnnotationHealthCheck]; ok {
 		b, err := strconv.ParseBool(v)
@@ -143,6 +150,13 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 			return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "metadata.annotations[" + AnnotationHealthCheck + "]", Value: v}
 		}
 		check = b
+	}
+
+	var split []dcm.ServiceRef
+	if v, ok := ing.Annotations[AnnotationWeights]; ok {
+		if split, err = ParseWeights("metadata.annotations["+AnnotationWeights+"]", v); err != nil {
+			return nil, err
+		}
 	}
 
 	tlsHosts, err := ingressTLS(ing)
@@ -209,6 +223,7 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 
 	routes := make([]dcm.Route, 0, len(raws))
 	names := map[string]string{}
+	splitUsed := false
 	for _, r := range raws {
 		name := ing.Name
 		if len(raws) > 1 {
@@ -233,6 +248,13 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 			Balance:   balance,
 			Check:     check,
 		}
+		if len(split) > 0 && split[0].Name == r.service.Name {
+			splitUsed = true
+			route.Services = make([]dcm.ServiceRef, len(split))
+			for i, s := range split {
+				route.Services[i] = dcm.ServiceRef{Name: s.Name, Port: r.service.Port, Weight: s.Weight}
+			}
+		}
 		if secret, ok := tlsHosts[r.host]; ok && r.host != "" {
 			// The Secret's version is the Source's to fill in: it
 			// changes without the Ingress changing.
@@ -245,8 +267,42 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 		}
 		routes = append(routes, route)
 	}
+	if len(split) > 0 && !splitUsed {
+		// A typo in the primary's name would otherwise silently split nothing.
+		return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "metadata.annotations[" + AnnotationWeights + "]",
+			Value: ing.Annotations[AnnotationWeights] + " (no path routes to " + split[0].Name + ")"}
+	}
 	slices.SortFunc(routes, func(a, b dcm.Route) int { return strings.Compare(a.Name, b.Name) })
 	return routes, nil
+}
+
+// ParseWeights reads the weights annotation: "primary=80,alternate=20",
+// service names that are DNS labels, weights in 0..256, at most
+// dcm.MaxServices services, none twice. Ports are the route's business.
+func ParseWeights(field, v string) ([]dcm.ServiceRef, error) {
+	bad := func(reason string) error { return &dcm.InvalidError{Reason: reason, Field: field, Value: v} }
+	if len(v) > 1024 {
+		return nil, bad(dcm.RejectInvalidValue)
+	}
+	var out []dcm.ServiceRef
+	for _, part := range strings.Split(v, ",") {
+		name, weight, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return nil, bad(dcm.RejectInvalidValue)
+		}
+		if dcm.ValidateDNSLabel(field, name) != nil {
+			return nil, bad(dcm.RejectInvalidName)
+		}
+		w, err := strconv.Atoi(weight)
+		if err != nil || w < 0 || w > dcm.MaxWeight || strconv.Itoa(w) != weight {
+			return nil, bad(dcm.RejectInvalidValue)
+		}
+		out = append(out, dcm.ServiceRef{Name: name, Weight: w})
+	}
+	if err := dcm.ValidateServices(out); err != nil {
+		return nil, invalidAt(err, field, v)
+	}
+	return out, nil
 }
 
 // ingressTLS reads spec.tls: which host is served with which Secret (of
