@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,10 +50,16 @@ type options struct {
 	namespaces    []string
 	ingressClass  string
 	authTokenFile string
+	cookieSecret  string // file
 	logLevel      string
 	demoReady     time.Duration
 	demoPreStop   time.Duration
 }
+
+// defaultCookieSecret keeps sticky cookies equal across replicas and
+// restarts when no --cookie-secret-file is given. It is public, so anyone
+// can compute which cookie names which pod address; a private one hides it.
+const defaultCookieSecret = "dcm-default-cookie-secret"
 
 func parseFlags(args []string) (options, error) {
 	var o options
@@ -71,6 +78,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringSliceVar(&o.namespaces, "namespace", nil, "watch only these namespaces (repeatable; default all)")
 	fs.StringVar(&o.ingressClass, "ingress-class", "", "serve only Ingresses of this class (default: all)")
 	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file holding the API bearer token (default: a random token printed at start)")
+	fs.StringVar(&o.cookieSecret, "cookie-secret-file", "", "file holding the secret sticky routes derive their cookie keys from; every replica must use the same (default: a built-in, public one)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&o.demoReady, "demo-readiness-delay", 500*time.Millisecond, "demo: time from pod start to ready")
 	fs.DurationVar(&o.demoPreStop, "demo-prestop-delay", time.Second, "demo: time a terminating pod keeps accepting before it shuts down")
@@ -182,6 +190,16 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cookieSecret := defaultCookieSecret
+	if o.cookieSecret != "" {
+		b, err := os.ReadFile(o.cookieSecret)
+		if err != nil {
+			return fmt.Errorf("cookie secret: %w", err)
+		}
+		if cookieSecret = strings.TrimSpace(string(b)); cookieSecret == "" {
+			return fmt.Errorf("cookie secret: %s is empty", o.cookieSecret)
+		}
+	}
 	client, err := kubeClient(o)
 	if err != nil {
 		return err
@@ -218,7 +236,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		Binary:       o.haproxyBin,
 		WorkDir:      dir,
 		MasterSocket: o.masterSocket,
-		Settings:     haproxy.Settings{AdminSocket: filepath.Join(dir, "admin.sock"), HTTPBind: o.httpBind, HTTPSBind: o.httpsBind},
+		Settings:     haproxy.Settings{AdminSocket: filepath.Join(dir, "admin.sock"), HTTPBind: o.httpBind, HTTPSBind: o.httpsBind, CookieSecret: cookieSecret},
 		Observer:     metrics.ObserveCommand,
 		Certs:        certs,
 	}, log.With("part", "haproxy"))

@@ -72,6 +72,10 @@ const (
 	OpSetState     OpKind = "set-state"
 	OpSetWeight    OpKind = "set-weight"
 	OpEnableHealth OpKind = "enable-health"
+	// OpDynamicCookie gives a server added at runtime to a sticky backend
+	// its dynamic cookie: HAProxy 2.6's add server leaves it without one,
+	// and enable dynamic-cookie backend recomputes every server's.
+	OpDynamicCookie OpKind = "dynamic-cookie"
 	// OpMapReplace replaces one routing map atomically (prepare map, add map
 	// for every entry, commit map) with the map rendered from Plan.Next.
 	OpMapReplace OpKind = "map-replace"

@@ -956,6 +956,7 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpCertUpdate, Backend: webName, Cert: &dcm.Cert{Host: "web.demo.example", Secret: "demo/shop-tls", Version: "0123abcd"}})
 	full.Reload, full.Object, full.Reason, full.Actor = fullReload(), &dcm.ObjectRef{Kind: "Ingress", Namespace: "demo", Name: "web"}, "because", "alice"
 	route := fullRoute("demo", "new", dcm.KindHTTP)
+	route.Sticky = true
 	full.Prediction = &dcm.PredictionCheck{Seq: 3, Match: false,
 		WhatIfs: []dcm.WhatIf{
 			{Kind: dcm.WhatIfScale, Namespace: "demo", Workload: &dcm.WorkloadRef{Kind: "Deployment", Name: "web"}, Replicas: 5},

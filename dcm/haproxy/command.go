@@ -98,6 +98,10 @@ func CommandFor(op dcm.Op) (Command, error) {
 		return Command{text: "set weight " + target + " " + strconv.Itoa(op.Weight), kind: replyEmpty}, nil
 	case dcm.OpEnableHealth:
 		return Command{text: "enable health " + target, kind: replyEmpty}, nil
+	case dcm.OpDynamicCookie:
+		// A backend command: it recomputes the cookie of every server of
+		// the backend, the new one included (2.6's add server computes none).
+		return Command{text: "enable dynamic-cookie backend " + proxy, kind: replyEmpty}, nil
 	}
 	return Command{}, fmt.Errorf("op %q on %s: unknown op kind", op.Kind, target)
 }

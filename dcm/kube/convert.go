@@ -38,6 +38,9 @@ const (
 	// to it is served by all the listed services (on the same port), each
 	// getting its weight's share of the requests whatever its number of pods.
 	AnnotationWeights = "dcm.io/weights"
+	// AnnotationSticky on an Ingress: "true" keeps each client on one pod
+	// with a dynamic cookie (off by default).
+	AnnotationSticky = "dcm.io/sticky"
 )
 
 // Kinds of the objects this package reports on.
@@ -152,6 +155,14 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 		check = b
 	}
 
+	sticky := false
+	if v, ok := ing.Annotations[AnnotationSticky]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "metadata.annotations[" + AnnotationSticky + "]", Value: v}
+		}
+		sticky = b
+	}
 	var split []dcm.ServiceRef
 	if v, ok := ing.Annotations[AnnotationWeights]; ok {
 		if split, err = ParseWeights("metadata.annotations["+AnnotationWeights+"]", v); err != nil {
@@ -247,6 +258,7 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 			Services:  []dcm.ServiceRef{r.service},
 			Balance:   balance,
 			Check:     check,
+			Sticky:    sticky,
 		}
 		if len(split) > 0 && split[0].Name == r.service.Name {
 			splitUsed = true

@@ -98,3 +98,26 @@ func TestBackendForWeights(t *testing.T) {
 		t.Error("endpoints not sorted by name")
 	}
 }
+
+func TestIngressRoutesSticky(t *testing.T) {
+	for _, tc := range []struct {
+		value  string
+		sticky bool
+	}{{"true", true}, {"false", false}} {
+		ing := weightedIngress("web=1")
+		ing.Annotations[AnnotationSticky] = tc.value
+		routes, err := IngressRoutes(ing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range routes {
+			if r.Sticky != tc.sticky {
+				t.Errorf("%s=%q: route %s sticky %v", AnnotationSticky, tc.value, r.Name, r.Sticky)
+			}
+		}
+	}
+	ing := weightedIngress("web=1")
+	ing.Annotations[AnnotationSticky] = "yes please"
+	_, err := IngressRoutes(ing)
+	checkRefusal(t, err, dcm.RejectInvalidValue, "metadata.annotations["+AnnotationSticky+"]")
+}

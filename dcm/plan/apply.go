@@ -132,6 +132,9 @@ func applyServerOp(servers []dcm.Server, op dcm.Op) ([]dcm.Server, error) {
 		s.Unobserved = true
 	case dcm.OpSetWeight:
 		s.Weight = op.Weight
+	case dcm.OpDynamicCookie:
+		// HAProxy's cookie is a hash of the backend's key and the server's
+		// address: nothing dcm models changes.
 	case dcm.OpEnableHealth:
 		if !s.Check {
 			return nil, fmt.Errorf("server has no health check")

@@ -263,7 +263,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 			e := eps[j]
 			changed(i)
 			s := serverFor(e, d.Route, dcm.OriginRuntime)
-			out.ops = append(out.ops, addServer(a.Name, s)...)
+			out.ops = append(out.ops, addServer(a.Name, s, d.Route.Sticky)...)
 			next = append(next, s)
 			j++
 		default:
@@ -288,11 +288,15 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 
 // addServer creates a server the way HAProxy 2.6 needs it: it starts in
 // maint and without checks, so checks and state follow as separate commands.
-func addServer(backend string, s dcm.Server) []dcm.Op {
+func addServer(backend string, s dcm.Server, sticky bool) []dcm.Op {
 	ops := []dcm.Op{{
 		Kind: dcm.OpAddServer, Backend: backend, Server: s.Name, Addr: s.Addr, Port: s.Port,
 		Weight: s.Weight, Check: s.Check, Endpoint: s.Endpoint, Pod: s.Pod,
 	}}
+	if sticky {
+		// Before it can take traffic, or its first clients get no cookie.
+		ops = append(ops, dcm.Op{Kind: dcm.OpDynamicCookie, Backend: backend, Server: s.Name, Endpoint: s.Endpoint, Pod: s.Pod})
+	}
 	if s.Check {
 		ops = append(ops, dcm.Op{Kind: dcm.OpEnableHealth, Backend: backend, Server: s.Name, Endpoint: s.Endpoint, Pod: s.Pod})
 	}

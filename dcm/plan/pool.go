@@ -38,8 +38,11 @@ func newPool(st dcm.State, caps dcm.Caps) *pool {
 // take returns a spare for r, or why the route needs a reload.
 func (p *pool) take(r dcm.Route) (string, dcm.ReloadReason) {
 	kind := poolKind(r.Kind)
-	if !slices.Contains(dcm.PoolKinds, kind) || balanceOf(r) != poolBalance {
-		return "", dcm.ReasonRouteAdded // spares are rendered for this kind and balance only
+	if !slices.Contains(dcm.PoolKinds, kind) || balanceOf(r) != poolBalance || r.Sticky {
+		// Spares are rendered for this kind and balance only, and without
+		// cookies: with cookie insert, HAProxy sends every response of a
+		// server that has no cookie a Set-Cookie that expires it.
+		return "", dcm.ReasonRouteAdded
 	}
 	for i, name := range p.free {
 		if k, _, ok := dcm.ParsePoolBackend(name); ok && k == kind {
