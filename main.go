@@ -47,6 +47,7 @@ type options struct {
 	mode          string
 	slots         int
 	poolSize      int
+	stickyPool    int
 	namespaces    []string
 	ingressClass  string
 	authTokenFile string
@@ -74,6 +75,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.workDir, "work-dir", "", "directory for haproxy.cfg, map files and sockets (default: a directory under the user cache)")
 	fs.StringVar(&o.mode, "mode", string(dcm.ModeDynamic), "how changes reach HAProxy: dynamic (runtime API), slots (pre-allocated slots, reload when full) or reload (reload on every change)")
 	fs.IntVar(&o.slots, "slots", 8, "free server slots per backend in --mode=slots")
+	fs.IntVar(&o.stickyPool, "sticky-pool-size", 2, "sticky spare backends (rendered with a dynamic cookie) in --mode=dynamic with a pool: new sticky routes take one instead of a reload")
 	fs.IntVar(&o.poolSize, "pool-size", 10, "spare backends per route kind in --mode=dynamic: new routes take one instead of a reload (0: every new route reloads)")
 	fs.StringSliceVar(&o.namespaces, "namespace", nil, "watch only these namespaces (repeatable; default all)")
 	fs.StringVar(&o.ingressClass, "ingress-class", "", "serve only Ingresses of this class (default: all)")
@@ -96,6 +98,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.poolSize < 0 || o.poolSize > 10000 {
 		return o, errors.New("--pool-size must be between 0 and 10000")
+	}
+	if o.stickyPool < 0 || o.stickyPool > 10000 {
+		return o, errors.New("--sticky-pool-size must be between 0 and 10000")
 	}
 	return o, nil
 }
@@ -231,6 +236,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := engine.NewMetrics(reg)
 	caps := haproxy.CapsFor(version, dcm.Mode(o.mode), o.slots, o.poolSize)
+	if caps.Pool > 0 {
+		caps.StickyPool = o.stickyPool
+	}
 	certs := &lateCerts{}
 	driver := haproxy.NewDriver(haproxy.DriverConfig{
 		Binary:       o.haproxyBin,

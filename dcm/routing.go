@@ -158,6 +158,11 @@ func ValidateMapKey(field, s string) error {
 // theirs with their frontends.
 var PoolKinds = []RouteKind{KindHTTP}
 
+// PoolSticky is the pool kind of sticky spares (not a route kind, so an
+// untyped constant): HTTP backends rendered with
+// a dynamic cookie, for sticky routes (Caps.StickyPool).
+const PoolSticky = "sticky"
+
 const poolInfix = ":_pool:"
 
 // PoolBackendName is the n-th spare backend of a kind: be_<kind>:_pool:<n>.

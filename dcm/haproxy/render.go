@@ -196,7 +196,11 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 			if _, _, ok := dcm.ParsePoolBackend(name); !ok {
 				return Files{}, fmt.Errorf("spare backend %q: not a pool backend name", name)
 			}
-			all = append(all, dcm.Backend{Name: name})
+			spare := dcm.Backend{Name: name}
+			if k, _, _ := dcm.ParsePoolBackend(name); k == dcm.PoolSticky {
+				spare.Route.Sticky = true // a cookie and no key: the route that takes it sets one
+			}
+			all = append(all, spare)
 		}
 	}
 
@@ -348,7 +352,9 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 		// indirect: the server never sees the cookie; nocache: a shared
 		// cache must not hand one client's cookie to others.
 		fmt.Fprintf(w, "    cookie %s insert indirect nocache dynamic\n", CookieName)
-		fmt.Fprintf(w, "    dynamic-cookie-key %s\n", CookieKey(cookieSecret, b.Name))
+		if b.Route.Name != "" { // a free sticky spare has no key yet
+			fmt.Fprintf(w, "    dynamic-cookie-key %s\n", CookieKey(cookieSecret, b.Name))
+		}
 	}
 	servers := slices.Clone(b.Servers)
 	dcm.SortServers(servers)

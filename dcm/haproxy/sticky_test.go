@@ -64,3 +64,30 @@ func TestCommandForDynamicCookie(t *testing.T) {
 		t.Error("a backend name with a space was accepted")
 	}
 }
+
+// TestStickySpare: a free sticky spare is rendered with the cookie and no
+// key; when a route takes it, the key set at runtime is the one a reload
+// renders for the route.
+func TestStickySpare(t *testing.T) {
+	settings := testSettings
+	settings.CookieSecret = "s3cret"
+	f, err := Render(settings, dcm.State{Pool: []string{"be_http:_pool:1", "be_sticky:_pool:1"}})
+	mustf(t, err, "render")
+	cfg := string(f.Config)
+	if !strings.Contains(cfg, "backend be_sticky:_pool:1\n    balance roundrobin\n    cookie DCMSRV insert indirect nocache dynamic\n") ||
+		strings.Contains(cfg, "dynamic-cookie-key") || strings.Count(cfg, "cookie DCMSRV") != 1 {
+		t.Errorf("spares rendered as\n%s", cfg)
+	}
+	cmds, err := CookieKeyCommands(dcm.Op{Kind: dcm.OpCookieKey, Backend: "be_http:ns:web", Slot: "be_sticky:_pool:1"}, "s3cret")
+	mustf(t, err, "commands")
+	want := []string{
+		"set dynamic-cookie-key backend be_sticky:_pool:1 " + CookieKey("s3cret", "be_http:ns:web"),
+		"enable dynamic-cookie backend be_sticky:_pool:1",
+	}
+	if len(cmds) != 2 || cmds[0].String() != want[0] || cmds[1].String() != want[1] {
+		t.Errorf("commands %v, want %v", cmds, want)
+	}
+	if _, err := CommandFor(dcm.Op{Kind: dcm.OpCookieKey, Backend: "be_http:ns:web", Slot: "be_sticky:_pool:1"}); err == nil {
+		t.Error("CommandFor made a cookie-key command without the secret")
+	}
+}

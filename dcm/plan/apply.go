@@ -65,6 +65,10 @@ func Apply(dp DataPlane, ops []dcm.Op) (DataPlane, error) {
 		if !ok {
 			return DataPlane{}, fmt.Errorf("op %d (%s): no such backend %s", n, op, name)
 		}
+		if op.Kind == dcm.OpCookieKey {
+			// A backend's key: nothing dcm models changes.
+			continue
+		}
 		if !copied[name] {
 			servers = slices.Clone(servers)
 			copied[name] = true

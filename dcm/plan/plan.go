@@ -63,6 +63,11 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 			r := planDynamic(dcm.Backend{Name: d.Name, Kind: d.Route.Kind, Route: d.Route, Slot: slot}, d)
 			routing = true
 			next = append(next, r.next)
+			if d.Route.Sticky {
+				// The key first: enable dynamic-cookie after each add
+				// server computes the cookie from it.
+				ops = append(ops, dcm.Op{Kind: dcm.OpCookieKey, Backend: d.Name, Slot: slot})
+			}
 			ops = append(ops, withSlot(r.ops, slot)...)
 			waiting += r.waiting
 		default:

@@ -59,3 +59,48 @@ func TestStickyRouteSkipsPool(t *testing.T) {
 		t.Errorf("sticky turned on: reload %v %v, want route-changed", p.Reload, p.Reasons)
 	}
 }
+
+// TestStickyRouteTakesStickySpare: with sticky spares, a new sticky route
+// takes one (never a plain one), gets its key before its servers, and its
+// servers their cookies; the plan applies and is idempotent.
+func TestStickyRouteTakesStickySpare(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1, StickyPool: 1}
+	web := route("web")
+	st := idle(Fresh(desiredOf(web), caps))
+	if want := []string{"be_http:_pool:1", "be_sticky:_pool:1"}; !slices.Equal(st.Pool, want) {
+		t.Fatalf("fresh pool %v, want %v", st.Pool, want)
+	}
+	shop := route("shop")
+	shop.Sticky, shop.Check = true, false
+	want := desiredAll(desiredBackend(web), desiredBackend(shop, ep("shop-1", "127.0.2.1", dcm.StateReady)))
+	p := Compute(st, want, caps)
+	if p.Reload {
+		t.Fatalf("reload %v", p.Reasons)
+	}
+	var kinds []string
+	for _, o := range p.Ops {
+		if o.Slot != "be_sticky:_pool:1" && o.Kind != dcm.OpMapReplace {
+			t.Errorf("op %s on %q, want the sticky spare", o.Kind, o.Slot)
+		}
+		kinds = append(kinds, string(o.Kind))
+	}
+	if got, w := kinds, []string{"cookie-key", "add-server", "dynamic-cookie", "set-state", "map-replace"}; !slices.Equal(got, w) {
+		t.Errorf("ops %v, want %v", got, w)
+	}
+	if !slices.Equal(p.Next.Pool, []string{"be_http:_pool:1"}) {
+		t.Errorf("pool after %v, want the plain spare left", p.Next.Pool)
+	}
+	if _, err := Apply(DataPlaneOf(st), p.Ops); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if q := Compute(p.Next, want, caps); len(q.Ops) > 0 || q.Reload {
+		t.Errorf("not idempotent: %v", q.Ops)
+	}
+	// A second sticky route finds no sticky spare: it reloads rather than
+	// take the plain one.
+	api := route("api")
+	api.Sticky = true
+	if q := Compute(p.Next, desiredAll(desiredBackend(web), desiredBackend(shop, ep("shop-1", "127.0.2.1", dcm.StateReady)), desiredBackend(api)), caps); !q.Reload {
+		t.Errorf("a sticky route took a plain spare: %v", q.Ops)
+	}
+}
