@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/demo"
 	"github.com/dcm-router/dcm/dcm/haproxy"
 	"github.com/dcm-router/dcm/dcm/kube"
@@ -51,10 +53,10 @@ func stickyGet(addr, host, cookie string) (pod, set string, err error) {
 
 // cookies asks without a cookie until every pod in want has answered, and
 // returns the cookie HAProxy set for each (an error if one set none).
-func cookies(addr string, want []string) (map[string]string, error) {
+func cookies(addr, host string, want []string) (map[string]string, error) {
 	out := map[string]string{}
 	for range 20 * len(want) {
-		pod, set, err := stickyGet(addr, webHost, "")
+		pod, set, err := stickyGet(addr, host, "")
 		if err != nil {
 			return nil, err
 		}
@@ -78,9 +80,9 @@ func cookies(addr string, want []string) (map[string]string, error) {
 }
 
 // pinned checks that n requests with cookie all reach pod.
-func pinned(addr, cookie, pod string, n int) error {
+func pinned(addr, host, cookie, pod string, n int) error {
 	for range n {
-		got, _, err := stickyGet(addr, webHost, cookie)
+		got, _, err := stickyGet(addr, host, cookie)
 		if err != nil {
 			return err
 		}
@@ -95,10 +97,14 @@ func pinned(addr, cookie, pod string, n int) error {
 // through a scale-out (servers added at runtime get their cookies too), a
 // forced reload, and a second dcm+haproxy watching the same cluster with
 // the same secret: a cookie set by replica A reaches the same pod through B.
+// A sticky route created at runtime takes a sticky spare (no reload) and
+// gets the key B renders into its cfg for it.
 func TestStickyCookies(t *testing.T) {
 	const secret = "e2e-cluster-secret"
-	a := harness.Start(t, harness.Options{CookieSecret: secret, Apps: []demo.App{
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, StickyPool: 2}
+	a := harness.Start(t, harness.Options{CookieSecret: secret, Caps: caps, Apps: []demo.App{
 		{Namespace: "demo", Name: "web", Host: webHost, Path: "/", Replicas: 2},
+		{Namespace: "demo", Name: "shop", Host: shopHost, Path: "/", Replicas: 2},
 	}})
 	a.DemoServes(webHost, "/", "demo", "web", 2)
 
@@ -116,11 +122,11 @@ func TestStickyCookies(t *testing.T) {
 	}
 	var before map[string]string
 	a.Eventually("web sets sticky cookies", 20*time.Second, func() error {
-		before, err = cookies(a.HTTPAddr, a.ReadyPods("demo", "web"))
+		before, err = cookies(a.HTTPAddr, webHost, a.ReadyPods("demo", "web"))
 		return err
 	})
 	first := a.ReadyPods("demo", "web")[0]
-	if err := pinned(a.HTTPAddr, before[first], first, 20); err != nil {
+	if err := pinned(a.HTTPAddr, webHost, before[first], first, 20); err != nil {
 		t.Fatal(err)
 	}
 
@@ -131,10 +137,10 @@ func TestStickyCookies(t *testing.T) {
 	if a.WorkerPID() != pid || a.Reloads() != reloads {
 		t.Fatal("scaling out reloaded HAProxy")
 	}
-	if err := pinned(a.HTTPAddr, before[first], first, 20); err != nil {
+	if err := pinned(a.HTTPAddr, webHost, before[first], first, 20); err != nil {
 		t.Fatalf("after scale-out: %v", err)
 	}
-	all, err := cookies(a.HTTPAddr, a.ReadyPods("demo", "web"))
+	all, err := cookies(a.HTTPAddr, webHost, a.ReadyPods("demo", "web"))
 	if err != nil {
 		t.Fatalf("after scale-out: %v", err)
 	}
@@ -146,7 +152,7 @@ func TestStickyCookies(t *testing.T) {
 			t.Errorf("pod %s: cookie %s before the scale-out, %s after", pod, before[pod], all[pod])
 		}
 	}
-	if err := pinned(a.HTTPAddr, all[added], added, 20); err != nil {
+	if err := pinned(a.HTTPAddr, webHost, all[added], added, 20); err != nil {
 		t.Fatalf("pod added at runtime: %v", err)
 	}
 
@@ -158,7 +164,7 @@ func TestStickyCookies(t *testing.T) {
 		}
 		return nil
 	})
-	after, err := cookies(a.HTTPAddr, a.ReadyPods("demo", "web"))
+	after, err := cookies(a.HTTPAddr, webHost, a.ReadyPods("demo", "web"))
 	if err != nil {
 		t.Fatalf("after the reload: %v", err)
 	}
@@ -166,26 +172,66 @@ func TestStickyCookies(t *testing.T) {
 		if after[pod] != c {
 			t.Errorf("pod %s: cookie %s before the reload, %s after", pod, c, after[pod])
 		}
-		if err := pinned(a.HTTPAddr, c, pod, 10); err != nil {
+		if err := pinned(a.HTTPAddr, webHost, c, pod, 10); err != nil {
 			t.Errorf("after the reload: %v", err)
 		}
 	}
 
+	// A new sticky route at runtime: it takes a sticky spare, no reload.
+	pid, reloads = a.WorkerPID(), a.Reloads()
+	const stickyShop = "sticky-shop.demo.localhost"
+	shop, err := ingresses.Get(context.Background(), "shop", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shop = &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "sticky-shop", Annotations: map[string]string{kube.AnnotationSticky: "true"}},
+		Spec:       *shop.Spec.DeepCopy(),
+	}
+	shop.Spec.Rules[0].Host = stickyShop
+	if _, err := ingresses.Create(context.Background(), shop, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var shopCookies map[string]string
+	a.Eventually("the new sticky route sets cookies", 20*time.Second, func() error {
+		shopCookies, err = cookies(a.HTTPAddr, stickyShop, a.ReadyPods("demo", "shop"))
+		return err
+	})
+	if slot := a.Backend("be_http:demo:sticky-shop").Slot; !strings.HasPrefix(slot, "be_sticky:_pool:") {
+		t.Errorf("the new sticky route is in %q, want a sticky spare", slot)
+	}
+	if a.WorkerPID() != pid || a.Reloads() != reloads {
+		t.Error("the new sticky route reloaded HAProxy")
+	}
+
 	// Replica B: another dcm and HAProxy on their own port, same cluster.
-	b := harness.Start(t, harness.Options{CookieSecret: secret, Cluster: a.Cluster})
+	// It renders both routes in its cfg under their own names.
+	b := harness.Start(t, harness.Options{CookieSecret: secret, Caps: caps, Cluster: a.Cluster})
 	b.DemoServes(webHost, "/", "demo", "web", 5)
 	for pod, c := range all {
-		if err := pinned(b.HTTPAddr, c, pod, 10); err != nil {
+		if err := pinned(b.HTTPAddr, webHost, c, pod, 10); err != nil {
 			t.Errorf("through replica B: %v", err)
 		}
 	}
-	fromB, err := cookies(b.HTTPAddr, a.ReadyPods("demo", "web"))
+	fromB, err := cookies(b.HTTPAddr, webHost, a.ReadyPods("demo", "web"))
 	if err != nil {
 		t.Fatalf("replica B: %v", err)
 	}
 	for pod, c := range all {
 		if fromB[pod] != c {
 			t.Errorf("pod %s: replica A sets cookie %s, replica B %s", pod, c, fromB[pod])
+		}
+	}
+	shopFromB, err := cookies(b.HTTPAddr, stickyShop, a.ReadyPods("demo", "shop"))
+	if err != nil {
+		t.Fatalf("replica B, sticky-shop: %v", err)
+	}
+	for pod, c := range shopCookies {
+		if shopFromB[pod] != c {
+			t.Errorf("sticky-shop pod %s: replica A (spare, key set at runtime) sets cookie %s, replica B (cfg) %s", pod, c, shopFromB[pod])
+		}
+		if err := pinned(b.HTTPAddr, stickyShop, c, pod, 10); err != nil {
+			t.Errorf("sticky-shop through replica B: %v", err)
 		}
 	}
 }
