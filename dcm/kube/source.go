@@ -1000,6 +1000,7 @@ func backendFor(r dcm.Route, views []*serviceView) dcm.DesiredBackend {
 			if e.State == dcm.StateReady {
 				ready[i]++
 			}
+			e.Service = r.Services[i].Name
 			eps = append(eps, e)
 		}
 	}

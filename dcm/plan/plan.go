@@ -192,7 +192,7 @@ func AfterReload(st dcm.State) dcm.State {
 func serverFor(e dcm.Endpoint, r dcm.Route, origin dcm.Origin) dcm.Server {
 	return dcm.Server{
 		Name: e.Name, Addr: e.Addr, Port: e.Port, Weight: e.Weight, State: e.State,
-		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Check: r.Check, Unobserved: true,
+		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Check: r.Check, Unobserved: true,
 	}
 }
 
@@ -324,6 +324,7 @@ func converge(backend string, s dcm.Server, e dcm.Endpoint) ([]dcm.Op, dcm.Serve
 		s.Addr, s.Port, s.Endpoint, s.Pod = e.Addr, e.Port, e.Name, e.Pod
 		s.Unobserved = true
 	}
+	s.Service = e.Service // bookkeeping only: HAProxy does not know it
 	if s.Weight != e.Weight {
 		ops = append(ops, dcm.Op{Kind: dcm.OpSetWeight, Backend: backend, Server: s.Name, Weight: e.Weight, Endpoint: e.Name, Pod: e.Pod})
 		s.Weight = e.Weight
