@@ -18,6 +18,7 @@ func TestServerWeights(t *testing.T) {
 		{"zero share", []int{100, 0}, []int{2, 3}, []int{256, 0}},
 		{"no ready pods", []int{80, 20}, []int{0, 2}, []int{1, 256}},
 		{"all zero", []int{0, 0}, []int{1, 1}, []int{0, 0}},
+		{"many small pods: a smaller scale rounds better", []int{80, 20}, []int{1, 19}, []int{228, 3}},
 		{"tiny share keeps 1", []int{256, 1}, []int{1, 100}, []int{256, 1}},
 		{"single service", []int{1}, []int{5}, []int{256}},
 	} {
