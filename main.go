@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,13 +47,20 @@ type options struct {
 	mode          string
 	slots         int
 	poolSize      int
+	stickyPool    int
 	namespaces    []string
 	ingressClass  string
 	authTokenFile string
+	cookieSecret  string // file
 	logLevel      string
 	demoReady     time.Duration
 	demoPreStop   time.Duration
 }
+
+// defaultCookieSecret keeps sticky cookies equal across replicas and
+// restarts when no --cookie-secret-file is given. It is public, so anyone
+// can compute which cookie names which pod address; a private one hides it.
+const defaultCookieSecret = "dcm-default-cookie-secret"
 
 func parseFlags(args []string) (options, error) {
 	var o options
@@ -67,10 +75,12 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.workDir, "work-dir", "", "directory for haproxy.cfg, map files and sockets (default: a directory under the user cache)")
 	fs.StringVar(&o.mode, "mode", string(dcm.ModeDynamic), "how changes reach HAProxy: dynamic (runtime API), slots (pre-allocated slots, reload when full) or reload (reload on every change)")
 	fs.IntVar(&o.slots, "slots", 8, "free server slots per backend in --mode=slots")
+	fs.IntVar(&o.stickyPool, "sticky-pool-size", 2, "sticky spare backends (rendered with a dynamic cookie) in --mode=dynamic with a pool: new sticky routes take one instead of a reload")
 	fs.IntVar(&o.poolSize, "pool-size", 10, "spare backends per route kind in --mode=dynamic: new routes take one instead of a reload (0: every new route reloads)")
 	fs.StringSliceVar(&o.namespaces, "namespace", nil, "watch only these namespaces (repeatable; default all)")
 	fs.StringVar(&o.ingressClass, "ingress-class", "", "serve only Ingresses of this class (default: all)")
 	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file holding the API bearer token (default: a random token printed at start)")
+	fs.StringVar(&o.cookieSecret, "cookie-secret-file", "", "file holding the secret sticky routes derive their cookie keys from; every replica must use the same (default: a built-in, public one)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&o.demoReady, "demo-readiness-delay", 500*time.Millisecond, "demo: time from pod start to ready")
 	fs.DurationVar(&o.demoPreStop, "demo-prestop-delay", time.Second, "demo: time a terminating pod keeps accepting before it shuts down")
@@ -88,6 +98,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.poolSize < 0 || o.poolSize > 10000 {
 		return o, errors.New("--pool-size must be between 0 and 10000")
+	}
+	if o.stickyPool < 0 || o.stickyPool > 10000 {
+		return o, errors.New("--sticky-pool-size must be between 0 and 10000")
 	}
 	return o, nil
 }
@@ -182,6 +195,16 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cookieSecret := defaultCookieSecret
+	if o.cookieSecret != "" {
+		b, err := os.ReadFile(o.cookieSecret)
+		if err != nil {
+			return fmt.Errorf("cookie secret: %w", err)
+		}
+		if cookieSecret = strings.TrimSpace(string(b)); cookieSecret == "" {
+			return fmt.Errorf("cookie secret: %s is empty", o.cookieSecret)
+		}
+	}
 	client, err := kubeClient(o)
 	if err != nil {
 		return err
@@ -213,12 +236,15 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := engine.NewMetrics(reg)
 	caps := haproxy.CapsFor(version, dcm.Mode(o.mode), o.slots, o.poolSize)
+	if caps.Pool > 0 {
+		caps.StickyPool = o.stickyPool
+	}
 	certs := &lateCerts{}
 	driver := haproxy.NewDriver(haproxy.DriverConfig{
 		Binary:       o.haproxyBin,
 		WorkDir:      dir,
 		MasterSocket: o.masterSocket,
-		Settings:     haproxy.Settings{AdminSocket: filepath.Join(dir, "admin.sock"), HTTPBind: o.httpBind, HTTPSBind: o.httpsBind},
+		Settings:     haproxy.Settings{AdminSocket: filepath.Join(dir, "admin.sock"), HTTPBind: o.httpBind, HTTPSBind: o.httpsBind, CookieSecret: cookieSecret},
 		Observer:     metrics.ObserveCommand,
 		Certs:        certs,
 	}, log.With("part", "haproxy"))

@@ -35,6 +35,11 @@ type Caps struct {
 	// configuration is rendered (dynamic mode with AddServer only): new
 	// routes take one instead of reloading.
 	Pool int `json:"pool,omitempty"`
+	// StickyPool is the number of sticky spares (be_sticky:_pool:<n>,
+	// rendered with a dynamic cookie and no key) on top of Pool: a new
+	// sticky route takes one and gets its key at runtime; without them it
+	// reloads.
+	StickyPool int `json:"stickyPool,omitempty"`
 	// RuntimeCerts is true when edge certificates are added, rotated and
 	// removed over the admin socket (dynamic mode); otherwise a changed
 	// certificate reloads.
@@ -72,6 +77,14 @@ const (
 	OpSetState     OpKind = "set-state"
 	OpSetWeight    OpKind = "set-weight"
 	OpEnableHealth OpKind = "enable-health"
+	// OpDynamicCookie gives a server added at runtime to a sticky backend
+	// its dynamic cookie: HAProxy 2.6's add server leaves it without one,
+	// and enable dynamic-cookie backend recomputes every server's.
+	OpDynamicCookie OpKind = "dynamic-cookie"
+	// OpCookieKey gives a sticky spare, as a sticky route takes it, the
+	// route's dynamic-cookie-key (the driver derives it: the secret is not
+	// the planner's) and turns its dynamic cookies on.
+	OpCookieKey OpKind = "cookie-key"
 	// OpMapReplace replaces one routing map atomically (prepare map, add map
 	// for every entry, commit map) with the map rendered from Plan.Next.
 	OpMapReplace OpKind = "map-replace"

@@ -74,6 +74,11 @@ type Route struct {
 	Check bool `json:"check"`
 	// TLS is the certificate of an edge route (nil for other kinds).
 	TLS *TLSRef `json:"tls,omitempty"`
+	// Sticky keeps a client on one pod with a dynamic cookie (HAProxy's
+	// cookie … dynamic): its value is a hash of the backend's key, derived
+	// from a cluster-wide secret and the backend's name, and of the pod's
+	// address, so every dcm replica and every reload agrees on it.
+	Sticky bool `json:"sticky,omitempty"`
 }
 
 // BackendName is the HAProxy backend that serves a route.
@@ -90,14 +95,14 @@ func BackendName(kind RouteKind, namespace, route string) string {
 func (r Route) Key() string { return r.Namespace + "/" + r.Name }
 
 // SameServing reports whether two routes are served identically by HAProxy:
-// equal host, path, kind, balance and checks. Services and workload only decide
+// equal host, path, kind, balance, checks and stickiness. Services and workload only decide
 // which endpoints the backend gets, not how HAProxy is configured; the
 // certificate (TLS) is served by the HTTPS frontend, not the backend, and
 // changes through certificate ops.
 func (r Route) SameServing(o Route) bool {
 	return r.Namespace == o.Namespace && r.Name == o.Name && r.Kind == o.Kind &&
 		r.Host == o.Host && r.Path == o.Path && r.PathType == o.PathType &&
-		r.Balance == o.Balance && r.Check == o.Check
+		r.Balance == o.Balance && r.Check == o.Check && r.Sticky == o.Sticky
 }
 
 // HostPath is how routes read in logs and pages.

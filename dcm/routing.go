@@ -171,6 +171,11 @@ func ValidateMapKey(field, s string) error {
 // (plain and edge routes) and TCP backends (passthrough routes).
 var PoolKinds = []RouteKind{KindHTTP, KindPassthrough}
 
+// PoolSticky is the pool kind of sticky spares (not a route kind, so an
+// untyped constant): HTTP backends rendered with
+// a dynamic cookie, for sticky routes (Caps.StickyPool).
+const PoolSticky = "sticky"
+
 const poolInfix = ":_pool:"
 
 // PoolBackendName is the n-th spare backend of a kind: be_<kind>:_pool:<n>.

@@ -38,6 +38,38 @@ type Endpoint struct {
 	Weight int        `json:"weight"`
 	State  AdminState `json:"state"`
 	Pod    string     `json:"pod,omitempty"`
+	// Service is the route's service the endpoint belongs to, when the
+	// route has several (Route.Services): weights are shares per service.
+	Service string `json:"service,omitempty"`
+}
+
+// Reweigh recomputes the weights of a route with several services from its
+// endpoints' states (ServerWeights), as the kube layer computes them, so a
+// what-if that adds or removes pods predicts the weights that follow.
+func (b DesiredBackend) Reweigh() DesiredBackend {
+	svcs := b.Route.Services
+	if len(svcs) < 2 {
+		return b
+	}
+	shares, ready := make([]int, len(svcs)), make([]int, len(svcs))
+	index := make(map[string]int, len(svcs))
+	for i, s := range svcs {
+		shares[i], index[s.Name] = s.Weight, i
+	}
+	for _, e := range b.Endpoints {
+		if i, ok := index[e.Service]; ok && e.State == StateReady {
+			ready[i]++
+		}
+	}
+	weights := ServerWeights(shares, ready)
+	eps := slices.Clone(b.Endpoints)
+	for k, e := range eps {
+		if i, ok := index[e.Service]; ok {
+			eps[k].Weight = weights[i]
+		}
+	}
+	b.Endpoints = eps
+	return b
 }
 
 // DesiredBackend is what Kubernetes asks of one backend.
@@ -75,7 +107,10 @@ type Server struct {
 	// and Endpoint is empty while the slot is free.
 	Endpoint string `json:"endpoint,omitempty"`
 	Pod      string `json:"pod,omitempty"`
-	Check    bool   `json:"check"`
+	// Service is its endpoint's (Endpoint.Service): set for routes with
+	// several services only, so a what-if can recompute their weights.
+	Service string `json:"service,omitempty"`
+	Check   bool   `json:"check"`
 	// Observed figures, as HAProxy last reported them.
 	Health   string `json:"health,omitempty"` // HAProxy's status column: UP, DOWN, MAINT, DRAIN, no check…
 	Sessions int    `json:"sessions"`         // current sessions

@@ -256,6 +256,11 @@ func ValidateRoute(r Route) error {
 		if r.Path != "/" || r.PathType != PathPrefix {
 			return invalid(RejectUnsupported, "passthrough route with a path", r.Path)
 		}
+		if r.Sticky {
+			// A cookie needs HTTP, and HAProxy never reads the requests of
+			// a passed-through connection.
+			return invalid(RejectUnsupported, "sticky passthrough route", r.Host)
+		}
 	default:
 		// reencrypt needs backend TLS settings dcm does not render yet.
 		return invalid(RejectUnsupported, "kind (only http, edge and passthrough are served)", string(r.Kind))
@@ -265,6 +270,9 @@ func ValidateRoute(r Route) error {
 	}
 	if r.PathType != PathPrefix && r.PathType != PathExact {
 		return invalid(RejectInvalidPath, "pathType", string(r.PathType))
+	}
+	if err := ValidateServices(r.Services); err != nil {
+		return err
 	}
 	return ValidateBalance("balance", r.Balance)
 }
@@ -288,4 +296,39 @@ func ValidateEndpoint(e Endpoint) error {
 		return nil
 	}
 	return invalid(RejectInvalidValue, "state", string(e.State))
+}
+
+// MaxServices bounds the services of one route: a primary and three
+// alternates, as OpenShift routes allow.
+const MaxServices = 4
+
+// ValidateServices checks a route's services: names, ports, weights in
+// 0..256, no service twice, at most MaxServices.
+func ValidateServices(svcs []ServiceRef) error {
+	if len(svcs) > MaxServices {
+		return invalid(RejectUnsupported, "services (at most "+strconv.Itoa(MaxServices)+")", strconv.Itoa(len(svcs)))
+	}
+	seen := make(map[string]bool, len(svcs))
+	for _, s := range svcs {
+		if err := ValidateDNSLabel("service name", s.Name); err != nil {
+			return err
+		}
+		if seen[s.Name] {
+			return invalid(RejectConflict, "service listed twice", s.Name)
+		}
+		seen[s.Name] = true
+		if s.Port == "" {
+			// Only for routes built by hand (tests, what-if): kube always names one.
+		} else if n, err := strconv.Atoi(s.Port); err == nil {
+			if err := ValidatePort("service port", n); err != nil {
+				return err
+			}
+		} else if err := ValidatePortName("service port", s.Port); err != nil {
+			return err
+		}
+		if s.Weight < 0 || s.Weight > MaxWeight {
+			return invalid(RejectInvalidValue, "service weight", strconv.Itoa(s.Weight))
+		}
+	}
+	return nil
 }

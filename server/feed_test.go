@@ -74,7 +74,7 @@ func fullBackend(ns, name string, kind dcm.RouteKind) dcm.Backend {
 	return dcm.Backend{Name: dcm.BackendName(kind, ns, name), Kind: kind, Route: fullRoute(ns, name, kind), Slots: 4,
 		Servers: []dcm.Server{
 			{Name: name + "-1:http", Addr: "127.0.1.1", Port: 8080, Weight: 1, State: dcm.StateReady, Origin: dcm.OriginCfg,
-				Endpoint: name + "-1:http", Pod: name + "-1", Check: true, Health: "UP", Sessions: 2, Queued: 1, UsedConn: 3},
+				Endpoint: name + "-1:http", Pod: name + "-1", Service: name, Check: true, Health: "UP", Sessions: 2, Queued: 1, UsedConn: 3},
 			{Name: name + "-2:http", Addr: "127.0.1.2", Port: 8080, Weight: 1, State: dcm.StateDrain, Origin: dcm.OriginRuntime,
 				Endpoint: name + "-2:http", Pod: name + "-2", Health: "DRAIN", Unobserved: true, Retired: true},
 		}}
@@ -88,7 +88,7 @@ func fullReload() *dcm.ReloadInfo {
 func fullSnapshot() dcm.Snapshot {
 	web, app := fullBackend("demo", "web", dcm.KindHTTP), fullBackend("other", "app", dcm.KindEdge)
 	web.Slot, app.Retiring = "be_http:_pool:3", true
-	return dcm.Snapshot{Mode: dcm.ModeSlots, Caps: dcm.Caps{Mode: dcm.ModeSlots, Slots: 4, AddServer: true, Pool: 4, RuntimeCerts: true},
+	return dcm.Snapshot{Mode: dcm.ModeSlots, Caps: dcm.Caps{Mode: dcm.ModeSlots, Slots: 4, AddServer: true, Pool: 4, StickyPool: 2, RuntimeCerts: true},
 		Pool:    []string{"be_http:_pool:4"},
 		HAProxy: dcm.HAProxyInfo{Version: "2.6.12", PID: 11, Started: tStart(), Reloads: 3, Running: true},
 		Updates: dcm.Updates{Noop: 1, Dynamic: 2, Reload: 3}, LastReload: fullReload(),
@@ -956,6 +956,7 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpCertUpdate, Backend: webName, Cert: &dcm.Cert{Host: "web.demo.example", Secret: "demo/shop-tls", Version: "0123abcd"}})
 	full.Reload, full.Object, full.Reason, full.Actor = fullReload(), &dcm.ObjectRef{Kind: "Ingress", Namespace: "demo", Name: "web"}, "because", "alice"
 	route := fullRoute("demo", "new", dcm.KindHTTP)
+	route.Sticky = true
 	full.Prediction = &dcm.PredictionCheck{Seq: 3, Match: false,
 		WhatIfs: []dcm.WhatIf{
 			{Kind: dcm.WhatIfScale, Namespace: "demo", Workload: &dcm.WorkloadRef{Kind: "Deployment", Name: "web"}, Replicas: 5},

@@ -807,11 +807,13 @@ func backendsOf(ops []dcm.Op) []string {
 
 // Rejected records an object dcm refuses (the kube source calls it).
 func (e *Engine) Rejected(obj dcm.ObjectRef, reason, message string) {
-	e.metrics.Rejected.WithLabelValues(reason).Inc()
 	e.log.Warn("object rejected; everything else keeps serving", "object", obj.String(), "reason", reason, "message", message)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.rejected[obj] = dcm.Rejection{Object: obj, Reason: reason, Message: message}
+	// Counted once listed: whoever sees the counter move finds the
+	// rejection in the snapshot.
+	e.metrics.Rejected.WithLabelValues(reason).Inc()
 	e.hub.Publish(dcm.Event{Type: dcm.EventRejected, Object: &obj, Reason: reason, Message: message})
 }
 

@@ -130,6 +130,9 @@ func (m *Metrics) setState(st dcm.State) {
 	for _, k := range dcm.PoolKinds {
 		free[k] = 0
 	}
+	// Sticky spares too: a gauge not set when the last one is taken would
+	// keep saying one is free.
+	free[dcm.PoolSticky] = 0
 	for _, name := range st.Pool {
 		if k, _, ok := dcm.ParsePoolBackend(name); ok {
 			free[k]++

@@ -57,6 +57,9 @@ func CommandFor(op dcm.Op) (Command, error) {
 	if op.Kind == dcm.OpMapReplace {
 		return Command{}, fmt.Errorf("op %s %s: a map transaction, not one command", op.Kind, op.Map)
 	}
+	if op.Kind == dcm.OpCookieKey {
+		return Command{}, fmt.Errorf("op %s %s: needs the cookie secret (CookieKeyCommands)", op.Kind, op.Backend)
+	}
 	proxy := op.ProxyName()
 	if err := validateBackendName(proxy); err != nil {
 		return Command{}, fmt.Errorf("op %s: %w", op.Kind, err)
@@ -98,8 +101,26 @@ func CommandFor(op dcm.Op) (Command, error) {
 		return Command{text: "set weight " + target + " " + strconv.Itoa(op.Weight), kind: replyEmpty}, nil
 	case dcm.OpEnableHealth:
 		return Command{text: "enable health " + target, kind: replyEmpty}, nil
+	case dcm.OpDynamicCookie:
+		// A backend command: it recomputes the cookie of every server of
+		// the backend, the new one included (2.6's add server computes none).
+		return Command{text: "enable dynamic-cookie backend " + proxy, kind: replyEmpty}, nil
 	}
 	return Command{}, fmt.Errorf("op %q on %s: unknown op kind", op.Kind, target)
+}
+
+// CookieKeyCommands give a sticky spare its route's dynamic-cookie-key
+// (CookieKey of the route's backend name, so it equals the key a reload
+// renders) and turn its dynamic cookies on.
+func CookieKeyCommands(op dcm.Op, secret string) ([]Command, error) {
+	proxy := op.ProxyName()
+	if err := validateBackendName(proxy); err != nil {
+		return nil, fmt.Errorf("op %s: %w", op.Kind, err)
+	}
+	return []Command{
+		{text: "set dynamic-cookie-key backend " + proxy + " " + CookieKey(secret, op.Backend), kind: replyEmpty},
+		{text: "enable dynamic-cookie backend " + proxy, kind: replyEmpty},
+	}, nil
 }
 
 // Routing maps are replaced atomically with HAProxy's versioned maps:

@@ -364,11 +364,11 @@ func (d *Driver) prepareServersAndMaps(ops []dcm.Op, next dcm.State) (serverBatc
 	if err != nil {
 		return serverBatch{}, err
 	}
-	preCmds, err := commandsFor(pre)
+	preCmds, err := commandsFor(pre, d.cfg.Settings.CookieSecret)
 	if err != nil {
 		return serverBatch{}, err
 	}
-	postCmds, err := commandsFor(post)
+	postCmds, err := commandsFor(post, d.cfg.Settings.CookieSecret)
 	if err != nil {
 		return serverBatch{}, err
 	}
@@ -489,9 +489,17 @@ func splitMapOps(ops []dcm.Op) (pre, maps, post []dcm.Op, err error) {
 	return ops[:first], ops[first:end], ops[end:], nil
 }
 
-func commandsFor(ops []dcm.Op) ([]Command, error) {
+func commandsFor(ops []dcm.Op, cookieSecret string) ([]Command, error) {
 	cmds := make([]Command, 0, len(ops))
 	for _, op := range ops {
+		if op.Kind == dcm.OpCookieKey {
+			cs, err := CookieKeyCommands(op, cookieSecret)
+			if err != nil {
+				return nil, err
+			}
+			cmds = append(cmds, cs...)
+			continue
+		}
 		c, err := CommandFor(op)
 		if err != nil {
 			return nil, err

@@ -2,6 +2,9 @@ package haproxy
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/netip"
@@ -26,6 +29,24 @@ type Settings struct {
 	HTTPSBind string
 	// HardStopAfter bounds how long an old worker may linger after a reload; 0 = no bound.
 	HardStopAfter time.Duration
+	// CookieSecret is the cluster-wide secret sticky backends derive their
+	// dynamic-cookie-key from (CookieKey); every dcm replica must share it
+	// for a cookie set by one to be honoured by another.
+	CookieSecret string
+}
+
+// CookieName is the cookie sticky routes set.
+const CookieName = "DCMSRV"
+
+// CookieKey derives a backend's dynamic-cookie-key from the cluster-wide
+// secret and the backend's name (dcm's, not the spare's, which differs
+// between replicas and reloads): HAProxy hashes it with a server's address
+// and port into the server's cookie, so equal keys give every replica and
+// every reload the same cookie for the same pod. Hex: no quoting needed.
+func CookieKey(secret, backend string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(backend))
+	return hex.EncodeToString(m.Sum(nil))[:32]
 }
 
 // Files is one rendering: the configuration and the map files it reads.
@@ -140,6 +161,7 @@ type Renderer struct {
 
 // renderedBackend is a backend's text and the fields it was rendered from.
 type renderedBackend struct {
+	sticky  string // the backend's name when sticky
 	balance string
 	servers []dcm.Server
 	text    []byte
@@ -188,7 +210,11 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 			if _, _, ok := dcm.ParsePoolBackend(name); !ok {
 				return Files{}, fmt.Errorf("spare backend %q: not a pool backend name", name)
 			}
-			all = append(all, dcm.Backend{Name: name})
+			spare := dcm.Backend{Name: name}
+			if k, _, _ := dcm.ParsePoolBackend(name); k == dcm.PoolSticky {
+				spare.Route.Sticky = true // a cookie and no key: the route that takes it sets one
+			}
+			all = append(all, spare)
 		}
 	}
 
@@ -201,12 +227,16 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 			return Files{}, fmt.Errorf("HAProxy backend %q carries two backends (%s)", proxy, b.Name)
 		}
 		rb, ok := r.backends[proxy]
-		if !ok || rb.balance != b.Route.Balance || !slices.EqualFunc(rb.servers, b.Servers, sameRendering) {
+		sticky := ""
+		if b.Route.Sticky {
+			sticky = b.Name
+		}
+		if !ok || rb.balance != b.Route.Balance || rb.sticky != sticky || !slices.EqualFunc(rb.servers, b.Servers, sameRendering) {
 			var w bytes.Buffer
-			if err := renderBackend(&w, b); err != nil {
+			if err := renderBackend(&w, b, r.settings.CookieSecret); err != nil {
 				return Files{}, err
 			}
-			rb = renderedBackend{balance: b.Route.Balance, servers: slices.Clone(b.Servers), text: w.Bytes()}
+			rb = renderedBackend{sticky: sticky, balance: b.Route.Balance, servers: slices.Clone(b.Servers), text: w.Bytes()}
 		}
 		next[proxy] = rb
 		texts[i] = rb.text
@@ -335,7 +365,7 @@ func renderRouting(w *bytes.Buffer) {
 
 // renderBackend renders b under the name HAProxy knows it by (its spare's,
 // when it has one).
-func renderBackend(w *bytes.Buffer, b dcm.Backend) error {
+func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 	if err := validateBackendName(b.ProxyName()); err != nil {
 		return err
 	}
@@ -351,6 +381,14 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend) error {
 		w.WriteString("    mode tcp\n")
 	}
 	fmt.Fprintf(w, "    balance %s\n", balance)
+	if b.Route.Sticky {
+		// indirect: the server never sees the cookie; nocache: a shared
+		// cache must not hand one client's cookie to others.
+		fmt.Fprintf(w, "    cookie %s insert indirect nocache dynamic\n", CookieName)
+		if b.Route.Name != "" { // a free sticky spare has no key yet
+			fmt.Fprintf(w, "    dynamic-cookie-key %s\n", CookieKey(cookieSecret, b.Name))
+		}
+	}
 	servers := slices.Clone(b.Servers)
 	dcm.SortServers(servers)
 	for i, srv := range servers {

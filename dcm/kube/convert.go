@@ -37,6 +37,15 @@ const (
 	// AnnotationWorkload on a Service names the workload behind it
 	// ("Deployment/web", "StatefulSet/db") when pod names cannot tell.
 	AnnotationWorkload = "dcm.io/workload"
+	// AnnotationWeights on an Ingress splits traffic between services, as an
+	// OpenShift Route's to and alternateBackends do: "web=80,web-canary=20".
+	// The first service is the primary: every path of the Ingress that routes
+	// to it is served by all the listed services (on the same port), each
+	// getting its weight's share of the requests whatever its number of pods.
+	AnnotationWeights = "dcm.io/weights"
+	// AnnotationSticky on an Ingress: "true" keeps each client on one pod
+	// with a dynamic cookie (off by default).
+	AnnotationSticky = "dcm.io/sticky"
 )
 
 // Kinds of the objects this package reports on.
@@ -141,6 +150,7 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 		}
 		balance = v
 	}
+	var err error
 	check := true
 	if v, ok := ing.Annotations[AnnotationHealthCheck]; ok {
 		b, err := strconv.ParseBool(v)
@@ -162,6 +172,24 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 		// HAProxy never holds the key of a passed-through host: a Secret
 		// named here would be a certificate nobody serves.
 		return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: "spec.tls", Value: "with " + AnnotationSSLPassthrough}
+	}
+	sticky := false
+	if v, ok := ing.Annotations[AnnotationSticky]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "metadata.annotations[" + AnnotationSticky + "]", Value: v}
+		}
+		sticky = b
+	}
+	if sticky && passthrough {
+		// A cookie needs HTTP; HAProxy never reads a passed-through request.
+		return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: "metadata.annotations[" + AnnotationSticky + "]", Value: "with " + AnnotationSSLPassthrough}
+	}
+	var split []dcm.ServiceRef
+	if v, ok := ing.Annotations[AnnotationWeights]; ok {
+		if split, err = ParseWeights("metadata.annotations["+AnnotationWeights+"]", v); err != nil {
+			return nil, err
+		}
 	}
 
 	tlsHosts, err := ingressTLS(ing)
@@ -228,6 +256,7 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 
 	routes := make([]dcm.Route, 0, len(raws))
 	names := map[string]string{}
+	splitUsed := false
 	for _, r := range raws {
 		name := ing.Name
 		if len(raws) > 1 {
@@ -251,6 +280,14 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 			Services:  []dcm.ServiceRef{r.service},
 			Balance:   balance,
 			Check:     check,
+			Sticky:    sticky,
+		}
+		if len(split) > 0 && split[0].Name == r.service.Name {
+			splitUsed = true
+			route.Services = make([]dcm.ServiceRef, len(split))
+			for i, s := range split {
+				route.Services[i] = dcm.ServiceRef{Name: s.Name, Port: r.service.Port, Weight: s.Weight}
+			}
 		}
 		if passthrough {
 			// The connection is routed before any request is read: by
@@ -275,8 +312,42 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 		}
 		routes = append(routes, route)
 	}
+	if len(split) > 0 && !splitUsed {
+		// A typo in the primary's name would otherwise silently split nothing.
+		return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "metadata.annotations[" + AnnotationWeights + "]",
+			Value: ing.Annotations[AnnotationWeights] + " (no path routes to " + split[0].Name + ")"}
+	}
 	slices.SortFunc(routes, func(a, b dcm.Route) int { return strings.Compare(a.Name, b.Name) })
 	return routes, nil
+}
+
+// ParseWeights reads the weights annotation: "primary=80,alternate=20",
+// service names that are DNS labels, weights in 0..256, at most
+// dcm.MaxServices services, none twice. Ports are the route's business.
+func ParseWeights(field, v string) ([]dcm.ServiceRef, error) {
+	bad := func(reason string) error { return &dcm.InvalidError{Reason: reason, Field: field, Value: v} }
+	if len(v) > 1024 {
+		return nil, bad(dcm.RejectInvalidValue)
+	}
+	var out []dcm.ServiceRef
+	for _, part := range strings.Split(v, ",") {
+		name, weight, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return nil, bad(dcm.RejectInvalidValue)
+		}
+		if dcm.ValidateDNSLabel(field, name) != nil {
+			return nil, bad(dcm.RejectInvalidName)
+		}
+		w, err := strconv.Atoi(weight)
+		if err != nil || w < 0 || w > dcm.MaxWeight || strconv.Itoa(w) != weight {
+			return nil, bad(dcm.RejectInvalidValue)
+		}
+		out = append(out, dcm.ServiceRef{Name: name, Weight: w})
+	}
+	if err := dcm.ValidateServices(out); err != nil {
+		return nil, invalidAt(err, field, v)
+	}
+	return out, nil
 }
 
 // ingressTLS reads spec.tls: which host is served with which Secret (of

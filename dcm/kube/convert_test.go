@@ -278,6 +278,9 @@ func TestIngressRoutesRejected(t *testing.T) {
 			networkingv1.IngressSpec{TLS: []networkingv1.IngressTLS{{Hosts: []string{"a.example.com"}, SecretName: "a-tls"}},
 				Rules: []networkingv1.IngressRule{httpRule("a.example.com", httpPath("/", prefix, ok))}},
 			dcm.RejectUnsupported, `spec.tls`},
+		{"sticky ssl-passthrough", metav1.ObjectMeta{Namespace: "demo", Name: "web", Annotations: map[string]string{AnnotationSSLPassthrough: "true", AnnotationSticky: "true"}},
+			networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{httpRule("a.example.com", httpPath("/", prefix, ok))}},
+			dcm.RejectUnsupported, `metadata.annotations[dcm.io/sticky] "with dcm.io/ssl-passthrough"`},
 		{"route name too long", metav1.ObjectMeta{Namespace: "demo", Name: strings.Repeat("a", 250)},
 			one("a.example.com", "/", ok), dcm.RejectInvalidName, `route name`},
 	}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -737,18 +739,20 @@ func (s *Source) serve(t *txn, st *ingressState, routes []dcm.Route) {
 		name := r.BackendName()
 		s.unroute(t, name)
 		s.routes[name] = servedRoute{route: r, ingress: st.key}
-		svc := r.Namespace + "/" + r.Services[0].Name
-		if s.byService[svc] == nil {
-			s.byService[svc] = map[string]struct{}{}
+		for _, ref := range r.Services {
+			svc := r.Namespace + "/" + ref.Name
+			if s.byService[svc] == nil {
+				s.byService[svc] = map[string]struct{}{}
+			}
+			s.byService[svc][name] = struct{}{}
 		}
-		s.byService[svc][name] = struct{}{}
 		if r.TLS != nil {
 			if s.bySecret[r.TLS.Secret] == nil {
 				s.bySecret[r.TLS.Secret] = map[string]struct{}{}
 			}
 			s.bySecret[r.TLS.Secret][name] = struct{}{}
 		}
-		b := s.backendFor(t, r, s.view(t, r.Namespace, r.Services[0].Name))
+		b := s.backendFor(t, r)
 		t.backends[name] = &b
 		served = append(served, name)
 	}
@@ -762,9 +766,11 @@ func (s *Source) unroute(t *txn, name string) {
 		return
 	}
 	delete(s.routes, name)
-	svc := old.route.Namespace + "/" + old.route.Services[0].Name
-	delete(s.byService[svc], name)
-	t.services[svc] = struct{}{}
+	for _, ref := range old.route.Services {
+		svc := old.route.Namespace + "/" + ref.Name
+		delete(s.byService[svc], name)
+		t.services[svc] = struct{}{}
+	}
 	if old.route.TLS != nil {
 		delete(s.bySecret[old.route.TLS.Secret], name)
 		t.secrets[old.route.TLS.Secret] = struct{}{}
@@ -783,7 +789,7 @@ func (s *Source) syncService(t *txn, ns, name string) error {
 		return v.err
 	}
 	for n := range names {
-		b := s.backendFor(t, s.routes[n].route, v)
+		b := s.backendFor(t, s.routes[n].route)
 		t.backends[n] = &b
 	}
 	return nil
@@ -797,7 +803,7 @@ func (s *Source) syncSecret(t *txn, ns, name string) error {
 	t.secrets[key] = struct{}{}
 	for n := range s.bySecret[key] {
 		r := s.routes[n].route
-		b := s.backendFor(t, r, s.view(t, r.Namespace, r.Services[0].Name))
+		b := s.backendFor(t, r)
 		t.backends[n] = &b
 	}
 	return nil
@@ -948,23 +954,61 @@ func (s *Source) view(t *txn, ns, name string) *serviceView {
 	return v
 }
 
-// backendFor is the desired backend of a route: its Service's endpoints
+// backendFor is the desired backend of a route: its Services' endpoints
 // and, for an edge route, its Secret's version.
-func (s *Source) backendFor(t *txn, r dcm.Route, v *serviceView) dcm.DesiredBackend {
+func (s *Source) backendFor(t *txn, r dcm.Route) dcm.DesiredBackend {
 	if r.TLS != nil {
 		tls := *r.TLS // shared with s.routes: never written in place
 		tls.Version = s.certVersion(t, tls.Secret)
 		r.TLS = &tls
 	}
-	return backendFor(r, v)
+	views := make([]*serviceView, len(r.Services))
+	for i, ref := range r.Services {
+		views[i] = s.view(t, r.Namespace, ref.Name)
+	}
+	return backendFor(r, views)
 }
 
-func backendFor(r dcm.Route, v *serviceView) dcm.DesiredBackend {
-	r.Workload = v.workload
-	eps := ServiceEndpoints(v.svc, v.slices, r.Services[0].Port)
-	if eps == nil {
-		eps = []dcm.Endpoint{} // JSON [] rather than null
+// backendFor builds a route's backend from the views of its services, in
+// the order of r.Services. A route with several services weighs each
+// server so that every service gets its share (dcm.ServerWeights); as
+// endpoints come and go the weights of all the route's servers follow.
+func backendFor(r dcm.Route, views []*serviceView) dcm.DesiredBackend {
+	eps := []dcm.Endpoint{} // JSON [] rather than null
+	if len(views) > 0 {
+		r.Workload = views[0].workload
 	}
+	if len(views) == 1 {
+		eps = append(eps, ServiceEndpoints(views[0].svc, views[0].slices, r.Services[0].Port)...)
+		return dcm.DesiredBackend{Name: r.BackendName(), Route: r, Endpoints: eps}
+	}
+	// Two Services may select the same pods: one server per name and per
+	// address, the first service's (the primary comes first), and it counts
+	// for that service only.
+	names, addrs := map[string]bool{}, map[string]bool{}
+	service := map[string]int{} // endpoint name → index in r.Services
+	shares, ready := make([]int, len(views)), make([]int, len(views))
+	for i, v := range views {
+		shares[i] = r.Services[i].Weight
+		for _, e := range ServiceEndpoints(v.svc, v.slices, r.Services[i].Port) {
+			addr := net.JoinHostPort(e.Addr, strconv.Itoa(e.Port))
+			if names[e.Name] || addrs[addr] {
+				continue
+			}
+			names[e.Name], addrs[addr] = true, true
+			service[e.Name] = i
+			if e.State == dcm.StateReady {
+				ready[i]++
+			}
+			e.Service = r.Services[i].Name
+			eps = append(eps, e)
+		}
+	}
+	weights := dcm.ServerWeights(shares, ready)
+	for k := range eps {
+		eps[k].Weight = weights[service[eps[k].Name]]
+	}
+	slices.SortFunc(eps, func(a, b dcm.Endpoint) int { return strings.Compare(a.Name, b.Name) })
 	return dcm.DesiredBackend{Name: r.BackendName(), Route: r, Endpoints: eps}
 }
 

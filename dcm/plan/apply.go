@@ -65,6 +65,10 @@ func Apply(dp DataPlane, ops []dcm.Op) (DataPlane, error) {
 		if !ok {
 			return DataPlane{}, fmt.Errorf("op %d (%s): no such backend %s", n, op, name)
 		}
+		if op.Kind == dcm.OpCookieKey {
+			// A backend's key: nothing dcm models changes.
+			continue
+		}
 		if !copied[name] {
 			servers = slices.Clone(servers)
 			copied[name] = true
@@ -132,6 +136,9 @@ func applyServerOp(servers []dcm.Server, op dcm.Op) ([]dcm.Server, error) {
 		s.Unobserved = true
 	case dcm.OpSetWeight:
 		s.Weight = op.Weight
+	case dcm.OpDynamicCookie:
+		// HAProxy's cookie is a hash of the backend's key and the server's
+		// address: nothing dcm models changes.
 	case dcm.OpEnableHealth:
 		if !s.Check {
 			return nil, fmt.Errorf("server has no health check")

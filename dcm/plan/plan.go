@@ -63,6 +63,11 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 			r := planDynamic(dcm.Backend{Name: d.Name, Kind: d.Route.Kind, Route: d.Route, Slot: slot}, d)
 			routing = true
 			next = append(next, r.next)
+			if d.Route.Sticky {
+				// The key first: enable dynamic-cookie after each add
+				// server computes the cookie from it.
+				ops = append(ops, dcm.Op{Kind: dcm.OpCookieKey, Backend: d.Name, Slot: slot})
+			}
 			ops = append(ops, withSlot(r.ops, slot)...)
 			waiting += r.waiting
 		default:
@@ -187,7 +192,7 @@ func AfterReload(st dcm.State) dcm.State {
 func serverFor(e dcm.Endpoint, r dcm.Route, origin dcm.Origin) dcm.Server {
 	return dcm.Server{
 		Name: e.Name, Addr: e.Addr, Port: e.Port, Weight: e.Weight, State: e.State,
-		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Check: r.Check, Unobserved: true,
+		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Check: r.Check, Unobserved: true,
 	}
 }
 
@@ -263,7 +268,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 			e := eps[j]
 			changed(i)
 			s := serverFor(e, d.Route, dcm.OriginRuntime)
-			out.ops = append(out.ops, addServer(a.Name, s)...)
+			out.ops = append(out.ops, addServer(a.Name, s, d.Route.Sticky)...)
 			next = append(next, s)
 			j++
 		default:
@@ -288,11 +293,15 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 
 // addServer creates a server the way HAProxy 2.6 needs it: it starts in
 // maint and without checks, so checks and state follow as separate commands.
-func addServer(backend string, s dcm.Server) []dcm.Op {
+func addServer(backend string, s dcm.Server, sticky bool) []dcm.Op {
 	ops := []dcm.Op{{
 		Kind: dcm.OpAddServer, Backend: backend, Server: s.Name, Addr: s.Addr, Port: s.Port,
 		Weight: s.Weight, Check: s.Check, Endpoint: s.Endpoint, Pod: s.Pod,
 	}}
+	if sticky {
+		// Before it can take traffic, or its first clients get no cookie.
+		ops = append(ops, dcm.Op{Kind: dcm.OpDynamicCookie, Backend: backend, Server: s.Name, Endpoint: s.Endpoint, Pod: s.Pod})
+	}
 	if s.Check {
 		ops = append(ops, dcm.Op{Kind: dcm.OpEnableHealth, Backend: backend, Server: s.Name, Endpoint: s.Endpoint, Pod: s.Pod})
 	}
@@ -315,6 +324,7 @@ func converge(backend string, s dcm.Server, e dcm.Endpoint) ([]dcm.Op, dcm.Serve
 		s.Addr, s.Port, s.Endpoint, s.Pod = e.Addr, e.Port, e.Name, e.Pod
 		s.Unobserved = true
 	}
+	s.Service = e.Service // bookkeeping only: HAProxy does not know it
 	if s.Weight != e.Weight {
 		ops = append(ops, dcm.Op{Kind: dcm.OpSetWeight, Backend: backend, Server: s.Name, Weight: e.Weight, Endpoint: e.Name, Pod: e.Pod})
 		s.Weight = e.Weight

@@ -26,13 +26,14 @@ import (
 type pool struct {
 	free     []string // from actual, in taking order
 	released []string
+	sticky   bool // sticky spares are rendered
 }
 
 func newPool(st dcm.State, caps dcm.Caps) *pool {
 	if !caps.Pooled() {
 		return &pool{}
 	}
-	return &pool{free: slices.Clone(st.Pool)}
+	return &pool{free: slices.Clone(st.Pool), sticky: caps.StickyPool > 0}
 }
 
 // take returns a spare for r, or why the route needs a reload.
@@ -40,6 +41,15 @@ func (p *pool) take(r dcm.Route) (string, dcm.ReloadReason) {
 	kind := poolKind(r.Kind)
 	if !slices.Contains(dcm.PoolKinds, kind) || balanceOf(r) != poolBalance {
 		return "", dcm.ReasonRouteAdded // spares are rendered for this kind and balance only
+	}
+	if r.Sticky {
+		// Plain spares have no cookie (with cookie insert, HAProxy expires
+		// the cookie in every response of a server without one, so plain
+		// routes must not get it): sticky routes take sticky spares.
+		if !p.sticky {
+			return "", dcm.ReasonRouteAdded
+		}
+		kind = dcm.PoolSticky
 	}
 	for i, name := range p.free {
 		if k, _, ok := dcm.ParsePoolBackend(name); ok && k == kind {
@@ -92,11 +102,14 @@ func freshPool(caps dcm.Caps) []string {
 	if !caps.Pooled() {
 		return nil
 	}
-	out := make([]string, 0, caps.Pool*len(dcm.PoolKinds))
+	out := make([]string, 0, caps.Pool*len(dcm.PoolKinds)+caps.StickyPool)
 	for _, k := range dcm.PoolKinds {
 		for n := 1; n <= caps.Pool; n++ {
 			out = append(out, dcm.PoolBackendName(k, n))
 		}
+	}
+	for n := 1; n <= caps.StickyPool; n++ {
+		out = append(out, dcm.PoolBackendName(dcm.PoolSticky, n))
 	}
 	dcm.SortPool(out)
 	return out

@@ -35,7 +35,7 @@ func DesiredOf(st dcm.State) dcm.Desired {
 				continue
 			}
 			slab = append(slab, dcm.Endpoint{Name: s.Endpoint, Addr: s.Addr, Port: s.Port,
-				Weight: s.Weight, State: s.State, Pod: s.Pod})
+				Weight: s.Weight, State: s.State, Pod: s.Pod, Service: s.Service})
 		}
 		db := dcm.DesiredBackend{Name: b.Name, Route: b.Route}
 		if len(slab) > start {
@@ -289,10 +289,16 @@ func scalePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 	for k, i := range idx {
 		names[k] = d.Backends[i].Name
 	}
-	// The pods that count as replicas: those not already terminating.
+	// The pods that count as replicas: those not already terminating, and
+	// of a route split between services, the primary's (the workload is
+	// the primary service's).
 	state := map[string]dcm.AdminState{}
 	for _, i := range idx {
-		for _, e := range d.Backends[i].Endpoints {
+		b := d.Backends[i]
+		for _, e := range b.Endpoints {
+			if e.Service != "" && len(b.Route.Services) > 1 && e.Service != b.Route.Services[0].Name {
+				continue
+			}
 			if e.Pod != "" && e.State != dcm.StateDrain {
 				state[e.Pod] = e.State
 			}
@@ -383,13 +389,17 @@ func withPods(d dcm.Desired, idx []int, pods []string, st dcm.AdminState) dcm.De
 			}
 			port, weight = e.Port, e.Weight
 		}
+		service := "" // the workload is the route's primary service's
+		if len(b.Route.Services) > 1 {
+			service = b.Route.Services[0].Name
+		}
 		eps := slices.Clone(b.Endpoints)
 		for _, pod := range pods {
-			eps = append(eps, dcm.Endpoint{Name: pod + ":" + portName, Port: port, Weight: weight, State: st, Pod: pod})
+			eps = append(eps, dcm.Endpoint{Name: pod + ":" + portName, Port: port, Weight: weight, State: st, Pod: pod, Service: service})
 		}
 		slices.SortFunc(eps, func(a, b dcm.Endpoint) int { return strings.Compare(a.Name, b.Name) })
 		b.Endpoints = eps
-		out.Backends[i] = b
+		out.Backends[i] = b.Reweigh()
 	}
 	return out
 }
@@ -404,7 +414,7 @@ func setPods(d dcm.Desired, idx []int, pods []string, st dcm.AdminState) dcm.Des
 				b.Endpoints[k].State = st
 			}
 		}
-		out.Backends[i] = b
+		out.Backends[i] = b.Reweigh()
 	}
 	return out
 }
@@ -414,7 +424,7 @@ func withoutPods(d dcm.Desired, idx []int, pods []string) dcm.Desired {
 	for _, i := range idx {
 		b := out.Backends[i]
 		b.Endpoints = slices.DeleteFunc(slices.Clone(b.Endpoints), func(e dcm.Endpoint) bool { return slices.Contains(pods, e.Pod) })
-		out.Backends[i] = b
+		out.Backends[i] = b.Reweigh()
 	}
 	return out
 }

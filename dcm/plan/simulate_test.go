@@ -200,3 +200,41 @@ func TestSimulateCountsSpares(t *testing.T) {
 		t.Errorf("memory grows by %d, want the 2 servers added at runtime (%d): the spare existed already", grew, 2*costs.PerRuntimeServer)
 	}
 }
+
+// TestSimulateSplitRoute: scaling the primary of a route split 80/20
+// predicts the weights the kube layer will compute: every server's weight
+// follows, the canary's included.
+func TestSimulateSplitRoute(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
+	r := route("web")
+	r.Workload = &dcm.WorkloadRef{Kind: "Deployment", Name: "web"}
+	r.Services = []dcm.ServiceRef{{Name: "web", Port: "http", Weight: 80}, {Name: "canary", Port: "http", Weight: 20}}
+	w := dcm.ServerWeights([]int{80, 20}, []int{2, 1})
+	eps := []dcm.Endpoint{
+		{Name: "canary-0:http", Addr: "10.0.1.1", Port: 8080, Weight: w[1], State: dcm.StateReady, Pod: "canary-0", Service: "canary"},
+		{Name: "web-0:http", Addr: "10.0.0.1", Port: 8080, Weight: w[0], State: dcm.StateReady, Pod: "web-0", Service: "web"},
+		{Name: "web-1:http", Addr: "10.0.0.2", Port: 8080, Weight: w[0], State: dcm.StateReady, Pod: "web-1", Service: "web"},
+	}
+	sim := Simulate(snapshotOf(desiredOf(r, eps...), caps), []dcm.WhatIf{{Kind: dcm.WhatIfScale, Namespace: "demo",
+		Workload: &dcm.WorkloadRef{Kind: "Deployment", Name: "web"}, Replicas: 6}}, dcm.HAProxy26MemoryCosts())
+	if len(sim.Errors) > 0 {
+		t.Fatal(sim.Errors)
+	}
+	want := dcm.ServerWeights([]int{80, 20}, []int{6, 1})
+	var web int
+	var canaryShare float64
+	for _, sh := range sim.Traffic {
+		wantW := want[0]
+		if sh.Pod == "canary-0" {
+			wantW, canaryShare = want[1], sh.Share
+		} else {
+			web++
+		}
+		if sh.Weight != wantW {
+			t.Errorf("server %s: predicted weight %d, want %d", sh.Server, sh.Weight, wantW)
+		}
+	}
+	if web != 6 || canaryShare < 0.199 || canaryShare > 0.201 {
+		t.Errorf("%d web servers, canary share %.3f; want 6 and 0.2 (traffic %+v)", web, canaryShare, sim.Traffic)
+	}
+}

@@ -77,6 +77,11 @@ type Options struct {
 	RetryReloadAfter time.Duration
 	// RecordCommands keeps every admin-socket command dcm sends (Stack.Commands).
 	RecordCommands bool
+	// Cluster watches the demo cluster another Stack runs, as a second dcm
+	// replica would (the other Stack keeps running it).
+	Cluster *demo.Cluster
+	// CookieSecret is what --cookie-secret-file holds (sticky routes' keys).
+	CookieSecret string
 }
 
 // Stack is dcm wired as main wires it, with the real haproxy binary.
@@ -156,7 +161,7 @@ func Start(tb testing.TB, o Options) *Stack {
 	certs := &lateCerts{src: o.Certs}
 	s.Driver = haproxy.NewDriver(haproxy.DriverConfig{
 		Binary: bin, WorkDir: s.Dir,
-		Settings: haproxy.Settings{HTTPBind: s.HTTPAddr, HTTPSBind: s.HTTPSAddr},
+		Settings: haproxy.Settings{HTTPBind: s.HTTPAddr, HTTPSBind: s.HTTPSAddr, CookieSecret: o.CookieSecret},
 		Observer: func(command string, d time.Duration, err error) {
 			metrics.ObserveCommand(command, d, err)
 			if o.RecordCommands {
@@ -178,6 +183,9 @@ func Start(tb testing.TB, o Options) *Stack {
 	source := o.Source
 	if source == nil {
 		s.Client = o.Client
+		if o.Cluster != nil {
+			s.Cluster, s.Client = o.Cluster, o.Cluster.Client()
+		}
 		if s.Client == nil {
 			apps := o.Apps
 			if apps == nil {

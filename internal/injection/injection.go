@@ -107,6 +107,10 @@ var StringFields = []Field{
 		i.Spec.Rules[0].Host = v
 		i.Spec.Rules[0].HTTP.Paths[0].Path = "/"
 	}, func(h string) string { return Marker + h + "x.example.com" }, Marker + strings.Repeat("a", 61) + ".example.com", dcm.RejectInvalidHost, "spec.rules[0].host"},
+	{"weights annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/weights"] = v },
+		func(h string) string { return "web=80," + inName(h) + "=20" }, "web=80," + Marker + strings.Repeat("a", 61) + "=20", dcm.RejectInvalidName, "metadata.annotations[dcm.io/weights]"},
+	{"sticky annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/sticky"] = v },
+		func(h string) string { return "true" + h + Marker }, "true" + Marker + strings.Repeat("e", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/sticky]"},
 	{"tls secret name", func(i *ing, _ *slice, v string) {
 		i.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{i.Spec.Rules[0].Host}, SecretName: v}}
 	}, inName, Marker + strings.Repeat("a", 251), dcm.RejectInvalidName, "spec.tls[0].secretName"},
