@@ -131,7 +131,7 @@ func (m *Metrics) setState(st dcm.State) {
 		free[k] = 0
 	}
 	for _, name := range st.Pool {
-		if k, _, ok := dcm.ParsePoolBackend(name); ok {
+		if k, ok := dcm.SpareKind(name); ok {
 			free[k]++
 		}
 	}

@@ -44,7 +44,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 			retired = append(retired, withSlot(r.ops, a.Slot)...)
 			waiting += r.waiting
 			if len(r.next.Servers) == 0 {
-				spares.release(a.Slot)
+				spares.release(a)
 				continue
 			}
 			next = append(next, r.next)
@@ -55,7 +55,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 				reasons = append(reasons, dcm.ReasonRouteAdded)
 				continue
 			}
-			slot, reason := spares.take(d.Route)
+			slot, reason := spares.take(d)
 			if reason != "" {
 				reasons = append(reasons, reason)
 				continue
