@@ -250,7 +250,9 @@ func (rep Report) Markdown(machine string) string {
 	w("estimate multiplies (`dcm.HAProxy26MemoryCosts`, measured by `dcm/haproxy`'s `BenchmarkMemoryCosts`).\n\n")
 
 	w("## How each figure is measured\n\n")
-	w("- **Reloads**: `dcm_reloads_total{reason}` during the churn.\n")
+	w("- **Reloads**: reloads done (`dcm_reload_duration_seconds` samples) during the churn; by reason\n")
+	w("  `dcm_reloads_total{reason}`, where a reload for two reasons (an endpoint and a certificate that changed in one sync)\n")
+	w("  counts under each, so the reasons add up to more than the reloads.\n")
 	w("- **HAProxy memory**: the sum of `Pss` (`/proc/<pid>/smaps_rollup`) over the master and all its children —\n")
 	w("  the current worker and every old one — sampled every %s. Pss shares the pages the forked workers still share\n", cfg.SampleEvery)
 	w("  with the master among them, so the sum is what HAProxy really holds; summed RSS would count them again per worker.\n")

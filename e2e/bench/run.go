@@ -58,7 +58,8 @@ type Sample struct {
 type Result struct {
 	Mode          string
 	Events        map[EventKind]int
-	Reloads       map[string]int // by reason
+	Reloads       map[string]int // by reason: a reload with two reasons counts under each
+	ReloadsDone   int            // reloads (dcm_reload_duration_seconds samples)
 	Latencies     []time.Duration
 	ProbeTimeouts int
 	// CertLatencies: from a rotation's API write until a TLS handshake
@@ -89,14 +90,8 @@ type Result struct {
 // churn's own pod starts and probes (which every mode pays alike).
 func (r Result) DCMCPU() float64 { return max(r.CPU-r.CPUBaseline, 0) }
 
-// Reloads counts every reload.
-func (r Result) ReloadCount() int {
-	n := 0
-	for _, v := range r.Reloads {
-		n += v
-	}
-	return n
-}
+// ReloadCount counts every reload once, whatever its reasons.
+func (r Result) ReloadCount() int { return r.ReloadsDone }
 
 func processCPU() float64 {
 	var ru syscall.Rusage
@@ -193,6 +188,10 @@ func RunMode(t *testing.T, cfg Config, mode Mode, script Script, certs *certs) R
 	stats.mu.Unlock()
 
 	reloads0, err := byLabel(s.Registry, "dcm_reloads_total", "reason")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done0, err := byLabel(s.Registry, "dcm_reload_duration_seconds", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,6 +331,11 @@ func RunMode(t *testing.T, cfg Config, mode Mode, script Script, certs *certs) R
 	if err != nil {
 		t.Fatal(err)
 	}
+	done1, err := byLabel(s.Registry, "dcm_reload_duration_seconds", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.ReloadsDone = int(done1[""] - done0[""])
 	cmds1, err := byLabel(s.Registry, "dcm_runtime_command_duration_seconds", "command")
 	if err != nil {
 		t.Fatal(err)
