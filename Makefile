@@ -104,8 +104,8 @@ fuzz:
 ## bench: the modes side by side on one churn workload (e2e/bench: writes docs/bench.md, its
 ## SVGs and README's headline), then planner, renderer, runtime API round trip, event to
 ## HAProxy reply at 1,000 routes, and the what-if preview in Chromium at 1,000 backends.
-## BENCH_QUICK=1: the comparison only, on an 8 s churn (2.5 min on the shared 2-core machine:
-## starting 5,500 pods and HAProxy with 1,000 routes four times, and the reload microbenchmarks).
+## BENCH_QUICK=1: the comparison only, on 200 routes and a 6 s churn (about a minute on the
+## shared 2-core machine, most of it starting the pods and HAProxy four times).
 bench: deps wasm
 	BENCH_QUICK=$(BENCH_QUICK) DCM_BENCH_CMD="$(if $(BENCH_QUICK),BENCH_QUICK=1 )make bench" \
 		$(GO) test -tags bench -count=1 -timeout 30m -run '^TestCompareModes$$' ./e2e/bench/

@@ -164,8 +164,10 @@ func ValidateMapKey(field, s string) error {
 // Pools: in dynamic mode HAProxy starts with spare, empty backends per route
 // kind. A new route takes one (add server, then a map replace points its
 // keys at it) instead of a reload; a deleted route's spare goes back once
-// its servers are gone. "_pool" cannot be a Kubernetes namespace (no
-// underscore), so a spare's name never collides with a route's.
+// its servers are gone, and so does a deleted route's own backend when it
+// is rendered like a spare (an HTTP backend with the pool's balance).
+// "_pool" cannot be a Kubernetes namespace (no underscore), so a numbered
+// spare's name never collides with a route's.
 
 // PoolKinds are the route kinds that get spare backends: HTTP backends
 // (plain and edge routes) and TCP backends (passthrough routes).
@@ -200,17 +202,55 @@ func ParsePoolBackend(name string) (RouteKind, int, bool) {
 	return RouteKind(kind), n, true
 }
 
-// SortPool orders spare backends the way they are taken: by kind, then by
-// number (pool:2 before pool:10).
+// PoolKind is the kind of spare a route of kind k takes. An edge route's
+// backend is an HTTP backend (TLS ends in the frontend), so it takes an
+// HTTP spare.
+func PoolKind(k RouteKind) RouteKind {
+	if k == KindEdge {
+		return KindHTTP
+	}
+	return k
+}
+
+// SpareKind is the kind of a free spare backend: a numbered spare's own,
+// or, for a route's backend that joined the pool once its route was
+// deleted and its servers were gone (be_<kind>:<namespace>:<route>), the
+// pool kind of that route's kind.
+func SpareKind(name string) (RouteKind, bool) {
+	if k, _, ok := ParsePoolBackend(name); ok {
+		return k, true
+	}
+	rest, ok := strings.CutPrefix(name, "be_")
+	if !ok {
+		return "", false
+	}
+	kind, route, ok := strings.Cut(rest, ":")
+	if !ok || kind == "" || route == "" {
+		return "", false
+	}
+	return PoolKind(RouteKind(kind)), true
+}
+
+// SortPool orders spare backends the way they are taken: by kind, the
+// numbered ones by number (pool:2 before pool:10), then the recycled
+// route backends by name.
 func SortPool(names []string) {
 	slices.SortFunc(names, comparePool)
 }
 
 func comparePool(a, b string) int {
-	ka, na, _ := ParsePoolBackend(a)
-	kb, nb, _ := ParsePoolBackend(b)
+	ka, _ := SpareKind(a)
+	kb, _ := SpareKind(b)
 	if c := strings.Compare(string(ka), string(kb)); c != 0 {
 		return c
+	}
+	_, na, oka := ParsePoolBackend(a)
+	_, nb, okb := ParsePoolBackend(b)
+	switch {
+	case oka && !okb:
+		return -1
+	case !oka && okb:
+		return 1
 	}
 	if c := cmp.Compare(na, nb); c != 0 {
 		return c

@@ -216,6 +216,87 @@ func TestPoolExhausted(t *testing.T) {
 	filesEqualRuntime(t, s)
 }
 
+// TestDeletedRoutesRefillThePool: routes rendered at start have backends of
+// their own name, not spares. Deleted, their emptied backends join the pool
+// (the cfg renders them as spares, equal to runtime), and the next new
+// routes run in them without a reload, each still known by its own route's
+// name in the snapshot while HAProxy knows the old one.
+func TestDeletedRoutesRefillThePool(t *testing.T) {
+	app := startPod(t, "127.0.5.101", "app")
+	base := desiredApp(app.endpoint(dcm.StateReady))
+	caps := pooled
+	caps.Pool = 1
+	var old []dcm.Route
+	var oldPods []pod
+	for i := range 3 {
+		name := fmt.Sprintf("old%d", i)
+		old = append(old, poolRoute(name, name+".test", "/"))
+		oldPods = append(oldPods, startPod(t, fmt.Sprintf("127.0.5.%d", 110+i), "pod-"+name))
+	}
+	src := harness.NewStaticSource(withRoutes(base, old, oldPods))
+	s := harness.Start(t, harness.Options{Source: src, Caps: caps})
+	pid, reloads := s.WorkerPID(), s.Reloads()
+	for i, r := range old {
+		answers(s, r.Host, "/", oldPods[i].Name)
+		if b := s.Backend(r.BackendName()); b.Slot != "" {
+			t.Fatalf("%s rendered in spare %s at start", b.Name, b.Slot)
+		}
+	}
+
+	src.Set(base)
+	s.Eventually("the deleted routes' backends are spares", 10*time.Second, func() error {
+		if got := s.Engine.Snapshot().Pool; len(got) != 1+len(old) {
+			return fmt.Errorf("pool %v", got)
+		}
+		return nil
+	})
+	for _, r := range old {
+		if err := s.ExpectStatus(r.Host, "/", http.StatusNotFound); err != nil {
+			t.Errorf("%s after its deletion: %v", r.Host, err)
+		}
+	}
+	filesEqualRuntime(t, s)
+	cfg, err := s.Engine.Config(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Drift) > 0 {
+		t.Errorf("drift with recycled spares: %v", cfg.Drift)
+	}
+
+	// Four new routes, four spares: one numbered, three recycled.
+	var fresh []dcm.Route
+	var freshPods []pod
+	for i := range 4 {
+		name := fmt.Sprintf("new%d", i)
+		fresh = append(fresh, poolRoute(name, name+".test", "/"))
+		freshPods = append(freshPods, startPod(t, fmt.Sprintf("127.0.5.%d", 120+i), "pod-"+name))
+	}
+	src.Set(withRoutes(base, fresh, freshPods))
+	recycled := 0
+	for i, r := range fresh {
+		answers(s, r.Host, "/", freshPods[i].Name)
+		b := s.Backend(r.BackendName())
+		if b.Name != r.BackendName() || b.Slot == "" {
+			t.Errorf("%s: backend %s in %q", r.Name, b.Name, b.Slot)
+		}
+		if strings.HasPrefix(b.Slot, "be_http:test:old") {
+			recycled++
+		}
+	}
+	if recycled != len(old) {
+		t.Errorf("%d new routes in the deleted routes' backends, want %d", recycled, len(old))
+	}
+	if s.WorkerPID() != pid || s.Reloads() != reloads {
+		t.Errorf("worker %d → %d, reloads %v → %v", pid, s.WorkerPID(), reloads, s.Reloads())
+	}
+	answers(s, "app.test", "/", app.Name)
+	filesEqualRuntime(t, s)
+	if cfg, err = s.Engine.Config(context.Background()); err != nil || len(cfg.Drift) > 0 {
+		t.Errorf("drift %v, err %v", cfg.Drift, err)
+	}
+}
+
 // TestOverlappingPathsInSpares: /, /api and /api/v1 on one host, created
 // one at a time most generic first, then deleted and created in reverse
 // order: each path reaches its own pod every time, without a reload.

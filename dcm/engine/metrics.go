@@ -134,7 +134,7 @@ func (m *Metrics) setState(st dcm.State) {
 	// keep saying one is free.
 	free[dcm.PoolSticky] = 0
 	for _, name := range st.Pool {
-		if k, _, ok := dcm.ParsePoolBackend(name); ok {
+		if k, ok := dcm.SpareKind(name); ok {
 			free[k]++
 		}
 	}

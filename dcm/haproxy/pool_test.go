@@ -149,6 +149,46 @@ func TestPooledRoute(t *testing.T) {
 	if code, body := get(t, bind, "a.example", "/api/v1/z"); code != 200 || body != "v1" {
 		t.Errorf("after reload: GET a.example/api/v1/z = %d %q", code, body)
 	}
+
+	// web was rendered under its own name. Deleted and emptied, that
+	// backend becomes a spare and carries a new route, without a reload.
+	pid = workerPID(t, d)
+	prev = next
+	webB, _ := prev.Backend(web.BackendName())
+	next = prev
+	next.Backends = slices.DeleteFunc(slices.Clone(prev.Backends), func(b dcm.Backend) bool { return b.Name == webB.Name })
+	next.Pool = append(slices.Clone(prev.Pool), webB.Name)
+	ops = append(mapReplaces(prev, next),
+		dcm.Op{Kind: dcm.OpSetState, Backend: webB.Name, Server: webSrv.Name, State: dcm.StateMaint},
+		dcm.Op{Kind: dcm.OpDelServer, Backend: webB.Name, Server: webSrv.Name})
+	mustf(t, d.Apply(ctx, ops, next), "delete web")
+	mustf(t, d.Write(next), "write")
+	if cfg, _ := os.ReadFile(filepath.Join(d.cfg.WorkDir, ConfigName)); !strings.Contains(string(cfg), "\nbackend be_http:ns:web\n    balance roundrobin\n") {
+		t.Fatalf("cfg lacks web's backend as an empty spare:\n%s", cfg)
+	}
+	prev = next
+	fresh := route("ns", "fresh", "fresh.example", "/", dcm.PathPrefix)
+	freshSrv := serverFor(testkit.StartBackend(t, "127.0.0.6", "fresh"), dcm.StateReady)
+	fb := backendFor(fresh, freshSrv)
+	fb.Slot = webB.Name
+	next = state(append(slices.Clone(prev.Backends), fb)...)
+	next.Pool = slices.DeleteFunc(slices.Clone(prev.Pool), func(n string) bool { return n == webB.Name })
+	ops = append([]dcm.Op{
+		{Kind: dcm.OpAddServer, Backend: fb.Name, Slot: fb.Slot, Server: freshSrv.Name, Addr: freshSrv.Addr, Port: freshSrv.Port, Weight: 1},
+		{Kind: dcm.OpSetState, Backend: fb.Name, Slot: fb.Slot, Server: freshSrv.Name, State: dcm.StateReady},
+	}, mapReplaces(prev, next)...)
+	mustf(t, d.Apply(ctx, ops, next), "add fresh into web's backend")
+	mustf(t, d.Write(next), "write")
+	filesEqualRuntime(t, d)
+	if code, body := get(t, bind, "fresh.example", "/"); code != 200 || body != "fresh" {
+		t.Errorf("GET fresh.example = %d %q", code, body)
+	}
+	if code, _ := get(t, bind, "web.example", "/"); code != 404 {
+		t.Errorf("GET web.example after its deletion = %d, want 404", code)
+	}
+	if workerPID(t, d) != pid {
+		t.Error("the worker changed: something reloaded")
+	}
 }
 
 // mapReplaces is what the planner emits for the maps between two states.
@@ -229,9 +269,20 @@ func TestRenderPool(t *testing.T) {
 	if _, err := Render(testSettings, twice); err == nil {
 		t.Error("one spare carrying two backends rendered")
 	}
-	bad := state(a)
-	bad.Pool = []string{"be_http:ns:x"}
-	if _, err := Render(testSettings, bad); err == nil {
-		t.Error("a free spare with a route's name rendered")
+	// A deleted route's own backend that joined the pool is a spare like
+	// the numbered ones; a name that is neither is refused.
+	recycled := state(a)
+	recycled.Pool = []string{"be_http:ns:x"}
+	f, err = Render(testSettings, recycled)
+	mustf(t, err, "render a recycled spare")
+	if !strings.HasSuffix(string(f.Config), "\nbackend be_http:ns:x\n    balance roundrobin\n") {
+		t.Errorf("the recycled spare is not rendered empty, last:\n%s", f.Config)
+	}
+	for _, name := range []string{"other", "be_http", "be_http:", "be_http:ns x", "be_:ns:x"} {
+		bad := state(a)
+		bad.Pool = []string{name}
+		if _, err := Render(testSettings, bad); err == nil {
+			t.Errorf("a free spare named %q rendered", name)
+		}
 	}
 }

@@ -201,14 +201,15 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 			return Files{}, fmt.Errorf("backend %q appears twice", b.Name)
 		}
 	}
-	// The free spares are rendered as empty backends, after the others.
+	// The free spares are rendered as empty backends, after the others:
+	// numbered ones and deleted routes' backends that joined the pool.
 	all := backends
 	if len(st.Pool) > 0 {
 		all = make([]dcm.Backend, 0, len(backends)+len(st.Pool))
 		all = append(all, backends...)
 		for _, name := range st.Pool {
-			if _, _, ok := dcm.ParsePoolBackend(name); !ok {
-				return Files{}, fmt.Errorf("spare backend %q: not a pool backend name", name)
+			if _, ok := dcm.SpareKind(name); !ok {
+				return Files{}, fmt.Errorf("spare backend %q: not a pool or route backend name", name)
 			}
 			spare := dcm.Backend{Name: name}
 			if k, _, _ := dcm.ParsePoolBackend(name); k == dcm.PoolSticky {
@@ -410,7 +411,7 @@ func tcpBackend(b dcm.Backend) bool {
 	if b.Route.Name != "" {
 		return b.Route.Kind == dcm.KindPassthrough
 	}
-	k, _, ok := dcm.ParsePoolBackend(b.ProxyName())
+	k, ok := dcm.SpareKind(b.ProxyName())
 	return ok && k == dcm.KindPassthrough
 }
 

@@ -102,3 +102,36 @@ func TestSimulateRotateCert(t *testing.T) {
 		}
 	}
 }
+
+// TestCertChangeNamedWithOtherReasons: without runtime certificates, a
+// rotation that comes in the same sync as another reason to reload is
+// named among the reasons; with them, it is not a reason (the reload
+// writes it anyway).
+func TestCertChangeNamedWithOtherReasons(t *testing.T) {
+	a := ep("shop-a", "127.0.1.1", dcm.StateReady)
+	b := ep("shop-b", "127.0.1.2", dcm.StateReady)
+	for _, tt := range []struct {
+		caps dcm.Caps
+		want []dcm.ReloadReason
+	}{
+		{dcm.Caps{Mode: dcm.ModeReload, AddServer: true}, []dcm.ReloadReason{dcm.ReasonCertChanged, dcm.ReasonEndpointsChange}},
+		{dcm.Caps{Mode: dcm.ModeSlots, AddServer: true, Slots: 1}, []dcm.ReloadReason{dcm.ReasonCertChanged, dcm.ReasonSlotsExhausted}},
+		{dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1, RuntimeCerts: true}, []dcm.ReloadReason{dcm.ReasonRouteChanged}},
+	} {
+		st := idle(Fresh(desiredAll(desiredBackend(edgeRoute("shop", "shop.test", "aa"), a)), tt.caps))
+		next := edgeRoute("shop", "shop.test", "bb")
+		if tt.caps.Mode == dcm.ModeDynamic {
+			next.Balance = dcm.BalanceLeastConn // something only a reload changes
+		}
+		d := desiredAll(desiredBackend(next, a, b))
+		if tt.caps.Mode == dcm.ModeSlots {
+			d = desiredAll(desiredBackend(next, a, b, ep("shop-c", "127.0.1.3", dcm.StateReady)))
+		}
+		if tt.caps.Mode != dcm.ModeDynamic { // checkPlan holds pooled mode to reloading only for an empty pool
+			checkPlan(t, string(tt.caps.Mode), st, d, tt.caps)
+		}
+		if p := Compute(st, d, tt.caps); !slices.Equal(p.Reasons, tt.want) {
+			t.Errorf("%s: reasons %v, want %v", tt.caps.Mode, p.Reasons, tt.want)
+		}
+	}
+}

@@ -44,7 +44,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 			retired = append(retired, withSlot(r.ops, a.Slot)...)
 			waiting += r.waiting
 			if len(r.next.Servers) == 0 {
-				spares.release(a.Slot)
+				spares.release(a)
 				continue
 			}
 			next = append(next, r.next)
@@ -55,7 +55,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 				reasons = append(reasons, dcm.ReasonRouteAdded)
 				continue
 			}
-			slot, reason := spares.take(d.Route)
+			slot, reason := spares.take(d)
 			if reason != "" {
 				reasons = append(reasons, reason)
 				continue
@@ -96,7 +96,16 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 		}
 	}
 	if len(reasons) > 0 {
-		return Reload(desired, caps, reasons...)
+		p := Reload(desired, caps, reasons...)
+		if !caps.RuntimeCerts && !slices.Equal(dcm.CertsOf(actual.Backends), dcm.CertsOf(p.Next.Backends)) {
+			// A certificate that changed with the rest would have
+			// reloaded on its own: the reasons say so, so that a
+			// rotation is not hidden behind the change it came with.
+			p.Reasons = append(p.Reasons, dcm.ReasonCertChanged)
+			slices.Sort(p.Reasons)
+			p.Reasons = slices.Compact(p.Reasons)
+		}
+		return p
 	}
 	st := dcm.State{Backends: next, Pool: spares.names()}
 	certFirst, certLast := certOps(actual, st)

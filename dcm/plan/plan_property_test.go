@@ -288,14 +288,17 @@ func checkPlan(t *testing.T, what string, actual dcm.State, desired dcm.Desired,
 	}
 }
 
-// newRoutes counts the desired routes that have no backend in st.
 // newRoutes counts the routes of d that st lacks, by the kind of spare
 // they take.
 func newRoutes(st dcm.State, d dcm.Desired) map[dcm.RouteKind]int {
 	n := map[dcm.RouteKind]int{}
 	for _, db := range d.Backends {
 		if _, ok := st.Backend(db.Name); !ok {
-			n[poolKind(db.Route.Kind)]++
+			k := dcm.PoolKind(db.Route.Kind)
+			if db.Route.Sticky {
+				k = dcm.PoolSticky
+			}
+			n[k]++
 		}
 	}
 	return n
@@ -306,7 +309,7 @@ func newRoutes(st dcm.State, d dcm.Desired) map[dcm.RouteKind]int {
 func outgrowsPool(st dcm.State, d dcm.Desired) bool {
 	free := map[dcm.RouteKind]int{}
 	for _, name := range st.Pool {
-		if k, _, ok := dcm.ParsePoolBackend(name); ok {
+		if k, ok := dcm.SpareKind(name); ok {
 			free[k]++
 		}
 	}

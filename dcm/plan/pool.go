@@ -10,7 +10,12 @@ import (
 // backend — add server for its endpoints, then a map replace points its keys
 // at the spare. A deleted route leaves the maps first, then its servers are
 // retired as any retired server is (maint, del server once idle), and when
-// the last one is gone its spare returns to the pool. A route whose host or
+// the last one is gone its spare returns to the pool. A route rendered under
+// its own name at the last reload has no spare: its own backend, empty and
+// in no map, becomes one when it is rendered as spares are (same kind, same
+// balance), and carries new routes under its old name; pages, events and
+// metrics keep naming each route's backend after its route (Backend.Name,
+// with the HAProxy name in Backend.Slot). A route whose host or
 // path changes is re-keyed in the maps in place. Only what HAProxy cannot
 // change at runtime (balance, checks) and an empty pool reload.
 //
@@ -36,13 +41,14 @@ func newPool(st dcm.State, caps dcm.Caps) *pool {
 	return &pool{free: slices.Clone(st.Pool), sticky: caps.StickyPool > 0}
 }
 
-// take returns a spare for r, or why the route needs a reload.
-func (p *pool) take(r dcm.Route) (string, dcm.ReloadReason) {
-	kind := poolKind(r.Kind)
-	if !slices.Contains(dcm.PoolKinds, kind) || balanceOf(r) != poolBalance {
+// take returns the spare that carries the new route d ("" when it is d's
+// own backend, back from the pool), or why the route needs a reload.
+func (p *pool) take(d dcm.DesiredBackend) (string, dcm.ReloadReason) {
+	if !slices.Contains(dcm.PoolKinds, dcm.PoolKind(d.Route.Kind)) || balanceOf(d.Route) != poolBalance {
 		return "", dcm.ReasonRouteAdded // spares are rendered for this kind and balance only
 	}
-	if r.Sticky {
+	kind := dcm.PoolKind(d.Route.Kind)
+	if d.Route.Sticky {
 		// Plain spares have no cookie (with cookie insert, HAProxy expires
 		// the cookie in every response of a server without one, so plain
 		// routes must not get it): sticky routes take sticky spares.
@@ -50,9 +56,14 @@ func (p *pool) take(r dcm.Route) (string, dcm.ReloadReason) {
 			return "", dcm.ReasonRouteAdded
 		}
 		kind = dcm.PoolSticky
+	} else if i := slices.Index(p.free, d.Name); i >= 0 {
+		// A route that comes back finds its own backend if it is still
+		// free: HAProxy knows it by the route's name again.
+		p.free = slices.Delete(p.free, i, i+1)
+		return "", ""
 	}
 	for i, name := range p.free {
-		if k, _, ok := dcm.ParsePoolBackend(name); ok && k == kind {
+		if k, ok := dcm.SpareKind(name); ok && k == kind {
 			p.free = slices.Delete(p.free, i, i+1)
 			return name, ""
 		}
@@ -60,20 +71,25 @@ func (p *pool) take(r dcm.Route) (string, dcm.ReloadReason) {
 	return "", dcm.ReasonPoolExhausted
 }
 
-// poolKind is the kind of spare a route takes. An edge route's backend is
-// an HTTP backend (TLS ends in the frontend), so it takes an HTTP spare.
-func poolKind(k dcm.RouteKind) dcm.RouteKind {
-	if k == dcm.KindEdge {
-		return dcm.KindHTTP
-	}
-	return k
+// spareLike reports whether a route's backend is rendered as a spare of
+// its kind is, so a spare can carry the route and, empty again, the
+// route's own backend can be a spare.
+// A sticky route's backend is rendered with its cookie, which a plain
+// spare must not have, so it is never one.
+func spareLike(r dcm.Route) bool {
+	return slices.Contains(dcm.PoolKinds, dcm.PoolKind(r.Kind)) && balanceOf(r) == poolBalance && !r.Sticky
 }
 
-// release returns a spare; a backend rendered under its route's name has
-// none and simply stays, empty and in no map, until the next reload drops it.
-func (p *pool) release(slot string) {
-	if slot != "" {
-		p.released = append(p.released, slot)
+// release returns the HAProxy backend of a deleted route whose servers are
+// all gone to the pool: its spare, or the route's own backend (rendered for
+// it at the last reload) when it is rendered as a spare is. Any other stays
+// in HAProxy, empty and in no map, until the next reload drops it.
+func (p *pool) release(b dcm.Backend) {
+	switch {
+	case b.Slot != "":
+		p.released = append(p.released, b.Slot)
+	case spareLike(b.Route):
+		p.released = append(p.released, b.Name)
 	}
 }
 

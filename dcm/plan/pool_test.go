@@ -185,3 +185,67 @@ func TestPoolOnlyInDynamicMode(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolRecyclesRenderedBackends: a route rendered under its own name at
+// the last reload has no spare to give back; once deleted and empty, its
+// own backend joins the pool and carries the next new route under its old
+// HAProxy name, while the route is still known by its own. A route that
+// comes back finds its own backend. A backend not rendered as spares are
+// (another balance) does not join.
+func TestPoolRecyclesRenderedBackends(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1}
+	web, shop, lc := route("web"), route("shop"), route("lc")
+	lc.Balance = dcm.BalanceLeastConn
+	a := ep("web-a", "127.0.1.1", dcm.StateReady)
+	s1 := ep("shop-1", "127.0.2.1", dcm.StateReady)
+	l1 := ep("lc-1", "127.0.3.1", dcm.StateReady)
+	all := desiredAll(desiredBackend(web, a), desiredBackend(shop, s1), desiredBackend(lc, l1))
+	st := idle(Fresh(all, caps))
+	apply := func(what string, d dcm.Desired) dcm.Plan {
+		t.Helper()
+		checkPlan(t, what, st, d, caps)
+		p := Compute(st, d, caps)
+		if p.Reload {
+			t.Fatalf("%s: reload %v", what, p.Reasons)
+		}
+		st = idle(p.Next)
+		return p
+	}
+	onlyWeb := desiredAll(desiredBackend(web, a))
+	apply("delete shop and lc", onlyWeb)
+	apply("their servers go", onlyWeb)
+	if want := []string{"be_http:_pool:1", "be_http:demo:shop", "be_passthrough:_pool:1"}; !slices.Equal(st.Pool, want) {
+		t.Fatalf("pool %v, want %v (lc's leastconn backend is no spare)", st.Pool, want)
+	}
+
+	x, y := route("x"), route("y")
+	withXY := desiredAll(desiredBackend(web, a), desiredBackend(x, ep("x-1", "127.0.4.1", dcm.StateReady)), desiredBackend(y, ep("y-1", "127.0.5.1", dcm.StateReady)))
+	p := apply("two new routes", withXY)
+	bx, _ := st.Backend(x.BackendName())
+	by, _ := st.Backend(y.BackendName())
+	if bx.Slot != "be_http:_pool:1" || by.Slot != "be_http:demo:shop" || !slices.Equal(st.Pool, []string{"be_passthrough:_pool:1"}) {
+		t.Fatalf("x in %q, y in %q, pool %v", bx.Slot, by.Slot, st.Pool)
+	}
+	for _, op := range p.Ops {
+		if op.Backend == y.BackendName() && op.ProxyName() != "be_http:demo:shop" {
+			t.Fatalf("op %s does not name y's HAProxy backend", op)
+		}
+	}
+	if e := dcm.RoutingTables(st.Backends)[dcm.MapHostPrefix]; !slices.Contains(e, dcm.MapEntry{Key: "y.example/", Backend: "be_http:demo:y", Slot: "be_http:demo:shop"}) {
+		t.Fatalf("maps %+v", e)
+	}
+
+	// shop comes back while its backend carries y: it needs a spare, and
+	// there is none left.
+	if p := Compute(st, desiredAll(append(slices.Clone(withXY.Backends), desiredBackend(shop, s1))...), caps); !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonPoolExhausted}) {
+		t.Fatalf("shop back with the pool empty: reasons %v", p.Reasons)
+	}
+	// y goes, and shop comes back afterwards: into its own backend.
+	withX := desiredAll(desiredBackend(web, a), desiredBackend(x, ep("x-1", "127.0.4.1", dcm.StateReady)))
+	apply("delete y", withX)
+	apply("y's server goes", withX)
+	apply("shop back", desiredAll(append(slices.Clone(withX.Backends), desiredBackend(shop, s1))...))
+	if b, _ := st.Backend(shop.BackendName()); b.Slot != "" || b.ProxyName() != "be_http:demo:shop" || !slices.Equal(st.Pool, []string{"be_passthrough:_pool:1"}) {
+		t.Fatalf("shop back in %q, pool %v", b.ProxyName(), st.Pool)
+	}
+}

@@ -104,3 +104,26 @@ func TestStickyRouteTakesStickySpare(t *testing.T) {
 		t.Errorf("a sticky route took a plain spare: %v", q.Ops)
 	}
 }
+
+// TestStickyBackendIsNoSpare: a sticky route's own backend is rendered with
+// its cookie, so once the route is deleted and its servers are gone it does
+// not join the pool (a plain route in it would get the cookie).
+func TestStickyBackendIsNoSpare(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1, StickyPool: 1}
+	web, shop := route("web"), route("shop")
+	shop.Sticky = true
+	a := ep("web-a", "127.0.1.1", dcm.StateReady)
+	st := idle(Fresh(desiredAll(desiredBackend(web, a), desiredBackend(shop, ep("shop-1", "127.0.2.1", dcm.StateReady))), caps))
+	onlyWeb := desiredAll(desiredBackend(web, a))
+	for _, step := range []string{"delete shop", "its server goes"} {
+		checkPlan(t, step, st, onlyWeb, caps)
+		p := Compute(st, onlyWeb, caps)
+		if p.Reload {
+			t.Fatalf("%s: reload %v", step, p.Reasons)
+		}
+		st = idle(p.Next)
+	}
+	if want := []string{"be_http:_pool:1", "be_passthrough:_pool:1", "be_sticky:_pool:1"}; !slices.Equal(st.Pool, want) {
+		t.Fatalf("pool %v, want %v", st.Pool, want)
+	}
+}

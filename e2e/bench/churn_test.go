@@ -7,10 +7,17 @@ import (
 	"time"
 )
 
-// The script depends on the seed alone, so every mode gets the same churn,
-// and it never takes a route outside its endpoint bounds.
+// The script depends on the seed alone, so every mode gets the same churn;
+// it never takes a route outside its endpoint bounds, lets route adds run
+// at most RouteDrift ahead of deletes (or behind), and rotates only live
+// edge routes' certificates.
 func TestMakeScript(t *testing.T) {
-	w := configFor(false).Workload
+	for _, quick := range []bool{false, true} {
+		t.Run(map[bool]string{false: "full", true: "quick"}[quick], func(t *testing.T) { testMakeScript(t, configFor(quick).Workload) })
+	}
+}
+
+func testMakeScript(t *testing.T, w Workload) {
 	a, b := MakeScript(w), MakeScript(w)
 	if !reflect.DeepEqual(a, b) {
 		t.Fatal("the same seed made two scripts")
@@ -23,6 +30,7 @@ func TestMakeScript(t *testing.T) {
 		pods[k] = v
 	}
 	kinds := map[EventKind]int{}
+	drift := 0
 	var last time.Duration
 	for _, ev := range a.Events {
 		kinds[ev.Kind]++
@@ -45,14 +53,35 @@ func TestMakeScript(t *testing.T) {
 			pods[ev.Route] -= ev.N
 		case RouteAdd:
 			pods[ev.Route] = ev.N
+			if ev.Edge != a.Edge[ev.Route] {
+				t.Errorf("%s added with edge %v, script says %v", ev.Route, ev.Edge, a.Edge[ev.Route])
+			}
+			drift++
 		case RouteDelete:
 			delete(pods, ev.Route)
+			drift--
+		case CertRotate:
+			if _, live := pods[ev.Route]; !live || !a.Edge[ev.Route] {
+				t.Errorf("rotation of %s: live %v, edge %v", ev.Route, live, a.Edge[ev.Route])
+			}
+		}
+		if drift > w.RouteDrift || drift < -w.RouteDrift {
+			t.Fatalf("route adds minus deletes reach %d, bound %d", drift, w.RouteDrift)
 		}
 		if n, ok := pods[ev.Route]; ok && (n < w.MinEndpoints || n > w.MaxEndpoints) {
 			t.Errorf("%s: %s leaves %d pods", ev.Kind, ev.Route, n)
 		}
 	}
-	for _, k := range []EventKind{ScaleOut, ScaleIn, Replace, RouteAdd, RouteDelete} {
+	edge := 0
+	for _, name := range a.Order {
+		if a.Edge[name] {
+			edge++
+		}
+	}
+	if share := float64(edge) / float64(len(a.Order)); share < w.EdgeShare-0.05 || share > w.EdgeShare+0.05 {
+		t.Errorf("%d of %d initial routes are edge routes, want a share near %.2f", edge, len(a.Order), w.EdgeShare)
+	}
+	for _, k := range []EventKind{ScaleOut, ScaleIn, Replace, RouteAdd, RouteDelete, CertRotate} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s in %v", k, kinds)
 		}

@@ -11,9 +11,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 // podPort is the port every pod listens on, each on a loopback address of
@@ -83,12 +85,14 @@ type cluster struct {
 	mu      sync.Mutex
 	routes  map[string][]*pod // route → pods, oldest first
 	nextPod int
+	certs   *certs
+	gen     map[string]int // edge route → which of its certificates its Secret holds
 	set     func(dcm.Desired)
 	wg      sync.WaitGroup // pods being stopped
 }
 
-func newCluster(set func(dcm.Desired)) *cluster {
-	return &cluster{routes: map[string][]*pod{}, set: set}
+func newCluster(set func(dcm.Desired), certs *certs) *cluster {
+	return &cluster{routes: map[string][]*pod{}, set: set, certs: certs, gen: map[string]int{}}
 }
 
 // route is the dcm route of a route name: Ingress-like, host <name>.bench,
@@ -97,6 +101,59 @@ func route(name string) dcm.Route {
 	return dcm.Route{Namespace: "bench", Name: name, Source: dcm.SourceIngress, Object: name, Kind: dcm.KindHTTP,
 		Host: host(name), Path: "/", PathType: dcm.PathPrefix, Balance: dcm.BalanceRoundRobin,
 		Services: []dcm.ServiceRef{{Name: name, Port: "http", Weight: 1}}}
+}
+
+// edgeRoute is route with TLS ending in HAProxy (an Ingress with spec.tls),
+// its Secret holding the certificate of the given version.
+func edgeRoute(name, version string) dcm.Route {
+	r := route(name)
+	r.Kind = dcm.KindEdge
+	r.TLS = &dcm.TLSRef{Secret: secretOf(name), Version: version}
+	return r
+}
+
+// certs are the edge routes' certificates, made once so that every mode
+// serves and rotates the same ones.
+type certs struct {
+	ca       *testkit.CA
+	leaves   map[string][]testkit.Leaf // route → its certificates, in rotation order
+	versions map[string][]string
+}
+
+func makeCerts(tb testing.TB, s Script) *certs {
+	c := &certs{ca: testkit.NewCA(tb), leaves: map[string][]testkit.Leaf{}, versions: map[string][]string{}}
+	var store testkit.CertStore
+	for name, n := range s.Certs() {
+		for range n {
+			l := c.ca.Leaf(tb, host(name))
+			c.leaves[name] = append(c.leaves[name], l)
+			c.versions[name] = append(c.versions[name], store.Put(secretOf(name), l.PEM()))
+		}
+	}
+	return c
+}
+
+func secretOf(route string) string { return "bench/" + route + "-tls" }
+
+// store is the Secrets as the driver reads them: every certificate of the
+// script, by version.
+func (c *certs) store() *testkit.CertStore {
+	var st testkit.CertStore
+	for name, ls := range c.leaves {
+		for _, l := range ls {
+			st.Put(secretOf(name), l.PEM())
+		}
+	}
+	return &st
+}
+
+// rotate moves an edge route's Secret to its next certificate and returns
+// it; the caller publishes.
+func (c *cluster) rotate(route string) testkit.Leaf {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen[route]++
+	return c.certs.leaves[route][c.gen[route]]
 }
 
 func host(name string) string { return name + ".bench" }
@@ -213,6 +270,9 @@ func (c *cluster) desired() dcm.Desired {
 	d := dcm.Desired{Backends: make([]dcm.DesiredBackend, 0, len(c.routes))}
 	for name, pods := range c.routes {
 		r := route(name)
+		if vs := c.certs.versions[name]; len(vs) > 0 {
+			r = edgeRoute(name, vs[c.gen[name]])
+		}
 		b := dcm.DesiredBackend{Name: r.BackendName(), Route: r, Endpoints: make([]dcm.Endpoint, 0, len(pods))}
 		for _, p := range pods {
 			st := dcm.StateReady

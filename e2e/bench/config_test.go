@@ -7,16 +7,19 @@ import "time"
 func configFor(quick bool) Config {
 	c := Config{
 		Workload: Workload{Seed: 7, Routes: 1000, MinEndpoints: 1, MaxEndpoints: 10, Stable: 10,
-			Rate: 2, Duration: 100 * time.Second},
+			Rate: 2, Duration: 100 * time.Second, EdgeShare: 0.25, RouteDrift: 3},
 		LoadRate: 100, Streams: 50, StreamLife: [2]time.Duration{10 * time.Second, 40 * time.Second},
 		Calibrate: 8 * time.Second, ProbeLimit: 30 * time.Second, SampleEvery: 500 * time.Millisecond,
 	}
 	if quick {
+		// About a minute: fewer routes (the pods and HAProxy start four
+		// times), a short churn that still has every kind of event.
 		c.Quick = true
-		c.Duration = 8 * time.Second
-		c.Rate = 2.5
+		c.Routes, c.MaxEndpoints = 200, 6
+		c.Duration = 6 * time.Second
+		c.Rate = 4
 		c.StreamLife = [2]time.Duration{2 * time.Second, 6 * time.Second}
-		c.Calibrate = 2 * time.Second
+		c.Calibrate = 1500 * time.Millisecond
 		c.ProbeLimit = 15 * time.Second
 		c.SampleEvery = 250 * time.Millisecond
 	}

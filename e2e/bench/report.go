@@ -30,6 +30,7 @@ type Report struct {
 	// LoadBefore and LoadAfter are /proc/loadavg around the run: the
 	// machine's two cores are shared, and the figures depend on it.
 	LoadBefore, LoadAfter string
+	EdgeRoutes            int // edge routes at the start
 }
 
 func loadAvg() string {
@@ -80,10 +81,13 @@ func (rep Report) rows() []row {
 	}
 	add("reloads, all", "%.0f", func(r Result) float64 { return float64(r.ReloadCount()) })
 	add("reloads for endpoint changes", "%.0f", func(r Result) float64 { return float64(r.endpointReloads()) })
+	add("reloads for certificate rotations", "%.0f", func(r Result) float64 { return float64(r.Reloads["cert-changed"]) })
 	add("event → serving p50 (ms)", "%.1f", func(r Result) float64 { return pct(r.Latencies, 0.50) })
 	add("event → serving p99 (ms)", "%.1f", func(r Result) float64 { return pct(r.Latencies, 0.99) })
 	add("event → serving max (ms)", "%.1f", func(r Result) float64 { return pct(r.Latencies, 1) })
 	add("new pods never served (probe gave up)", "%.0f", func(r Result) float64 { return float64(r.ProbeTimeouts) })
+	add("certificate rotation → served p50 (ms)", "%.1f", func(r Result) float64 { return pct(r.CertLatencies, 0.50) })
+	add("certificate rotation → served max (ms)", "%.1f", func(r Result) float64 { return pct(r.CertLatencies, 1) })
 	add("HAProxy memory peak (MB PSS, all processes)", "%.0f", func(r Result) float64 { return r.PeakPSSMB })
 	add("HAProxy memory at the end (MB PSS)", "%.0f", func(r Result) float64 { return r.EndPSSMB })
 	add("old workers, peak", "%.0f", func(r Result) float64 { return float64(r.PeakOld) })
@@ -177,8 +181,11 @@ func (rep Report) Markdown(machine string) string {
 	w("## Workload\n\n")
 	w("Seed %d: %d routes at the start, %d–%d endpoints each (a real HTTP server per pod on its own loopback address),\n",
 		cfg.Seed, cfg.Routes, cfg.MinEndpoints, cfg.MaxEndpoints)
-	w("then %.1f events per second for %s. The same script for every mode, modes run one after the other in one process.\n\n",
-		cfg.Rate, cfg.Duration)
+	w("%d of them edge routes (%.0f%% of the routes, initial and added: TLS ends in HAProxy with the route's own certificate,\n",
+		rep.EdgeRoutes, 100*cfg.EdgeShare)
+	w("an Ingress with `spec.tls`), then %.1f events per second for %s. Route adds and deletes are drawn alike but never\n", cfg.Rate, cfg.Duration)
+	w("drift more than %d apart: the churn replaces routes, it does not grow the cluster. The same script for every mode,\n", cfg.RouteDrift)
+	w("modes run one after the other in one process.\n\n")
 	w("| event | count |\n|---|---|\n")
 	first := rep.Results[0]
 	for _, k := range []EventKind{ScaleOut, ScaleIn, Replace, RouteAdd, RouteDelete, CertRotate} {
@@ -189,8 +196,11 @@ func (rep Report) Markdown(machine string) string {
 		cfg.Streams, cfg.StreamLife[0], cfg.StreamLife[1], cfg.Stable)
 	w("routes the script never touches. A scale-in or replacement drains the terminating pods' endpoints for 1 s, removes\n")
 	w("them, and stops the pods 2 s later; a route delete takes the route out of the load 0.2 s before the API write.\n\n")
-	w("**Certificate rotations are not in the script**: dcm has no TLS routes yet (edge, passthrough, reencrypt are\n")
-	w("modelled but not served), so there is nothing to rotate. TODO: add them to the script once TLS routes exist.\n\n")
+	w("A certificate rotation gives an edge route's Secret a new certificate and key (a fresh ECDSA leaf of a test CA, made\n")
+	w("once for all modes). `dynamic` swaps it at runtime (`set ssl cert` in an SSL transaction, `commit ssl cert`); the\n")
+	w("other modes have no runtime certificates and reload for it (`cert-changed`), as the router without DCM and the\n")
+	w("classic DCM do. The load is plain HTTP (edge routes' hosts are routed by the same maps on both frontends); the\n")
+	w("rotations are timed over TLS.\n\n")
 
 	w("## Reloads by reason\n\n| mode | reasons |\n|---|---|\n")
 	for _, r := range rep.Results {
@@ -215,6 +225,13 @@ func (rep Report) Markdown(machine string) string {
 	for _, r := range rep.Results {
 		w("| %s | %d | %.1f | %.1f | %.1f | %.1f |\n", r.Mode, len(r.Latencies), pct(r.Latencies, .5), pct(r.Latencies, .9), pct(r.Latencies, .99), pct(r.Latencies, 1))
 	}
+	w("\n## Certificate rotation → served\n\n")
+	w("From the API write of the rotated Secret until a TLS handshake with the route's host as SNI (a new connection to\n")
+	w("HAProxy's HTTPS frontend, every 1–10 ms) is answered with the new certificate.\n\n")
+	w("| mode | rotations timed | not served within %s | p50 ms | p90 ms | max ms |\n|---|---|---|---|---|---|\n", cfg.ProbeLimit)
+	for _, r := range rep.Results {
+		w("| %s | %d | %d | %.1f | %.1f | %.1f |\n", r.Mode, len(r.CertLatencies), r.CertTimeouts, pct(r.CertLatencies, .5), pct(r.CertLatencies, .9), pct(r.CertLatencies, 1))
+	}
 
 	m := rep.Micro
 	w("\n## Microbenchmarks\n\n| what | result |\n|---|---|\n")
@@ -233,11 +250,14 @@ func (rep Report) Markdown(machine string) string {
 	w("estimate multiplies (`dcm.HAProxy26MemoryCosts`, measured by `dcm/haproxy`'s `BenchmarkMemoryCosts`).\n\n")
 
 	w("## How each figure is measured\n\n")
-	w("- **Reloads**: `dcm_reloads_total{reason}` during the churn.\n")
+	w("- **Reloads**: reloads done (`dcm_reload_duration_seconds` samples) during the churn; by reason\n")
+	w("  `dcm_reloads_total{reason}`, where a reload for two reasons (an endpoint and a certificate that changed in one sync)\n")
+	w("  counts under each, so the reasons add up to more than the reloads.\n")
 	w("- **HAProxy memory**: the sum of `Pss` (`/proc/<pid>/smaps_rollup`) over the master and all its children —\n")
 	w("  the current worker and every old one — sampled every %s. Pss shares the pages the forked workers still share\n", cfg.SampleEvery)
 	w("  with the master among them, so the sum is what HAProxy really holds; summed RSS would count them again per worker.\n")
 	w("- **Old workers**: the master's children other than the newest one (`/proc`), sampled with the memory.\n")
+	w("- **Certificate rotation → served**: see above; the served leaf is told from the old one by its serial.\n")
 	w("- **Failed requests**: load requests answered with anything but 2xx, or not answered (connection errors,\n")
 	w("  timeouts), except a 503/404 for a route already taken out of the load for deletion.\n")
 	w("- **dcm CPU (estimate)**: dcm runs in the bench process with the pods and the load generator. The figure is that\n")
@@ -262,9 +282,10 @@ func (rep Report) notAhead(b *strings.Builder) {
 	if n := dyn.Reloads["pool-exhausted"]; n > 0 {
 		lines = append(lines, fmt.Sprintf("- **dcm reloaded %d time(s) for `pool-exhausted`**, and each such reload leaves an old worker behind "+
 			"for as long as the long-lived connections it holds (peak %d): more routes were added than the pool of spare "+
-			"backends (`--pool-size`, %d per kind) could take between reloads. A route deleted at runtime gives its spare "+
-			"back, but the %s routes rendered at start have backends of their own name, and deleting one frees no spare.",
-			n, dyn.PeakOld, Modes()[len(Modes())-1].Caps.Pool, thousands(rep.Config.Routes)))
+			"backends (`--pool-size`, %d per kind) could take between reloads. A deleted route's backend (its spare, or "+
+			"its own for a route rendered at the last reload) joins the pool only once its servers are deleted, after "+
+			"HAProxy reports them idle.",
+			n, dyn.PeakOld, Modes()[len(Modes())-1].Caps.Pool))
 	}
 	if len(lines) == 0 {
 		return

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/e2e/harness"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 // Mode is one of the strategies compared.
@@ -30,7 +31,7 @@ func Modes() []Mode {
 		{"reload", "reload", dcm.Caps{Mode: dcm.ModeReload, AddServer: true}},
 		{"slots --slots=1", "slots-1", dcm.Caps{Mode: dcm.ModeSlots, AddServer: true, Slots: 1}},
 		{"slots --slots=8", "slots-8", dcm.Caps{Mode: dcm.ModeSlots, AddServer: true, Slots: 8}},
-		{"dynamic", "dynamic", dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10}},
+		{"dynamic", "dynamic", dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10, RuntimeCerts: true}},
 	}
 }
 
@@ -57,9 +58,14 @@ type Sample struct {
 type Result struct {
 	Mode          string
 	Events        map[EventKind]int
-	Reloads       map[string]int // by reason
+	Reloads       map[string]int // by reason: a reload with two reasons counts under each
+	ReloadsDone   int            // reloads (dcm_reload_duration_seconds samples)
 	Latencies     []time.Duration
 	ProbeTimeouts int
+	// CertLatencies: from a rotation's API write until a TLS handshake
+	// for the route's host gets the new certificate.
+	CertLatencies []time.Duration
+	CertTimeouts  int
 	Samples       []Sample
 	PeakPSSMB     float64
 	EndPSSMB      float64
@@ -84,14 +90,8 @@ type Result struct {
 // churn's own pod starts and probes (which every mode pays alike).
 func (r Result) DCMCPU() float64 { return max(r.CPU-r.CPUBaseline, 0) }
 
-// Reloads counts every reload.
-func (r Result) ReloadCount() int {
-	n := 0
-	for _, v := range r.Reloads {
-		n += v
-	}
-	return n
-}
+// ReloadCount counts every reload once, whatever its reasons.
+func (r Result) ReloadCount() int { return r.ReloadsDone }
 
 func processCPU() float64 {
 	var ru syscall.Rusage
@@ -141,10 +141,10 @@ func delta(after, before map[string]float64) map[string]int {
 }
 
 // RunMode runs the script through dcm in one mode, with the real haproxy.
-func RunMode(t *testing.T, cfg Config, mode Mode, script Script) Result {
+func RunMode(t *testing.T, cfg Config, mode Mode, script Script, certs *certs) Result {
 	res := Result{Mode: mode.Name, Events: map[EventKind]int{}}
 	src := harness.NewStaticSource(dcm.Desired{})
-	cl := newCluster(src.Set)
+	cl := newCluster(src.Set, certs)
 	t.Cleanup(func() {
 		if err := cl.close(); err != nil {
 			t.Logf("stopping pods: %v", err)
@@ -158,7 +158,7 @@ func RunMode(t *testing.T, cfg Config, mode Mode, script Script) Result {
 	cl.publish()
 	// The production read-back pass (10s); harness.Start waits until the
 	// first complete state is served.
-	s := harness.Start(t, harness.Options{Source: src, Caps: mode.Caps, ObserveEvery: 10 * time.Second})
+	s := harness.Start(t, harness.Options{Source: src, Caps: mode.Caps, ObserveEvery: 10 * time.Second, HTTPS: true, Certs: certs.store()})
 	ctx := context.Background()
 	procs, err := s.Driver.Procs(ctx)
 	if err != nil {
@@ -188,6 +188,10 @@ func RunMode(t *testing.T, cfg Config, mode Mode, script Script) Result {
 	stats.mu.Unlock()
 
 	reloads0, err := byLabel(s.Registry, "dcm_reloads_total", "reason")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done0, err := byLabel(s.Registry, "dcm_reload_duration_seconds", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,6 +253,25 @@ func RunMode(t *testing.T, cfg Config, mode Mode, script Script) Result {
 		}
 	}
 
+	measureCert := func(host string, leaf testkit.Leaf, written time.Time) {
+		probeWG.Go(func() {
+			for time.Since(written) < cfg.ProbeLimit {
+				got, err := testkit.ServedLeaf(s.HTTPSAddr, host, certs.ca.Pool())
+				if err == nil && got.SerialNumber.Cmp(leaf.Cert.SerialNumber) == 0 {
+					latMu.Lock()
+					res.CertLatencies = append(res.CertLatencies, time.Since(written))
+					latMu.Unlock()
+					return
+				}
+				time.Sleep(min(time.Millisecond+time.Since(written)/20, 10*time.Millisecond))
+			}
+			latMu.Lock()
+			res.CertTimeouts++
+			latMu.Unlock()
+			t.Logf("%s: %s: the new certificate was not served within %s", mode.Name, host, cfg.ProbeLimit)
+		})
+	}
+
 	for _, ev := range script.Events {
 		time.Sleep(time.Until(start.Add(ev.At)))
 		res.Events[ev.Kind]++
@@ -283,6 +306,11 @@ func RunMode(t *testing.T, cfg Config, mode Mode, script Script) Result {
 			cl.publish()
 			route := ev.Route
 			measure(host(ev.Route), names[:1], written, func() { tg.add(route) })
+		case CertRotate:
+			leaf := cl.rotate(ev.Route)
+			written := time.Now()
+			cl.publish()
+			measureCert(host(ev.Route), leaf, written)
 		case RouteDelete:
 			tg.retire(ev.Route)
 			route := ev.Route
@@ -303,6 +331,11 @@ func RunMode(t *testing.T, cfg Config, mode Mode, script Script) Result {
 	if err != nil {
 		t.Fatal(err)
 	}
+	done1, err := byLabel(s.Registry, "dcm_reload_duration_seconds", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.ReloadsDone = int(done1[""] - done0[""])
 	cmds1, err := byLabel(s.Registry, "dcm_runtime_command_duration_seconds", "command")
 	if err != nil {
 		t.Fatal(err)
@@ -331,5 +364,6 @@ func RunMode(t *testing.T, cfg Config, mode Mode, script Script) Result {
 	res.StreamsDone, res.StreamsCut = stats.streamsDone, stats.streamsCut
 	stats.mu.Unlock()
 	slices.Sort(res.Latencies)
+	slices.Sort(res.CertLatencies)
 	return res
 }
