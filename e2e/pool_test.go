@@ -245,7 +245,7 @@ func TestDeletedRoutesRefillThePool(t *testing.T) {
 
 	src.Set(base)
 	s.Eventually("the deleted routes' backends are spares", 10*time.Second, func() error {
-		if got := s.Engine.Snapshot().Pool; len(got) != 1+len(old) {
+		if got := s.Engine.Snapshot().Pool; len(got) != caps.Pool*len(dcm.PoolKinds)+len(old) {
 			return fmt.Errorf("pool %v", got)
 		}
 		return nil
