@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,10 +64,20 @@ func TestSlotsMode(t *testing.T) {
 	s.Eventually("the retired slot is idle and free", 10*time.Second, func() error {
 		// The initial render had 2 pods + 1 free slot; the slot of the pod
 		// scaled in is reusable once HAProxy reports it idle.
-		for _, sv := range s.Backend(webBE).Servers {
+		servers := s.Backend(webBE).Servers
+		ready := 0
+		for _, sv := range servers {
 			if sv.State == dcm.StateDrain || sv.State == dcm.StateMaint && !sv.Idle() {
 				return errors.New(sv.Name + " still busy")
 			}
+			if sv.State == dcm.StateReady {
+				ready++
+			}
+		}
+		// Under load the snapshot can lag the serving pod: count the
+		// slots only once it shows the one ready pod and the free slots.
+		if ready != 1 || len(servers) != 3 {
+			return fmt.Errorf("%d ready of %d servers, want 1 of 3", ready, len(servers))
 		}
 		return nil
 	})
