@@ -48,6 +48,7 @@ type options struct {
 	slots         int
 	poolSize      int
 	stickyPool    int
+	eventHistory  int
 	namespaces    []string
 	ingressClass  string
 	authTokenFile string
@@ -75,6 +76,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.workDir, "work-dir", "", "directory for haproxy.cfg, map files and sockets (default: a directory under the user cache)")
 	fs.StringVar(&o.mode, "mode", string(dcm.ModeDynamic), "how changes reach HAProxy: dynamic (runtime API), slots (pre-allocated slots, reload when full) or reload (reload on every change)")
 	fs.IntVar(&o.slots, "slots", 8, "free server slots per backend in --mode=slots")
+	fs.IntVar(&o.eventHistory, "event-history", 10000, "events kept for /events and feed clients that resume (memory grows with it until it is full)")
 	fs.IntVar(&o.stickyPool, "sticky-pool-size", 2, "sticky spare backends (rendered with a dynamic cookie) in --mode=dynamic with a pool: new sticky routes take one instead of a reload")
 	fs.IntVar(&o.poolSize, "pool-size", 10, "spare backends per route kind in --mode=dynamic: new routes take one instead of a reload (0: every new route reloads)")
 	fs.StringSliceVar(&o.namespaces, "namespace", nil, "watch only these namespaces (repeatable; default all)")
@@ -101,6 +103,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.stickyPool < 0 || o.stickyPool > 10000 {
 		return o, errors.New("--sticky-pool-size must be between 0 and 10000")
+	}
+	if o.eventHistory < 1 || o.eventHistory > 1000000 {
+		return o, errors.New("--event-history must be between 1 and 1000000")
 	}
 	return o, nil
 }
@@ -248,7 +253,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		Observer:     metrics.ObserveCommand,
 		Certs:        certs,
 	}, log.With("part", "haproxy"))
-	eng := engine.New(engine.Config{Caps: caps}, driver, metrics, log.With("part", "engine"))
+	eng := engine.New(engine.Config{Caps: caps, EventBuffer: o.eventHistory}, driver, metrics, log.With("part", "engine"))
 	source := kube.NewSource(client, kube.Options{IngressClass: o.ingressClass, Namespaces: o.namespaces}, eng, log.With("part", "kube"))
 	certs.src = source // before anything runs: the driver asks only once the engine does
 	parts += 2

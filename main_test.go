@@ -19,6 +19,8 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"--mode=reload", "--namespace=a", "--namespace=b"}},
 		{args: []string{"--mode=fast"}, wantErr: "unknown mode"},
 		{args: []string{"--mode=slots", "--slots=0"}, wantErr: "--slots"},
+		{args: []string{"--event-history=500"}},
+		{args: []string{"--event-history=0"}, wantErr: "--event-history"},
 		{args: []string{"extra"}, wantErr: "unexpected arguments"},
 		{args: []string{"--no-such-flag"}, wantErr: "unknown flag"},
 	}
