@@ -44,6 +44,10 @@ import (
 // soakNS is the namespace the soak's apps live in (the control plane is its own).
 const soakNS = "soak"
 
+// soakEventHistory is dcm's --event-history in the soak: a ring the churn
+// fills within its first tenth.
+const soakEventHistory = 200
+
 // TestSoak is make soak: the dcm binary against the real control plane
 // (e2e/kapi) and the test kubelet, for SOAK_DURATION (default 10m) of
 // continuous churn — Deployments scaled out and in, pods deleted and
@@ -405,7 +409,7 @@ func startDCMBinary(t *testing.T, kubeconfig string) *dcmProcess {
 		// A ring the churn fills within its first tenth: growth after the
 		// warm sample is then a leak, not the event history filling up
 		// (10,000 by default, a quarter full after ten minutes).
-		"--event-history", "200")
+		"--event-history", strconv.Itoa(soakEventHistory))
 	d.cmd.Stdout = testkit.Writer{TB: t}
 	d.cmd.Stderr = testkit.Writer{TB: t}
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

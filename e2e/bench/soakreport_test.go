@@ -161,8 +161,9 @@ func (r SoakReport) Write(path string) error {
 	p("\"warm\" is the sample %s into the churn (a tenth of it, at least 30 s), once caches and spares are in use;\n", w.At.Round(time.Second))
 	p("\"end\" is after the churn and %s of settling. Bounds: goroutines and open files +%d, RSS ×%.2f + %d MB.\n\n",
 		r.Config.Settle, soakGoroutineSlack, soakRSSGrowth, soakRSSSlackMB)
-	p("The event hub keeps the last 10,000 events (with their ops and backend states) for feed clients that resume:\n")
-	p("until it is full, the heap and RSS grow with it, bounded; this run published %d.\n\n", r.Seq)
+	p("The event hub keeps the last events (with their ops and backend states) for feed clients that resume, and\n")
+	p("grows until it is full: the soak runs dcm with `--event-history %d` (default 10,000), so the ring is full\n", soakEventHistory)
+	p("before the warm sample and growth after it is not the history filling; this run published %d.\n\n", r.Seq)
 	p("| | before churn | warm | end | peak |\n|---|---:|---:|---:|---:|\n")
 	p("| goroutines | %d | %d | %d | %d |\n", first.Goroutines, w.Goroutines, e.Goroutines, pk.Goroutines)
 	p("| RSS (MB) | %.1f | %.1f | %.1f | %.1f |\n", first.RSSMB, w.RSSMB, e.RSSMB, pk.RSSMB)
