@@ -253,15 +253,7 @@ func (k *Kubelet) run(ctx context.Context, rp *runningPod, port int) {
 
 // setStatus reports the pod Running with its IP, Ready or not.
 func (k *Kubelet) setStatus(ctx context.Context, rp *runningPod, addr netip.Addr, ready bool) {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p, err := k.client.CoreV1().Pods(rp.ns).Get(ctx, rp.name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if p.UID != rp.uid {
-			return nil
-		}
-		now := metav1.Now()
+	err := k.updateStatus(ctx, rp, func(p *corev1.Pod, now metav1.Time) {
 		status := corev1.ConditionFalse
 		if ready {
 			status = corev1.ConditionTrue
@@ -279,8 +271,6 @@ func (k *Kubelet) setStatus(ctx context.Context, rp *runningPod, addr netip.Addr
 			{Type: corev1.ContainersReady, Status: status, LastTransitionTime: now},
 			{Type: corev1.PodReady, Status: status, LastTransitionTime: now},
 		}
-		_, err = k.client.CoreV1().Pods(rp.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-		return err
 	})
 	if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 		k.log.Warn("pod status", "pod", rp.ns+"/"+rp.name, "err", err)
@@ -291,15 +281,7 @@ func (k *Kubelet) setStatus(ctx context.Context, rp *runningPod, addr netip.Addr
 // not ready, retrying every half second while the API server is away.
 func (k *Kubelet) reportFailed(ctx context.Context, rp *runningPod) {
 	for ctx.Err() == nil {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			p, err := k.client.CoreV1().Pods(rp.ns).Get(ctx, rp.name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if p.UID != rp.uid {
-				return nil
-			}
-			now := metav1.Now()
+		err := k.updateStatus(ctx, rp, func(p *corev1.Pod, now metav1.Time) {
 			p.Status.Phase = corev1.PodFailed
 			p.Status.Reason = "Killed"
 			p.Status.Conditions = []corev1.PodCondition{
@@ -307,8 +289,6 @@ func (k *Kubelet) reportFailed(ctx context.Context, rp *runningPod) {
 				{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, LastTransitionTime: now},
 				{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: now},
 			}
-			_, err = k.client.CoreV1().Pods(rp.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-			return err
 		})
 		if err == nil || apierrors.IsNotFound(err) {
 			return
@@ -318,6 +298,23 @@ func (k *Kubelet) reportFailed(ctx context.Context, rp *runningPod) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// updateStatus writes the status set changes on the pod rp runs, retried on
+// conflicts; a pod of the same name but another UID is left alone.
+func (k *Kubelet) updateStatus(ctx context.Context, rp *runningPod, set func(p *corev1.Pod, now metav1.Time)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := k.client.CoreV1().Pods(rp.ns).Get(ctx, rp.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.UID != rp.uid {
+			return nil
+		}
+		set(p, metav1.Now())
+		_, err = k.client.CoreV1().Pods(rp.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // forceDelete removes the Pod object once its server has stopped, as the
