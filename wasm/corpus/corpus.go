@@ -341,8 +341,12 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 			// An edge route, its certificate valid or not (yet).
 			r.Kind = dcm.KindEdge
 			r.TLS = &dcm.TLSRef{Secret: wl.ns + "/" + r.Name + "-tls", Version: g.pick([]string{"", "0a1b2c", "3d4e5f"})}
+			// What plain HTTP gets: the insecure maps, and the empty
+			// policy of an older snapshot.
+			r.Insecure = dcm.InsecurePolicy(g.pick([]string{"", "Allow", "Redirect", "None"}))
 		case 1:
 			r.Source, r.Kind = dcm.SourceRoute, dcm.KindPassthrough
+			r.Insecure = dcm.InsecurePolicy(g.pick([]string{"", "Redirect", "None"}))
 		case 2:
 			r.Host = "" // any host
 		}
@@ -679,6 +683,14 @@ func (g *gen) whatif(c *cluster, d dcm.Desired, k int) dcm.WhatIf {
 		}
 		if g.r.IntN(3) == 0 {
 			r.Host, r.Path, r.PathType = "", "/new/"+g.word(4), dcm.PathExact
+		} else if g.r.IntN(3) == 0 {
+			// An edge route whose plain HTTP is redirected: an insecure
+			// map's entry comes with it.
+			r.Kind, r.Insecure = dcm.KindEdge, dcm.InsecureRedirect
+			r.TLS = &dcm.TLSRef{Secret: wl.ns + "/" + r.Name + "-tls", Version: "0a1b2c"}
+			if g.r.IntN(2) == 0 {
+				r.RedirectCode = 301
+			}
 		}
 		return dcm.WhatIf{Kind: dcm.WhatIfAddRoute, Route: &r}
 	case n < 19: // a route that cannot be added
