@@ -519,7 +519,7 @@ func validateBackendName(name string) error {
 	return nil
 }
 
-// renderMaps writes the four routing maps as dcm.RoutingTables orders them
+// renderMaps writes every routing map (dcm.MapTables) as dcm.RoutingTables orders them
 // (the runtime map replace sends the same lines), after validating every
 // route and spare that reaches them.
 func renderMaps(backends []dcm.Backend) (map[string][]byte, error) {
