@@ -243,12 +243,12 @@ func TestWhatIfRotateCert(t *testing.T) {
 	}
 }
 
-// TestWhatIfRotateCertReloads: without runtime certificates (dynamic mode
-// as this harness starts it, no RuntimeCerts), rotating web's certificate
-// previews a reload for cert-changed and no certificate command, in both
-// planners; updating the Secret then reloads for that reason.
+// TestWhatIfRotateCertReloads: without runtime certificates (slots mode
+// has none), rotating web's certificate previews a reload for cert-changed
+// and no certificate command, in both planners; updating the Secret then
+// reloads for that reason.
 func TestWhatIfRotateCertReloads(t *testing.T) {
-	p := startPortalWith(t, harness.Options{HTTPS: true})
+	p := startPortalWith(t, harness.Options{HTTPS: true, Caps: dcm.Caps{Mode: dcm.ModeSlots, Slots: 2, AddServer: true}})
 	rotate := edgeWeb(t, p)
 	tab := openWhatIf(t, p)
 	chooseCert(t, tab, edgeBackend)
