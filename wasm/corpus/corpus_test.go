@@ -36,3 +36,26 @@ func TestCorpusCoversRotations(t *testing.T) {
 		t.Errorf("the corpus previews %d rotations at runtime and %d by a reload; want 10 or more of each", runtime, reloads)
 	}
 }
+
+// TestCorpusCoversInsecureMaps: the parity corpus carries routes with an
+// insecure policy, and previews replaces of the insecure map, so the
+// parity tests compare them.
+func TestCorpusCoversInsecureMaps(t *testing.T) {
+	var withPolicy, replaces int
+	for _, s := range corpus.Generate(wasmtest.Scenarios, wasmtest.Seed) {
+		out, err := corpus.Expected(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, `"insecure":"Redirect"`) {
+			withPolicy++
+		}
+		if strings.Contains(out, `"map":"insecure"`) {
+			replaces++
+		}
+	}
+	t.Logf("%d of %d scenarios carry a Redirect route, %d preview an insecure map replace", withPolicy, wasmtest.Scenarios, replaces)
+	if withPolicy < 10 || replaces < 10 {
+		t.Errorf("%d scenarios with a Redirect route, %d with an insecure map replace; want 10 or more of each", withPolicy, replaces)
+	}
+}
