@@ -132,8 +132,10 @@ func TestInsecurePolicy(t *testing.T) {
 		{dcm.InsecureRedirect, 308, redirect(308, "https://shop.test/p?q")},
 		{"", 0, plainAnswer{code: 200, body: "shop"}}, // empty: Allow, as before the field
 	} {
+		start := time.Now()
 		src.Set(withRoutes(base, []dcm.Route{edge("shop", "/", step.policy, step.code)}, []pod{shopPod}))
 		expectPlain(s, "shop.test", "/p?q", step.want)
+		t.Logf("policy %q code %d: plain HTTP gets %s %v after the change", step.policy, step.code, step.want, time.Since(start).Round(100*time.Microsecond))
 		expectHTTPS(t, s, ca, "shop.test", "/p?q", "shop")
 		steady(fmt.Sprintf("%q %d", step.policy, step.code))
 	}
