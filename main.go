@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +42,7 @@ type options struct {
 	listen        string
 	httpBind      string
 	httpsBind     string
+	redirectPort  int
 	haproxyBin    string
 	masterSocket  string
 	workDir       string
@@ -71,6 +73,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address of the portal, API and metrics")
 	fs.StringVar(&o.httpBind, "http-bind", "127.0.0.1:8000", "address of HAProxy's HTTP frontend")
 	fs.StringVar(&o.httpsBind, "https-bind", "127.0.0.1:8443", "address of HAProxy's HTTPS frontend (TLS routes)")
+	fs.IntVar(&o.redirectPort, "https-redirect-port", 0, "port in the location of HTTP→HTTPS redirects: the one clients reach HTTPS on, e.g. 443 behind a Service that maps 443 to --https-bind (0: the port of --https-bind; 443 is left out)")
 	fs.StringVar(&o.haproxyBin, "haproxy-bin", "haproxy", "HAProxy binary (2.6 or newer)")
 	fs.StringVar(&o.masterSocket, "haproxy-master-socket", "", "attach to a running HAProxy master through this socket instead of starting one")
 	fs.StringVar(&o.workDir, "work-dir", "", "directory for haproxy.cfg, map files and sockets (default: a directory under the user cache)")
@@ -94,6 +97,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if _, err := dcm.ParseMode(o.mode); err != nil {
 		return o, err
+	}
+	if o.redirectPort < 0 || o.redirectPort > 65535 {
+		return o, fmt.Errorf("--https-redirect-port %d: want 0 to 65535", o.redirectPort)
 	}
 	if o.mode == string(dcm.ModeSlots) && o.slots < 1 {
 		return o, errors.New("--slots must be at least 1 in --mode=slots")
@@ -249,7 +255,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		Binary:       o.haproxyBin,
 		WorkDir:      dir,
 		MasterSocket: o.masterSocket,
-		Settings:     haproxy.Settings{AdminSocket: filepath.Join(dir, "admin.sock"), HTTPBind: o.httpBind, HTTPSBind: o.httpsBind, CookieSecret: cookieSecret},
+		Settings:     haproxy.Settings{AdminSocket: filepath.Join(dir, "admin.sock"), HTTPBind: o.httpBind, HTTPSBind: o.httpsBind, HTTPSRedirectPort: redirectPort(o), CookieSecret: cookieSecret},
 		Observer:     metrics.ObserveCommand,
 		Certs:        certs,
 	}, log.With("part", "haproxy"))
@@ -408,4 +414,19 @@ func (c *lateCerts) CertPEM(secret, version string) ([]byte, error) {
 		return nil, fmt.Errorf("no certificate source for %s", secret)
 	}
 	return c.src.CertPEM(secret, version)
+}
+
+// redirectPort is the port HTTP→HTTPS redirects name: the flag's, else
+// --https-bind's, so a redirect from the demo or a bare-metal HAProxy lands
+// where HTTPS is served.
+func redirectPort(o options) int {
+	if o.redirectPort != 0 || o.httpsBind == "" {
+		return o.redirectPort
+	}
+	_, port, err := net.SplitHostPort(o.httpsBind)
+	if err != nil {
+		return 0 // the renderer reports the bad bind
+	}
+	n, _ := strconv.Atoi(port)
+	return n
 }

@@ -21,6 +21,8 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"--mode=slots", "--slots=0"}, wantErr: "--slots"},
 		{args: []string{"--event-history=500"}},
 		{args: []string{"--event-history=0"}, wantErr: "--event-history"},
+		{args: []string{"--https-redirect-port=443"}},
+		{args: []string{"--https-redirect-port=70000"}, wantErr: "--https-redirect-port"},
 		{args: []string{"extra"}, wantErr: "unexpected arguments"},
 		{args: []string{"--no-such-flag"}, wantErr: "unknown flag"},
 	}
@@ -28,6 +30,30 @@ func TestParseFlags(t *testing.T) {
 		_, err := parseFlags(tt.args)
 		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 			t.Errorf("parseFlags(%q) = %v, want error containing %q", tt.args, err, tt.wantErr)
+		}
+	}
+}
+
+// TestRedirectPort: redirects go to --https-bind's port unless the flag
+// names the one clients use.
+func TestRedirectPort(t *testing.T) {
+	tests := []struct {
+		args []string
+		want int
+	}{
+		{args: nil, want: 8443},
+		{args: []string{"--https-bind=0.0.0.0:443"}, want: 443},
+		{args: []string{"--https-bind=[::1]:9443"}, want: 9443},
+		{args: []string{"--https-bind=0.0.0.0:8443", "--https-redirect-port=443"}, want: 443},
+		{args: []string{"--https-bind="}, want: 0},
+	}
+	for _, tt := range tests {
+		o, err := parseFlags(tt.args)
+		if err != nil {
+			t.Fatalf("parseFlags(%q): %v", tt.args, err)
+		}
+		if got := redirectPort(o); got != tt.want {
+			t.Errorf("redirectPort(%q) = %d, want %d", tt.args, got, tt.want)
 		}
 	}
 }

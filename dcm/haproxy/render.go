@@ -27,6 +27,11 @@ type Settings struct {
 	// "127.0.0.1:8443"; "" renders none (edge routes are then served over
 	// HTTP only, and their certificates are not written).
 	HTTPSBind string
+	// HTTPSRedirectPort is the port plain-HTTP requests of a Redirect route
+	// are sent to: the port clients reach the HTTPS frontend on, which
+	// differs from HTTPSBind's behind a Service (443 → 8443). 0 and 443
+	// leave the port out of the location.
+	HTTPSRedirectPort int
 	// HardStopAfter bounds how long an old worker may linger after a reload; 0 = no bound.
 	HardStopAfter time.Duration
 	// CookieSecret is the cluster-wide secret sticky backends derive their
@@ -329,7 +334,7 @@ frontend fe_http
 		// whatever its insecure policy.
 		renderRouting(w)
 	} else {
-		renderInsecureRouting(w)
+		renderInsecureRouting(w, s.HTTPSRedirectPort)
 	}
 	if s.HTTPSBind != "" {
 		// One TCP frontend owns the HTTPS address: it waits for the
@@ -379,7 +384,7 @@ func renderRouting(w *bytes.Buffer) {
 // passthrough host with Redirect is redirected before routing, as HAProxy
 // serves none of its paths. The maps change at runtime, so a route's
 // policy changes without a reload.
-func renderInsecureRouting(w *bytes.Buffer) {
+func renderInsecureRouting(w *bytes.Buffer, redirectPort int) {
 	w.WriteString("    http-request set-var(txn.path) path\n")
 	w.WriteString("    http-request set-var(txn.host) req.hdr(host),field(1,:),lower\n")
 	w.WriteString("    http-request set-var(txn.key) var(txn.host),concat(,txn.path)\n")
@@ -392,10 +397,15 @@ func renderInsecureRouting(w *bytes.Buffer) {
 		fmt.Fprintf(w, "    http-request set-var(txn.be) var(%s),%s(%s)%s\n", r.keyVar, r.conv, r.file, cond)
 	}
 	fmt.Fprintf(w, "    http-request set-var(txn.insecure) var(txn.be),map_str(%s) if !{ var(txn.insecure) -m found }\n", MapFile(dcm.MapInsecure))
-	// The host without its port, as OpenShift's router does: the redirect
-	// goes to the https default port.
+	// The host without the port the client used (that is the HTTP one):
+	// the redirect goes to the port clients reach HTTPS on, left out when
+	// it is https's default, as OpenShift's router does.
+	port := ""
+	if redirectPort != 0 && redirectPort != 443 {
+		port = ":" + strconv.Itoa(redirectPort)
+	}
 	for _, code := range dcm.RedirectCodes {
-		fmt.Fprintf(w, "    http-request redirect location https://%%[var(txn.host)]%%[pathq] code %d if { var(txn.insecure) -m str redirect-%d }\n", code, code)
+		fmt.Fprintf(w, "    http-request redirect location https://%%[var(txn.host)]%s%%[pathq] code %d if { var(txn.insecure) -m str redirect-%d }\n", port, code, code)
 	}
 	fmt.Fprintf(w, "    use_backend %s if { var(txn.insecure) -m str %s }\n", DefaultBackend, dcm.InsecureActionNone)
 	w.WriteString("    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n")
@@ -572,6 +582,9 @@ func (s Settings) validate() error {
 		if !safePath(s.edgeSocket()) {
 			return fmt.Errorf("https socket %q: want an absolute path of at most 107 letters, digits and /._-+", s.edgeSocket())
 		}
+	}
+	if s.HTTPSRedirectPort < 0 || s.HTTPSRedirectPort > 65535 {
+		return fmt.Errorf("https redirect port %d: want 0 to 65535", s.HTTPSRedirectPort)
 	}
 	if s.HardStopAfter < 0 {
 		return fmt.Errorf("hard-stop-after %s: negative", s.HardStopAfter)

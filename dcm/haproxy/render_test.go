@@ -496,6 +496,16 @@ func TestRenderInsecure(t *testing.T) {
 			t.Errorf("fe_http lacks %q:\n%s", want, http)
 		}
 	}
+	// Behind a port other than 443 the redirect names it.
+	s.HTTPSRedirectPort = 8443
+	p, err := Render(s, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "redirect location https://%[var(txn.host)]:8443%[pathq] code 302 "; !strings.Contains(string(p.Config), want) {
+		t.Errorf("with redirect port 8443, fe_http lacks %q:\n%s", want, p.Config)
+	}
+	s.HTTPSRedirectPort = 0
 	if strings.Contains(https, "insecure") || strings.Contains(https, "redirect") {
 		t.Errorf("fe_https consults the insecure maps:\n%s", https)
 	}
