@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -188,4 +192,69 @@ func TestInsecurePolicy(t *testing.T) {
 	src.Set(base)
 	expectPlain(s, "shop.test", "/", noRoute)
 	steady("deleted")
+}
+
+// TestRedirectLandsOnHTTPS: with the HTTPS frontend's port in the location
+// (main's --https-redirect-port default, which the demo runs with), a
+// browser-like client that follows the redirect from plain HTTP reaches the
+// pod over TLS on the frontend's port with the route's certificate.
+func TestRedirectLandsOnHTTPS(t *testing.T) {
+	ca := testkit.NewCA(t)
+	store := &testkit.CertStore{}
+	app := startPod(t, "127.0.11.4", "app")
+	shopPod := startPod(t, "127.0.11.5", "shop")
+	base := desiredApp(app.endpoint(dcm.StateReady))
+	src := harness.NewStaticSource(base)
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true}
+	s := harness.Start(t, harness.Options{Source: src, Caps: caps, HTTPS: true, Certs: store, RedirectToHTTPSPort: true})
+	_, port, err := net.SplitHostPort(s.HTTPSAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := store.Put("test/shop-tls", ca.Leaf(t, "shop.test").PEM())
+	shop := dcm.Route{Namespace: "test", Name: "shop", Source: dcm.SourceIngress, Object: "shop", Kind: dcm.KindEdge,
+		Host: "shop.test", Path: "/", PathType: dcm.PathPrefix, Balance: dcm.BalanceRoundRobin,
+		TLS: &dcm.TLSRef{Secret: "test/shop-tls", Version: version}, Insecure: dcm.InsecureRedirect}
+	src.Set(withRoutes(base, []dcm.Route{shop}, []pod{shopPod}))
+	expectPlain(s, "shop.test:8000", "/p?q=1", plainAnswer{code: 302, location: "https://shop.test:" + port + "/p?q=1"})
+
+	// shop.test resolves to HAProxy's loopback address, as DNS would send
+	// it to the router: the plain request to the HTTP port, the redirected
+	// one to the port the location names.
+	httpHost, httpPort, _ := net.SplitHostPort(s.HTTPAddr)
+	tr := &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			h, p, err := net.SplitHostPort(addr)
+			if err != nil || h != "shop.test" {
+				return nil, fmt.Errorf("dial %s: not the test's host", addr)
+			}
+			if p == "80" {
+				p = httpPort
+			}
+			return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(httpHost, p))
+		},
+	}
+	defer tr.CloseIdleConnections()
+	var hops []string
+	c := &http.Client{Transport: tr, Timeout: 10 * time.Second, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		hops = append(hops, req.URL.String())
+		return nil
+	}}
+	resp, err := c.Get("http://shop.test/p?q=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "shop" || resp.TLS == nil {
+		t.Fatalf("following the redirect: %d %q (TLS %v), want 200 from shop over TLS", resp.StatusCode, body, resp.TLS != nil)
+	}
+	if want := []string{"https://shop.test:" + port + "/p?q=1"}; !slices.Equal(hops, want) {
+		t.Errorf("redirects %q, want %q", hops, want)
+	}
+	if cn := resp.TLS.PeerCertificates[0].DNSNames; !slices.Contains(cn, "shop.test") {
+		t.Errorf("served certificate for %q, want shop.test", cn)
+	}
 }

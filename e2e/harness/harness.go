@@ -48,6 +48,9 @@ type Options struct {
 	// HTTPS serves an HTTPS frontend on a free loopback port
 	// (Stack.HTTPSAddr), as --https-bind does.
 	HTTPS bool
+	// RedirectToHTTPSPort puts the HTTPS frontend's port in HTTP→HTTPS
+	// redirects, as main's --https-redirect-port default does.
+	RedirectToHTTPSPort bool
 	// Certs hands the driver the edge certificates (a Source of its own
 	// gives none; the Kubernetes source is used when it runs).
 	Certs haproxy.CertSource
@@ -159,9 +162,17 @@ func Start(tb testing.TB, o Options) *Stack {
 		s.HTTPSAddr = testkit.FreeAddr(tb)
 	}
 	certs := &lateCerts{src: o.Certs}
+	redirectPort := 0
+	if o.RedirectToHTTPSPort && s.HTTPSAddr != "" {
+		_, port, err := net.SplitHostPort(s.HTTPSAddr)
+		if err != nil {
+			tb.Fatalf("https address %q: %v", s.HTTPSAddr, err)
+		}
+		redirectPort, _ = strconv.Atoi(port)
+	}
 	s.Driver = haproxy.NewDriver(haproxy.DriverConfig{
 		Binary: bin, WorkDir: s.Dir,
-		Settings: haproxy.Settings{HTTPBind: s.HTTPAddr, HTTPSBind: s.HTTPSAddr, CookieSecret: o.CookieSecret},
+		Settings: haproxy.Settings{HTTPBind: s.HTTPAddr, HTTPSBind: s.HTTPSAddr, HTTPSRedirectPort: redirectPort, CookieSecret: o.CookieSecret},
 		Observer: func(command string, d time.Duration, err error) {
 			metrics.ObserveCommand(command, d, err)
 			if o.RecordCommands {
