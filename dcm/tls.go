@@ -19,6 +19,26 @@ type TLSRef struct {
 	Version string `json:"version,omitempty"`
 }
 
+// UpstreamTLS is the TLS of a reencrypt route towards its pods: HAProxy
+// connects with TLS, sends ServerName as SNI and requires the pod's
+// certificate to be signed by the destination CA and to name ServerName.
+// Like TLSRef it carries where the CA comes from and a hash of it, never the
+// PEM: the driver fetches the PEM by version to write the CA file.
+type UpstreamTLS struct {
+	// CA is where the destination CA comes from: "secret:<namespace>/<name>"
+	// (the ca.crt of a Secret), "route:<namespace>/<name>" (an OpenShift
+	// Route's destinationCACertificate) or "file:default" (the file of
+	// --default-backend-ca-file).
+	CA string `json:"ca"`
+	// Version identifies the CA's PEM (a hash of it). A reencrypt route
+	// without one is not served: it cannot verify its pods.
+	Version string `json:"version"`
+	// ServerName is the name the pods' certificate must carry, also sent
+	// as SNI; by default <service>.<namespace>.svc, the name of the
+	// service-serving certificate.
+	ServerName string `json:"serverName"`
+}
+
 // Cert is the certificate HAProxy serves for one SNI host: one file and one
 // crt-list line per host, so a host's certificate is added, rotated and
 // removed without touching another host's.
