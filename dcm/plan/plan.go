@@ -78,7 +78,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 				a.Retiring = false
 				routing = true
 			}
-			if !sameUpstream(a.Route.Upstream, d.Route.Upstream) && !(pooled && caps.RuntimeCerts) {
+			if !sameUpstream(a.Route.Upstream, d.Route.Upstream) && !(caps.Mode == dcm.ModeDynamic && caps.AddServer && caps.RuntimeCerts) {
 				// New servers with the new CA or name, added next to the
 				// old ones, need add server and runtime CA files.
 				reasons = append(reasons, dcm.ReasonCertChanged)

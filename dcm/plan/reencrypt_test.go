@@ -1,0 +1,68 @@
+package plan
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+func reencryptBackend(name, caVersion string, eps ...dcm.Endpoint) dcm.DesiredBackend {
+	r := edgeRoute(name, name+".test", "aa")
+	r.Kind = dcm.KindReencrypt
+	r.Upstream = &dcm.UpstreamTLS{CA: "secret:demo/" + name + "-ca", Version: caVersion, ServerName: name + ".demo.svc"}
+	return desiredBackend(r, eps...).WithUpstreamNames()
+}
+
+// TestReencryptLifecycle: a reencrypt route takes a reencrypt spare, its CA
+// file added before its servers; a CA rotation adds the new CA's file and
+// servers before the old servers leave (never a moment without a ready
+// server), and the old file goes with the last old server. Without runtime
+// certificates a rotation reloads with cert-changed.
+func TestReencryptLifecycle(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1, RuntimeCerts: true}
+	a := ep("shop-a", "127.0.1.1", dcm.StateReady)
+	st := idle(Fresh(desiredAll(), caps))
+	step := func(name string, d dcm.Desired, wantOps []string) {
+		t.Helper()
+		checkPlan(t, name, st, d, caps)
+		p := Compute(st, d, caps)
+		if got := opStrings(p.Ops); !slices.Equal(got, wantOps) || p.Reload {
+			t.Fatalf("%s: ops (reload %v %v)\n got %q\nwant %q", name, p.Reload, p.Reasons, got, wantOps)
+		}
+		st = idle(p.Next)
+	}
+	v1 := desiredAll(reencryptBackend("shop", "c1", a))
+	s1 := v1.Backends[0].Endpoints[0].Name
+	step("add", v1, []string{
+		"ca-add secret:demo/shop-ca@c1",
+		"cert-add shop.test demo/shop-tls@aa",
+		"add-server be_reencrypt:demo:shop/" + s1 + " 127.0.1.1:8080 weight 1 ssl ca c1 sni shop.demo.svc",
+		"set-state be_reencrypt:demo:shop/" + s1 + " ready",
+		"map-replace host_prefix +1 -0",
+	})
+	if b, _ := st.Backend("be_reencrypt:demo:shop"); b.Slot != "be_reencrypt:_pool:1" {
+		t.Fatalf("slot %q, want the reencrypt spare", b.Slot)
+	}
+	v2 := desiredAll(reencryptBackend("shop", "c2", a))
+	s2 := v2.Backends[0].Endpoints[0].Name
+	if s1 == s2 {
+		t.Fatalf("a new CA keeps the server name %s", s1)
+	}
+	step("rotate", v2, []string{
+		"ca-add secret:demo/shop-ca@c2",
+		"add-server be_reencrypt:demo:shop/" + s2 + " 127.0.1.1:8080 weight 1 ssl ca c2 sni shop.demo.svc",
+		"set-state be_reencrypt:demo:shop/" + s2 + " ready",
+		"set-state be_reencrypt:demo:shop/" + s1 + " maint",
+	})
+	step("old server idle", v2, []string{
+		"del-server be_reencrypt:demo:shop/" + s1,
+		"ca-del secret:demo/shop-ca@c1",
+	})
+
+	noRuntime := caps
+	noRuntime.RuntimeCerts = false
+	if p := Compute(st, desiredAll(reencryptBackend("shop", "c3", a)), noRuntime); !p.Reload || !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonCertChanged}) {
+		t.Fatalf("rotation without runtime certificates: reload %v %v", p.Reload, p.Reasons)
+	}
+}
