@@ -10,8 +10,15 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/haproxy"
+	"github.com/dcm-router/dcm/dcm/kube"
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/internal/testkit"
 )
@@ -335,4 +342,96 @@ func TestReencryptCARotation(t *testing.T) {
 		t.Errorf("%v runtime errors", got)
 	}
 	filesEqualRuntime(t, s)
+}
+
+// TestIngressReencrypt: the Kubernetes path of a reencrypt route, against
+// the demo cluster — a kubernetes.io/tls Secret holding the host's
+// certificate and, in ca.crt, the CA of the pods (as cert-manager writes
+// it), and an Ingress whose spec.tls names it and whose dcm.io/backend-ca
+// names it too: the host is served over TLS with the Secret's certificate
+// and HAProxy reaches the Service's pod over TLS, verifying its
+// certificate for secure.demo.svc (the default server name). A new ca.crt
+// is picked up at runtime; a ca.crt that is not a CA is rejected (metric)
+// and the last valid one stays. No reload, the same worker throughout.
+func TestIngressReencrypt(t *testing.T) {
+	k := newTLSPKI(t)
+	next := testkit.NewCA(t)
+	s := harness.Start(t, harness.Options{HTTPS: true, Caps: tlsPooled})
+	s.DemoServes("web.demo.localhost", "/", "demo", "web", 2)
+	pid, reloads := s.WorkerPID(), s.Reloads()
+	ctx := t.Context()
+	const host = "secure.demo.localhost"
+	p := testkit.StartTLSBackend(t, "127.0.7.40", "secure-pod", k.pods.Leaf(t, "secure.demo.svc"))
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "secure"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}}
+	if _, err := s.Client.CoreV1().Services("demo").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sl := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "demo", Name: "secure-1", Labels: map[string]string{discoveryv1.LabelServiceName: "secure"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(p.Port))}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{p.Addr}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "demo", Name: "secure-pod"}}},
+	}
+	if _, err := s.Client.DiscoveryV1().EndpointSlices("demo").Create(ctx, sl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	leaf := k.front.Leaf(t, host)
+	secret := func(ca []byte) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "secure-tls"}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{corev1.TLSCertKey: leaf.CertPEM, corev1.TLSPrivateKeyKey: leaf.KeyPEM, kube.CAKey: ca}}
+	}
+	secrets := s.Client.CoreV1().Secrets("demo")
+	if _, err := secrets.Create(ctx, secret(k.pods.CertPEM()), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ing := ingress("secure", host, "/")
+	ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service = &networkingv1.IngressServiceBackend{Name: "secure", Port: networkingv1.ServiceBackendPort{Name: "https"}}
+	ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: "secure-tls"}}
+	ing.Annotations = map[string]string{kube.AnnotationBackendCA: "secure-tls"}
+	if _, err := s.Client.NetworkingV1().Ingresses("demo").Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	name := dcm.BackendName(dcm.KindReencrypt, "demo", "secure")
+	servesTLS(s, host, "secure-pod", k.front, leaf)
+	b := s.Backend(name)
+	if !strings.HasPrefix(b.Slot, "be_reencrypt:_pool:") || len(b.Servers) != 1 || b.Servers[0].Upstream == nil ||
+		b.Servers[0].Upstream.ServerName != "secure.demo.svc" || b.Servers[0].Upstream.CA != "secret:demo/secure-tls" {
+		t.Fatalf("backend %s slot %q servers %+v", b.Name, b.Slot, b.Servers)
+	}
+	first := b.Servers[0].Upstream.Version
+
+	// A new ca.crt (the old CA and the next one): new servers, no reload.
+	if _, err := secrets.Update(ctx, secret(append(k.pods.CertPEM(), next.CertPEM()...)), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Eventually("the new CA in use", 10*time.Second, func() error {
+		b := s.Backend(name)
+		if len(b.Servers) != 1 || b.Servers[0].Upstream == nil || b.Servers[0].Upstream.Version == first {
+			return fmt.Errorf("servers %+v", b.Servers)
+		}
+		return nil
+	})
+	servesTLS(s, host, "secure-pod", k.front, leaf)
+	second := s.Backend(name).Servers[0].Upstream.Version
+
+	// A ca.crt that is no CA: rejected, the last valid CA stays.
+	rejected := s.Counter("dcm_rejected_objects_total", "reason", dcm.RejectInvalidValue)
+	if _, err := secrets.Update(ctx, secret(k.pods.Leaf(t, "x.demo.svc").CertPEM), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Eventually("the leaf as CA rejected", 10*time.Second, func() error {
+		if got := s.Counter("dcm_rejected_objects_total", "reason", dcm.RejectInvalidValue); got != rejected+1 {
+			return fmt.Errorf("%v rejections", got)
+		}
+		return nil
+	})
+	servesTLS(s, host, "secure-pod", k.front, leaf)
+	if b := s.Backend(name); len(b.Servers) != 1 || b.Servers[0].Upstream.Version != second {
+		t.Errorf("after a bad CA: servers %+v, want the CA %s kept", b.Servers, second)
+	}
+	if s.WorkerPID() != pid || s.Reloads() != reloads {
+		t.Errorf("worker %d → %d, reloads %v → %v", pid, s.WorkerPID(), reloads, s.Reloads())
+	}
 }
