@@ -66,3 +66,25 @@ func TestReencryptLifecycle(t *testing.T) {
 		t.Fatalf("rotation without runtime certificates: reload %v %v", p.Reload, p.Reasons)
 	}
 }
+
+// TestReencryptWithoutCA: a reencrypt route whose CA is unknown gets no
+// servers (they could not verify their pods), and servers whose TLS no
+// longer matches their route but kept their names (a source that did not
+// rename them) reload rather than keep verifying with the old CA.
+func TestReencryptWithoutCA(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1, RuntimeCerts: true}
+	a := ep("shop-a", "127.0.1.1", dcm.StateReady)
+	noCA := reencryptBackend("shop", "", a)
+	noCA.Endpoints = []dcm.Endpoint{a}
+	st := Fresh(desiredAll(noCA), caps)
+	if b, _ := st.Backend(noCA.Name); len(b.Servers) != 0 {
+		t.Fatalf("servers without a CA: %+v", b.Servers)
+	}
+	withCA := reencryptBackend("shop", "c1", a)
+	st = idle(Fresh(desiredAll(withCA), caps))
+	unrenamed := withCA
+	unrenamed.Route.Upstream = &dcm.UpstreamTLS{CA: "secret:demo/shop-ca", Version: "c2", ServerName: "shop.demo.svc"}
+	if p := Compute(st, desiredAll(unrenamed), caps); !p.Reload || !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonCertChanged}) {
+		t.Fatalf("servers kept their names across a CA change: reload %v %v, ops %q", p.Reload, p.Reasons, opStrings(p.Ops))
+	}
+}
