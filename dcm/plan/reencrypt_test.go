@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -86,5 +87,22 @@ func TestReencryptWithoutCA(t *testing.T) {
 	unrenamed.Route.Upstream = &dcm.UpstreamTLS{CA: "secret:demo/shop-ca", Version: "c2", ServerName: "shop.demo.svc"}
 	if p := Compute(st, desiredAll(unrenamed), caps); !p.Reload || !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonCertChanged}) {
 		t.Fatalf("servers kept their names across a CA change: reload %v %v, ops %q", p.Reload, p.Reasons, opStrings(p.Ops))
+	}
+}
+
+// TestSimulateCARotation: rotating the Secret that holds a reencrypt
+// route's CA previews the runtime rotation: the new CA file, new servers
+// before the old ones leave, no reload.
+func TestSimulateCARotation(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1, RuntimeCerts: true}
+	d := desiredAll(reencryptBackend("shop", "c1", ep("shop-a", "127.0.1.1", dcm.StateReady), ep("shop-b", "127.0.1.2", dcm.StateReady)))
+	sim := Simulate(snapshotOf(d, caps), []dcm.WhatIf{{Kind: dcm.WhatIfRotateCert, Namespace: "demo", Secret: "demo/shop-ca"}}, dcm.HAProxy26MemoryCosts())
+	if len(sim.Errors) > 0 {
+		t.Fatalf("simulate: %v", sim.Errors)
+	}
+	got := opCounts(sim)
+	want := map[string]int{"ca-add": 1, "add-server": 2, "set-state:ready": 2, "set-state:maint": 2}
+	if !maps.Equal(got, want) || sim.Reloads != 0 {
+		t.Fatalf("ops %v (reloads %d), want %v and no reload", got, sim.Reloads, want)
 	}
 }
