@@ -83,6 +83,13 @@ type Route struct {
 	// from a cluster-wide secret and the backend's name, and of the pod's
 	// address, so every dcm replica and every reload agrees on it.
 	Sticky bool `json:"sticky,omitempty"`
+	// Insecure is what plain HTTP requests for a route that serves HTTPS
+	// get (edge, reencrypt, passthrough); empty keeps the older meaning,
+	// see InsecureEffective.
+	Insecure InsecurePolicy `json:"insecure,omitempty"`
+	// RedirectCode is the status of the Redirect policy's answer (301,
+	// 302, 303, 307, 308); 0 means DefaultRedirectCode.
+	RedirectCode int `json:"redirectCode,omitempty"`
 }
 
 // BackendName is the HAProxy backend that serves a route.
@@ -102,7 +109,8 @@ func (r Route) Key() string { return r.Namespace + "/" + r.Name }
 // equal host, path, kind, balance, checks and stickiness. Services and workload only decide
 // which endpoints the backend gets, not how HAProxy is configured; the
 // certificate (TLS) is served by the HTTPS frontend, not the backend, and
-// changes through certificate ops.
+// changes through certificate ops; the insecure policy is an insecure
+// map's entry (InsecureAction) and changes through a map replace.
 func (r Route) SameServing(o Route) bool {
 	return r.Namespace == o.Namespace && r.Name == o.Name && r.Kind == o.Kind &&
 		r.Host == o.Host && r.Path == o.Path && r.PathType == o.PathType &&

@@ -129,7 +129,7 @@ func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) 
 	for _, n := range names {
 		a, okA := st.Backend(n)
 		w, okD := d.Backend(n)
-		if !okA || !okD || a.Retiring || !a.Route.SameServing(w.Route) {
+		if !okA || !okD || a.Retiring || !a.Route.SameServing(w.Route) || a.Route.InsecureAction() != w.Route.InsecureAction() {
 			return Compute(st, d, caps)
 		}
 	}
