@@ -72,8 +72,12 @@ type Route struct {
 	// Check turns on HAProxy's health checks for the route's servers, on top of
 	// Kubernetes readiness.
 	Check bool `json:"check"`
-	// TLS is the certificate of an edge route (nil for other kinds).
+	// TLS is the certificate HAProxy serves to clients of an edge or
+	// reencrypt route (nil for other kinds).
 	TLS *TLSRef `json:"tls,omitempty"`
+	// Upstream is how HAProxy connects to the pods of a reencrypt route:
+	// over TLS, verifying their certificate (nil for other kinds).
+	Upstream *UpstreamTLS `json:"upstream,omitempty"`
 	// Sticky keeps a client on one pod with a dynamic cookie (HAProxy's
 	// cookie … dynamic): its value is a hash of the backend's key, derived
 	// from a cluster-wide secret and the backend's name, and of the pod's

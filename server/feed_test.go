@@ -978,6 +978,18 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 			t.Errorf("got %s, want ping", m.Type)
 		}
 	}
+	// A reencrypt route: its CA file and a server that verifies its pod.
+	up := &dcm.UpstreamTLS{CA: "secret:demo/shop-ca", Version: "4567ef", ServerName: "shop.demo.svc"}
+	shop := fullBackend("demo", "shop", dcm.KindReencrypt)
+	shop.Route.TLS, shop.Route.Upstream = &dcm.TLSRef{Secret: "demo/shop-tls", Version: "0123abcd"}, up
+	shop.Servers[0].Upstream = up
+	reencrypt := dcm.Event{Type: dcm.EventApplied, Message: "applied", Backends: []string{shop.Name}, State: []dcm.Backend{shop},
+		Ops: []dcm.Op{{Kind: dcm.OpCAAdd, Upstream: &dcm.UpstreamTLS{CA: up.CA, Version: up.Version}},
+			{Kind: dcm.OpAddServer, Backend: shop.Name, Server: "shop-1:https.0a0b0c0d", Addr: "127.0.1.8", Port: 8443, Weight: 1, Upstream: up}}}
+	s.eng.hub.Publish(reencrypt)
+	if m := plain.expect(dcm.FeedTypeEvent); !reflect.DeepEqual(m.Event.Ops, reencrypt.Ops) || !reflect.DeepEqual(m.Event.State, reencrypt.State) {
+		t.Errorf("reencrypt event arrived as %+v", m.Event)
+	}
 	s.shutdown()
 	plain.expect(dcm.FeedTypeBye)
 

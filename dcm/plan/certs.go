@@ -39,8 +39,55 @@ func certOps(actual, next dcm.State) (first, last []dcm.Op) {
 	return first, last
 }
 
+// caOps diffs the destination CA files of two states: the files new
+// servers need, and those no server uses any more, each sorted by version.
+// A file's content never changes (it is named by its version), so there is
+// no update.
+func caOps(actual, next dcm.State) (first, last []dcm.Op) {
+	before, after := dcm.CAsOf(actual.Backends), dcm.CAsOf(next.Backends)
+	if len(before)+len(after) == 0 {
+		return nil, nil
+	}
+	was, is := caBackends(actual.Backends), caBackends(next.Backends)
+	i, j := 0, 0
+	for i < len(before) || j < len(after) {
+		switch {
+		case j >= len(after) || (i < len(before) && before[i].Version < after[j].Version):
+			c := before[i]
+			last = append(last, dcm.Op{Kind: dcm.OpCADel, Backend: was[c.Version], Upstream: &c})
+			i++
+		case i >= len(before) || after[j].Version < before[i].Version:
+			c := after[j]
+			first = append(first, dcm.Op{Kind: dcm.OpCAAdd, Backend: is[c.Version], Upstream: &c})
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	return first, last
+}
+
+// caBackends names, by CA version, the first backend (by name) whose
+// servers use it: CA ops name it, so filtered feeds and the event log show
+// them with a route they are for.
+func caBackends(backends []dcm.Backend) map[string]string {
+	out := map[string]string{}
+	for _, b := range backends {
+		for _, s := range b.Servers {
+			if u := s.Upstream; u != nil && u.Version != "" {
+				if _, ok := out[u.Version]; !ok {
+					out[u.Version] = b.Name
+				}
+			}
+		}
+	}
+	return out
+}
+
 // IsCertOp reports whether an op changes a certificate rather than a server
 // or a map.
 func IsCertOp(o dcm.Op) bool {
-	return o.Kind == dcm.OpCertAdd || o.Kind == dcm.OpCertUpdate || o.Kind == dcm.OpCertDel
+	return o.Kind == dcm.OpCertAdd || o.Kind == dcm.OpCertUpdate || o.Kind == dcm.OpCertDel ||
+		o.Kind == dcm.OpCAAdd || o.Kind == dcm.OpCADel
 }

@@ -18,6 +18,7 @@ import (
 // yields Plan.Next, Next serves exactly the desired endpoints, and
 // Compute(Next, desired, caps) is empty.
 func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
+	desired = servable(desired)
 	var (
 		reasons []dcm.ReloadReason
 		next    = make([]dcm.Backend, 0, len(desired.Backends))
@@ -78,6 +79,12 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 				a.Retiring = false
 				routing = true
 			}
+			if !sameUpstream(a.Route.Upstream, d.Route.Upstream) && !(caps.Mode == dcm.ModeDynamic && caps.AddServer && caps.RuntimeCerts) {
+				// New servers with the new CA or name, added next to the
+				// old ones, need add server and runtime CA files.
+				reasons = append(reasons, dcm.ReasonCertChanged)
+				continue
+			}
 			if !a.Route.SameServing(d.Route) {
 				if !pooled || !rekeyable(a.Route, d.Route) {
 					reasons = append(reasons, dcm.ReasonRouteChanged)
@@ -107,7 +114,8 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 	}
 	if len(reasons) > 0 {
 		p := Reload(desired, caps, reasons...)
-		if !caps.RuntimeCerts && !slices.Equal(dcm.CertsOf(actual.Backends), dcm.CertsOf(p.Next.Backends)) {
+		if !caps.RuntimeCerts && (!slices.Equal(dcm.CertsOf(actual.Backends), dcm.CertsOf(p.Next.Backends)) ||
+			!slices.Equal(dcm.CAsOf(actual.Backends), dcm.CAsOf(p.Next.Backends))) {
 			// A certificate that changed with the rest would have
 			// reloaded on its own: the reasons say so, so that a
 			// rotation is not hidden behind the change it came with.
@@ -119,6 +127,10 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 	}
 	st := dcm.State{Backends: next, Pool: spares.names()}
 	certFirst, certLast := certOps(actual, st)
+	caFirst, caLast := caOps(actual, st)
+	// CA files before the certificates and servers, out after them.
+	certFirst = append(caFirst, certFirst...)
+	certLast = append(certLast, caLast...)
 	if len(certFirst)+len(certLast) > 0 && !caps.RuntimeCerts {
 		return Reload(desired, caps, dcm.ReasonCertChanged)
 	}
@@ -160,6 +172,7 @@ func Reload(desired dcm.Desired, caps dcm.Caps, reasons ...dcm.ReloadReason) dcm
 // per backend on top of its endpoints, and with a pool caps.Pool spare
 // backends per kind while every route has a backend of its own name.
 func Fresh(desired dcm.Desired, caps dcm.Caps) dcm.State {
+	desired = servable(desired)
 	backends := make([]dcm.Backend, 0, len(desired.Backends))
 	for _, d := range desired.Backends {
 		b := dcm.Backend{Name: d.Name, Kind: d.Route.Kind, Route: d.Route}
@@ -211,8 +224,47 @@ func AfterReload(st dcm.State) dcm.State {
 func serverFor(e dcm.Endpoint, r dcm.Route, origin dcm.Origin) dcm.Server {
 	return dcm.Server{
 		Name: e.Name, Addr: e.Addr, Port: e.Port, Weight: e.Weight, State: e.State,
-		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Check: r.Check, Unobserved: true,
+		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Check: r.Check, Upstream: upstreamOf(r), Unobserved: true,
 	}
+}
+
+// servable drops the endpoints of reencrypt routes whose CA is not known:
+// without it their servers could not verify the pods, and a server
+// without TLS would talk in clear text to them. The sources give such
+// routes no endpoints already; this keeps the planner safe on its own.
+func servable(d dcm.Desired) dcm.Desired {
+	var out []dcm.DesiredBackend
+	for i, b := range d.Backends {
+		if b.Route.Kind != dcm.KindReencrypt || upstreamOf(b.Route) != nil || len(b.Endpoints) == 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(d.Backends)
+		}
+		out[i].Endpoints = nil
+	}
+	if out == nil {
+		return d
+	}
+	return dcm.Desired{Backends: out}
+}
+
+// upstreamOf is the TLS a new server of route r connects with: the
+// reencrypt route's, once its CA is known.
+func upstreamOf(r dcm.Route) *dcm.UpstreamTLS {
+	if r.Kind != dcm.KindReencrypt || r.Upstream == nil || r.Upstream.Version == "" {
+		return nil
+	}
+	u := *r.Upstream
+	return &u
+}
+
+// sameUpstream reports whether two routes' servers connect alike.
+func sameUpstream(a, b *dcm.UpstreamTLS) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // backendPlan is the outcome for one backend: either a reason to reload, or
@@ -251,6 +303,7 @@ func planBackend(a dcm.Backend, d dcm.DesiredBackend, caps dcm.Caps) backendPlan
 func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 	out := backendPlan{next: a}
 	out.next.Route = d.Route
+	var retireOps []dcm.Op // after the adds: a server replaced by a new one (a CA rotation) leaves only once the new one is in
 	servers := a.Servers
 	eps := d.Endpoints
 	var next []dcm.Server // nil until the first change: unchanged backends share their slice
@@ -268,7 +321,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 			switch {
 			case s.State != dcm.StateMaint:
 				changed(i)
-				out.ops = append(out.ops, setState(a.Name, s, dcm.StateMaint))
+				retireOps = append(retireOps, setState(a.Name, s, dcm.StateMaint))
 				s.State = dcm.StateMaint
 				s.Unobserved = true
 				next = append(next, s)
@@ -280,7 +333,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 				}
 			default:
 				changed(i)
-				out.ops = append(out.ops, dcm.Op{Kind: dcm.OpDelServer, Backend: a.Name, Server: s.Name, Endpoint: s.Endpoint, Pod: s.Pod})
+				retireOps = append(retireOps, dcm.Op{Kind: dcm.OpDelServer, Backend: a.Name, Server: s.Name, Endpoint: s.Endpoint, Pod: s.Pod})
 			}
 			i++
 		case i >= len(servers) || eps[j].Name < servers[i].Name:
@@ -292,6 +345,12 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 			j++
 		default:
 			s, e := servers[i], eps[j]
+			if !sameUpstream(s.Upstream, upstreamOf(d.Route)) {
+				// A server's TLS is fixed when it is added; sources name
+				// servers after it (WithUpstreamNames) so that a new CA
+				// brings new servers. One that did not must reload.
+				out.reason = dcm.ReasonCertChanged
+			}
 			ops, ns := converge(a.Name, s, e)
 			if len(ops) > 0 {
 				changed(i)
@@ -304,6 +363,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 			j++
 		}
 	}
+	out.ops = append(out.ops, retireOps...)
 	if next != nil {
 		out.next.Servers = next
 	}
@@ -315,7 +375,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 func addServer(backend string, s dcm.Server, sticky bool) []dcm.Op {
 	ops := []dcm.Op{{
 		Kind: dcm.OpAddServer, Backend: backend, Server: s.Name, Addr: s.Addr, Port: s.Port,
-		Weight: s.Weight, Check: s.Check, Endpoint: s.Endpoint, Pod: s.Pod,
+		Weight: s.Weight, Check: s.Check, Endpoint: s.Endpoint, Pod: s.Pod, Upstream: s.Upstream,
 	}}
 	if sticky {
 		// Before it can take traffic, or its first clients get no cookie.

@@ -54,6 +54,12 @@ type Options struct {
 	// Certs hands the driver the edge certificates (a Source of its own
 	// gives none; the Kubernetes source is used when it runs).
 	Certs haproxy.CertSource
+	// CAs hands the driver the destination CAs of reencrypt routes (the
+	// Kubernetes source is used when it runs and CAs is nil).
+	CAs haproxy.CASource
+	// DefaultBackendCA is the Kubernetes source's --default-backend-ca-file
+	// content.
+	DefaultBackendCA []byte
 	// Namespaces limits what dcm watches, as --namespace does.
 	Namespaces []string
 	// ObserveEvery is the engine's observation pass (default 1s).
@@ -161,7 +167,7 @@ func Start(tb testing.TB, o Options) *Stack {
 	if o.HTTPS {
 		s.HTTPSAddr = testkit.FreeAddr(tb)
 	}
-	certs := &lateCerts{src: o.Certs}
+	certs := &lateCerts{src: o.Certs, cas: o.CAs}
 	redirectPort := 0
 	if o.RedirectToHTTPSPort && s.HTTPSAddr != "" {
 		_, port, err := net.SplitHostPort(s.HTTPSAddr)
@@ -182,6 +188,7 @@ func Start(tb testing.TB, o Options) *Stack {
 			}
 		},
 		Certs:       certs,
+		CAs:         certs,
 		ReadTimeout: o.ReadTimeout, ReloadTimeout: o.ReloadTimeout,
 	}, log.With("part", "haproxy"))
 	if o.ObserveEvery == 0 {
@@ -220,11 +227,14 @@ func Start(tb testing.TB, o Options) *Stack {
 				tb.Fatal(err)
 			}
 		}
-		src := kube.NewSource(s.Client, kube.Options{Namespaces: o.Namespaces}, s.Engine, log.With("part", "kube"))
+		src := kube.NewSource(s.Client, kube.Options{Namespaces: o.Namespaces, DefaultBackendCA: o.DefaultBackendCA}, s.Engine, log.With("part", "kube"))
 		goRun("kube", src.Run)
 		source = src
 		if certs.src == nil {
 			certs.src = src
+		}
+		if certs.cas == nil {
+			certs.cas = src
 		}
 	}
 	goRun("engine", func(ctx context.Context) error { return s.Engine.Run(ctx, source) })
@@ -580,7 +590,17 @@ func (r *Recorder) ReloadReasons() []dcm.ReloadReason {
 
 // lateCerts is the driver's CertSource, known only once the source is
 // built (after the driver, as in main).
-type lateCerts struct{ src haproxy.CertSource }
+type lateCerts struct {
+	src haproxy.CertSource
+	cas haproxy.CASource
+}
+
+func (c *lateCerts) CAPEM(ca, version string) ([]byte, error) {
+	if c.cas == nil {
+		return nil, fmt.Errorf("no CA source for %s", ca)
+	}
+	return c.cas.CAPEM(ca, version)
+}
 
 func (c *lateCerts) CertPEM(secret, version string) ([]byte, error) {
 	if c.src == nil {

@@ -58,6 +58,11 @@ func NewCA(tb testing.TB) *CA {
 // Pool trusts the CA.
 func (ca *CA) Pool() *x509.CertPool { return ca.pool }
 
+// CertPEM is the CA's certificate, as a destination CA (ca.crt) holds it.
+func (ca *CA) CertPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})
+}
+
 // Leaf is a certificate the CA signed for host: the leaf and its chain and
 // key as PEM, and the key alone, as a kubernetes.io/tls Secret holds them.
 type Leaf struct {
@@ -132,6 +137,18 @@ func (s *CertStore) CertPEM(secret, version string) ([]byte, error) {
 	b, ok := s.m[secret+"@"+version]
 	if !ok {
 		return nil, fmt.Errorf("no certificate %s@%s", secret, version)
+	}
+	return b, nil
+}
+
+// CAPEM implements the driver's CASource: Put the CA under its source
+// (UpstreamTLS.CA).
+func (s *CertStore) CAPEM(ca, version string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.m[ca+"@"+version]
+	if !ok {
+		return nil, fmt.Errorf("no CA %s@%s", ca, version)
 	}
 	return b, nil
 }

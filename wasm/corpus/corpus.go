@@ -391,6 +391,12 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 			r.Insecure = dcm.InsecurePolicy(pickBy(r.Name, []string{"", "Redirect", "None"}))
 		case 2:
 			r.Host = "" // any host
+		case 3:
+			// A reencrypt route: the client's TLS ends in HAProxy, which
+			// connects to the pods over TLS, verifying them.
+			r.Kind = dcm.KindReencrypt
+			r.TLS = &dcm.TLSRef{Secret: wl.ns + "/" + r.Name + "-tls", Version: "0a1b2c"}
+			r.Upstream = &dcm.UpstreamTLS{CA: "secret:" + wl.ns + "/" + r.Name + "-ca", Version: "6a7b8c", ServerName: wl.svc + "." + wl.ns + ".svc"}
 		}
 		if g.r.IntN(4) == 0 {
 			r.Path, r.PathType = "/"+g.pick([]string{"api", "v1/items", "static", "login"}), dcm.PathType(g.pick([]string{"Prefix", "Exact"}))
