@@ -83,6 +83,13 @@ type Route struct {
 	// from a cluster-wide secret and the backend's name, and of the pod's
 	// address, so every dcm replica and every reload agrees on it.
 	Sticky bool `json:"sticky,omitempty"`
+	// Insecure is what plain HTTP requests for a route that serves HTTPS
+	// get (edge, reencrypt, passthrough); empty keeps the older meaning,
+	// see InsecureEffective.
+	Insecure InsecurePolicy `json:"insecure,omitempty"`
+	// RedirectCode is the status of the Redirect policy's answer (301,
+	// 302, 303, 307, 308); 0 means DefaultRedirectCode.
+	RedirectCode int `json:"redirectCode,omitempty"`
 }
 
 // BackendName is the HAProxy backend that serves a route.

@@ -274,6 +274,9 @@ func ValidateRoute(r Route) error {
 	if err := ValidateServices(r.Services); err != nil {
 		return err
 	}
+	if err := ValidateInsecure(r); err != nil {
+		return err
+	}
 	return ValidateBalance("balance", r.Balance)
 }
 
