@@ -210,3 +210,9 @@ func StartTLSBackend(tb testing.TB, ip, name string, leaf Leaf) Backend {
 func InsecureHTTPSGet(addr, host, path string) (int, string, *x509.Certificate, error) {
 	return httpsGet(addr, host, path, &tls.Config{ServerName: host, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})
 }
+
+// CertPEM is the CA's certificate in PEM (a chain or trust anchor to hand
+// to what is tested).
+func (ca *CA) CertPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})
+}
