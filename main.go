@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -51,6 +52,8 @@ type options struct {
 	eventHistory  int
 	namespaces    []string
 	ingressClass  string
+	routes        bool
+	routeDomain   string
 	authTokenFile string
 	cookieSecret  string // file
 	logLevel      string
@@ -81,6 +84,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.poolSize, "pool-size", 10, "spare backends per route kind in --mode=dynamic: new routes take one instead of a reload (0: every new route reloads)")
 	fs.StringSliceVar(&o.namespaces, "namespace", nil, "watch only these namespaces (repeatable; default all)")
 	fs.StringVar(&o.ingressClass, "ingress-class", "", "serve only Ingresses of this class (default: all)")
+	fs.BoolVar(&o.routes, "routes", true, "also serve OpenShift Routes (route.openshift.io/v1) when the API server serves them")
+	fs.StringVar(&o.routeDomain, "route-subdomain", "", "give a Route without spec.host the host <name>-<namespace>.<this> (default: such Routes are rejected)")
 	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file holding the API bearer token (default: a random token printed at start)")
 	fs.StringVar(&o.cookieSecret, "cookie-secret-file", "", "file holding the secret sticky routes derive their cookie keys from; every replica must use the same (default: a built-in, public one)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -88,6 +93,11 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.demoPreStop, "demo-prestop-delay", time.Second, "demo: time a terminating pod keeps accepting before it shuts down")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.routeDomain != "" {
+		if err := dcm.ValidateHost("--route-subdomain", o.routeDomain); err != nil {
+			return o, err
+		}
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -141,9 +151,9 @@ func newLogger(level string) (*slog.Logger, error) {
 
 // kubeClient returns a client for the real cluster, or nil when dcm should
 // run the demo.
-func kubeClient(o options) (kubernetes.Interface, error) {
+func kubeClient(o options) (kubernetes.Interface, dynamic.Interface, error) {
 	if o.demo {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var cfg *rest.Config
 	var err error
@@ -155,16 +165,25 @@ func kubeClient(o options) (kubernetes.Interface, error) {
 	default:
 		cfg, err = rest.InClusterConfig()
 		if errors.Is(err, rest.ErrNotInCluster) {
-			return nil, nil
+			return nil, nil, nil
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes config: %w", err)
+		return nil, nil, fmt.Errorf("kubernetes config: %w", err)
 	}
 	cfg.UserAgent = "dcm"
 	// client-go's default of 5 requests a second is for command-line tools.
 	cfg.QPS, cfg.Burst = 50, 100
-	return kubernetes.NewForConfig(cfg)
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	// OpenShift Routes are read as unstructured objects.
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, dyn, nil
 }
 
 func workDir(dir string) (string, error) {
@@ -210,7 +229,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			return fmt.Errorf("cookie secret: %s is empty", o.cookieSecret)
 		}
 	}
-	client, err := kubeClient(o)
+	client, dyn, err := kubeClient(o)
 	if err != nil {
 		return err
 	}
@@ -255,6 +274,10 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}, log.With("part", "haproxy"))
 	eng := engine.New(engine.Config{Caps: caps, EventBuffer: o.eventHistory}, driver, metrics, log.With("part", "engine"))
 	source := kube.NewSource(client, kube.Options{IngressClass: o.ingressClass, Namespaces: o.namespaces}, eng, log.With("part", "kube"))
+	if dyn != nil && o.routes {
+		source.WatchRoutes(kube.RouteWatchOptions{Client: dyn, Discovery: client.Discovery(),
+			Convert: kube.RouteOptions{Subdomain: o.routeDomain}})
+	}
 	certs.src = source // before anything runs: the driver asks only once the engine does
 	parts += 2
 	go func() { errs <- wrap("kubernetes", source.Run(ctx)) }()
