@@ -1,0 +1,425 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/kube"
+	"github.com/dcm-router/dcm/e2e/harness"
+	"github.com/dcm-router/dcm/e2e/kapitest"
+	"github.com/dcm-router/dcm/internal/injection"
+	"github.com/dcm-router/dcm/internal/testkit"
+)
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+const routeCRDName = "routes.route.openshift.io"
+
+// routeCRD is the smallest CRD that serves route.openshift.io/v1 Routes:
+// no schema beyond "an object", so the API server stores whatever a test
+// writes and dcm alone must refuse what cannot reach HAProxy.
+func routeCRD() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": routeCRDName},
+		"spec": map[string]any{
+			"group": "route.openshift.io", "scope": "Namespaced",
+			"names": map[string]any{"plural": "routes", "singular": "route", "kind": "Route", "listKind": "RouteList"},
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true,
+				"schema":       map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+				"subresources": map[string]any{"status": map[string]any{}},
+			}},
+		},
+	}}
+}
+
+func adminDynamic(t *testing.T) dynamic.Interface {
+	t.Helper()
+	d, err := dynamic.NewForConfig(env.cp.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// routesServed asks discovery, as dcm does.
+func routesServed() (bool, error) {
+	list, err := env.admin.Discovery().ServerResourcesForGroupVersion(kube.RouteGVR.GroupVersion().String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "routes" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func waitRoutesServed(t *testing.T, want bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got, err := routesServed()
+		if err == nil && got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Routes API served=%v, want %v (%v)", got, want, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// installRouteCRD installs the Route CRD and waits until discovery serves it.
+func installRouteCRD(t *testing.T) {
+	t.Helper()
+	if _, err := adminDynamic(t).Resource(crdGVR).Create(context.Background(), routeCRD(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	waitRoutesServed(t, true)
+}
+
+// removeRouteCRD deletes the Route CRD (and so every Route) and waits until
+// discovery no longer serves it.
+func removeRouteCRD(t *testing.T) {
+	t.Helper()
+	err := adminDynamic(t).Resource(crdGVR).Delete(context.Background(), routeCRDName, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	waitRoutesServed(t, false)
+}
+
+// lockedBuffer collects dcm's log lines from its goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startRouteDCM runs dcm on the deploy/ ServiceAccount's token with the
+// Routes source, spares for new routes (no reload) and an HTTPS frontend.
+func startRouteDCM(t *testing.T, ns string, logTo *lockedBuffer) *harness.Stack {
+	t.Helper()
+	cfg := serviceAccountConfig(t, "dcm-system", "dcm")
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := dcmClient(t)
+	o := harness.Options{Client: client, Namespaces: []string{ns}, HTTPS: true, RecordCommands: true,
+		Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4, StickyPool: 4, RuntimeCerts: true},
+		Routes: &kube.RouteWatchOptions{Client: dyn, Discovery: client.Discovery(),
+			Recheck: 200 * time.Millisecond, MaxRecheck: time.Second}}
+	if logTo != nil {
+		o.LogTo = logTo
+	}
+	return harness.Start(t, o)
+}
+
+func osRoute(ns, name, host, path string, to string, toWeight int64, alternates map[string]int64) *unstructured.Unstructured {
+	spec := map[string]any{
+		"host": host, "path": path,
+		"to": map[string]any{"kind": "Service", "name": to, "weight": toWeight},
+		// The pods' port (the Service's targetPort), as OpenShift reads it.
+		"port": map[string]any{"targetPort": int64(8080)},
+	}
+	var alts []any
+	for name, w := range alternates {
+		alts = append(alts, map[string]any{"kind": "Service", "name": name, "weight": w})
+	}
+	if alts != nil {
+		spec["alternateBackends"] = alts
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "route.openshift.io/v1", "kind": "Route",
+		"metadata": map[string]any{"namespace": ns, "name": name},
+		"spec":     spec,
+	}}
+}
+
+const absentLog = "OpenShift Routes API not served"
+
+// TestOpenShiftRoutes: against the real kube-apiserver. Without the Route
+// CRD dcm says so once and serves Ingresses; the CRD installed, dcm finds
+// the API on its own and serves Routes through the real haproxy, all
+// without a reload: http (numeric targetPort = the pods' port), an 80/20
+// split over alternateBackends, edge with the Route's inline certificate,
+// passthrough by SNI, host and path changed in place, deleted → 404.
+func TestOpenShiftRoutes(t *testing.T) {
+	removeRouteCRD(t) // a previous run's
+	ns := kapitest.Namespace(t, env.admin)
+	ctx := context.Background()
+	ingHost := "web." + ns + ".test"
+	createApp(t, ns, "web", 2, ingHost, "/")
+	createApp(t, ns, "canary", 1, "canary."+ns+".test", "/")
+	logs := &lockedBuffer{}
+	s := startRouteDCM(t, ns, logs)
+	s.Serves(ingHost, "/", 2, readyPods(ns, "web"))
+	pid, reloads := s.WorkerPID(), s.Reloads()
+
+	// Without the CRD: several rechecks pass, one line says so, Ingresses work.
+	time.Sleep(2 * time.Second)
+	if n := strings.Count(logs.String(), absentLog); n != 1 {
+		t.Fatalf("%d log lines say the Routes API is absent, want 1:\n%s", n, logs.String())
+	}
+	s.Serves(ingHost, "/", 2, readyPods(ns, "web"))
+
+	installRouteCRD(t)
+	t.Cleanup(func() { removeRouteCRD(t) })
+	routes := adminDynamic(t).Resource(kube.RouteGVR).Namespace(ns)
+	create := func(u *unstructured.Unstructured) {
+		t.Helper()
+		if _, err := routes.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// http, picked up once the API appears.
+	rHost := "r." + ns + ".test"
+	create(osRoute(ns, "r", rHost, "", "web", 100, nil))
+	s.Serves(rHost, "/", 2, readyPods(ns, "web"))
+	if !strings.Contains(logs.String(), "OpenShift Routes API served now") {
+		t.Errorf("no log line says the Routes API appeared")
+	}
+
+	t.Run("alternateBackends 80/20", func(t *testing.T) {
+		host := "split." + ns + ".test"
+		create(osRoute(ns, "split", host, "", "web", 80, map[string]int64{"canary": 20}))
+		webPods, err := readyPods(ns, "web")()
+		if err != nil {
+			t.Fatal(err)
+		}
+		canaryPods, err := readyPods(ns, "canary")()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Serves(host, "/", 3, func() ([]string, error) { return append(webPods, canaryPods...), nil })
+		const n = 2000
+		got, err := s.Served(host, "/", n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		web := 0
+		for _, p := range webPods {
+			web += got[p]
+		}
+		share := float64(web) / n
+		t.Logf("web %d of %d (%.1f %%), answers %v", web, n, 100*share, got)
+		if share < 0.75 || share > 0.85 {
+			t.Errorf("web got %.1f %% of the requests, want 80 ± 5", 100*share)
+		}
+	})
+
+	t.Run("edge with an inline certificate", func(t *testing.T) {
+		ca := testkit.NewCA(t)
+		host := "edge." + ns + ".test"
+		leaf := ca.Leaf(t, host)
+		u := osRoute(ns, "edge", host, "", "web", 100, nil)
+		u.Object["spec"].(map[string]any)["tls"] = map[string]any{"termination": "edge",
+			"certificate": string(leaf.CertPEM), "key": string(leaf.KeyPEM), "insecureEdgeTerminationPolicy": "Allow"}
+		create(u)
+		s.Eventually(host+" served over TLS with the Route's certificate", 15*time.Second, func() error {
+			code, _, got, err := testkit.HTTPSGet(s.HTTPSAddr, host, "/", ca.Pool())
+			switch {
+			case err != nil:
+				return err
+			case code != http.StatusOK:
+				return fmt.Errorf("HTTP %d", code)
+			case got.SerialNumber.Cmp(leaf.Cert.SerialNumber) != 0:
+				return fmt.Errorf("serial %s, want %s", got.SerialNumber, leaf.Cert.SerialNumber)
+			}
+			return nil
+		})
+		// The key is on disk for HAProxy, never in a snapshot.
+		if strings.Contains(fmt.Sprintf("%+v", s.Engine.Snapshot()), "PRIVATE KEY") {
+			t.Error("the snapshot carries the key")
+		}
+	})
+
+	t.Run("passthrough by SNI", func(t *testing.T) {
+		host := "pt." + ns + ".test"
+		u := osRoute(ns, "pt", host, "", "web", 100, nil)
+		u.Object["spec"].(map[string]any)["tls"] = map[string]any{"termination": "passthrough"}
+		create(u)
+		// The pods speak plain HTTP: they answer the ClientHello with an
+		// HTTP error, which only a passed-through connection can show.
+		s.Eventually(host+" passes through to a pod", 15*time.Second, func() error {
+			_, _, _, err := testkit.InsecureHTTPSGet(s.HTTPSAddr, host, "/")
+			if err == nil || !strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+				return fmt.Errorf("want the pod's plain HTTP answer to the ClientHello, got %v", err)
+			}
+			return nil
+		})
+	})
+
+	t.Run("host and path changed in place, then deleted", func(t *testing.T) {
+		u, err := routes.Get(ctx, "r", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		moved := "moved." + ns + ".test"
+		u.Object["spec"].(map[string]any)["host"] = moved
+		u.Object["spec"].(map[string]any)["path"] = "/api"
+		if u, err = routes.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		s.Serves(moved, "/api/x", 2, readyPods(ns, "web"))
+		s.Eventually("the old host answers 404", 15*time.Second, func() error { return s.ExpectStatus(rHost, "/", http.StatusNotFound) })
+		if err := s.ExpectStatus(moved, "/apix", http.StatusNotFound); err != nil {
+			t.Errorf("/apix on the moved route: %v (Prefix matches whole path elements)", err)
+		}
+		if err := routes.Delete(ctx, "r", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		s.Eventually("the deleted Route answers 404", 15*time.Second, func() error { return s.ExpectStatus(moved, "/api", http.StatusNotFound) })
+	})
+
+	// The Ingress served throughout, and nothing reloaded.
+	s.Serves(ingHost, "/", 2, readyPods(ns, "web"))
+	if s.WorkerPID() != pid || s.Reloads() != reloads {
+		t.Errorf("HAProxy reloaded: worker %d → %d, reloads %v → %v", pid, s.WorkerPID(), reloads, s.Reloads())
+	}
+	if n := strings.Count(logs.String(), absentLog); n != 1 {
+		t.Errorf("%d log lines say the Routes API is absent, want 1", n)
+	}
+}
+
+// TestRouteHostileValues: the injection corpus — every string and number of a Route that dcm
+// reads, with each hostile value of the corpus, through the real API server
+// (whose CRD stores anything) into dcm and the real haproxy: each Route is
+// refused alone with its reason, nothing of it reaches the cfg, the maps or
+// a command, and a valid Route next to them serves without a reload.
+func TestRouteHostileValues(t *testing.T) {
+	installRouteCRD(t)
+	ns := kapitest.Namespace(t, env.admin)
+	ctx := context.Background()
+	host := "web." + ns + ".test"
+	createApp(t, ns, "web", 1, host, "/")
+	s := startRouteDCM(t, ns, nil)
+	s.Serves(host, "/", 1, readyPods(ns, "web"))
+	routes := adminDynamic(t).Resource(kube.RouteGVR).Namespace(ns)
+	ok := "ok." + ns + ".test"
+	if _, err := routes.Create(ctx, &unstructured.Unstructured{Object: injection.Route(ns, "ok", ok)}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Serves(ok, "/ok", 1, readyPods(ns, "web"))
+	pid, reloads := s.WorkerPID(), s.Reloads()
+
+	want := map[string]int{}
+	names := map[string]string{} // Route name → case
+	n := 0
+	add := func(what, reason string, set func(map[string]any)) {
+		n++
+		name := fmt.Sprintf("%s-%d", injection.Marker, n)
+		r := injection.Route(ns, name, fmt.Sprintf("%s-%d.%s.test", injection.Marker, n, ns))
+		set(r)
+		if _, err := routes.Create(ctx, &unstructured.Unstructured{Object: r}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		want[reason]++
+		names[name] = what + " → " + reason
+	}
+	for _, f := range injection.RouteFields {
+		if f.Meta {
+			continue
+		}
+		for _, v := range f.Values() {
+			add(f.Name+"/"+v.Name, f.Reason, func(r map[string]any) { f.Set(r, v.V) })
+		}
+	}
+	for _, f := range injection.RouteNumberFields {
+		for _, v := range f.Values {
+			add(fmt.Sprintf("%s/%d", f.Name, v), f.Reason, func(r map[string]any) { f.Set(r, v) })
+		}
+	}
+	s.Eventually("every Route of the corpus refused", 60*time.Second, func() error {
+		if got := s.Counter("dcm_rejected_objects_total"); int(got) < n {
+			return fmt.Errorf("%v refusals, want %d", got, n)
+		}
+		return nil
+	})
+	for reason, k := range want {
+		if got := s.Counter("dcm_rejected_objects_total", "reason", reason); int(got) != k {
+			t.Errorf("dcm_rejected_objects_total{reason=%q} = %v, want %d", reason, got, k)
+		}
+	}
+	refused := map[string]dcm.Rejection{}
+	for _, r := range s.Engine.Snapshot().Rejected {
+		if r.Object.Kind == kube.KindRoute {
+			refused[r.Object.Name] = r
+		}
+	}
+	for name, what := range names {
+		r, ok := refused[name]
+		if !ok || !strings.HasSuffix(what, " → "+r.Reason) || strings.ContainsFunc(r.Message, func(c rune) bool { return c < 0x20 || c > 0x7e }) {
+			t.Errorf("%s (%s): refused as %+v", name, what, r)
+		}
+	}
+	t.Logf("%d hostile Routes refused, by reason %v", n, want)
+	s.Serves(ok, "/ok", 1, readyPods(ns, "web"))
+	noRouteTrace(t, s)
+	if s.WorkerPID() != pid || s.Reloads() != reloads {
+		t.Errorf("HAProxy reloaded (worker %d → %d, %v reloads) for Routes that were all refused", pid, s.WorkerPID(), s.Reloads()-reloads)
+	}
+}
+
+// noRouteTrace fails when the corpus's marker is in haproxy.cfg, a map
+// file or an admin-socket command.
+func noRouteTrace(t *testing.T, s *harness.Stack) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(s.Dir, "maps", "*.map"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append(files, filepath.Join(s.Dir, "haproxy.cfg")) {
+		b, err := os.ReadFile(name)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(injection.Marker)) {
+			t.Errorf("%s holds a value of the injection corpus", name)
+		}
+	}
+	cmds := s.Commands()
+	if len(cmds) == 0 {
+		t.Error("no admin-socket command recorded: the check proves nothing")
+	}
+	for _, c := range cmds {
+		if strings.Contains(c, injection.Marker) {
+			t.Errorf("command %q", c)
+		}
+	}
+}
