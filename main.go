@@ -56,6 +56,7 @@ type options struct {
 	routeDomain   string
 	authTokenFile string
 	cookieSecret  string // file
+	backendCA     string // file
 	logLevel      string
 	demoReady     time.Duration
 	demoPreStop   time.Duration
@@ -88,6 +89,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.routeDomain, "route-subdomain", "", "give a Route without spec.host the host <name>-<namespace>.<this> (default: such Routes are rejected)")
 	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file holding the API bearer token (default: a random token printed at start)")
 	fs.StringVar(&o.cookieSecret, "cookie-secret-file", "", "file holding the secret sticky routes derive their cookie keys from; every replica must use the same (default: a built-in, public one)")
+	fs.StringVar(&o.backendCA, "default-backend-ca-file", "", "CA (PEM) that reencrypt routes naming none verify their pods with, e.g. /var/run/secrets/kubernetes.io/serviceaccount/service-ca.crt (default: none, such routes are rejected)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&o.demoReady, "demo-readiness-delay", 500*time.Millisecond, "demo: time from pod start to ready")
 	fs.DurationVar(&o.demoPreStop, "demo-prestop-delay", time.Second, "demo: time a terminating pod keeps accepting before it shuts down")
@@ -263,6 +265,15 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if caps.Pool > 0 {
 		caps.StickyPool = o.stickyPool
 	}
+	var backendCA []byte
+	if o.backendCA != "" {
+		if backendCA, err = os.ReadFile(o.backendCA); err != nil {
+			return fmt.Errorf("--default-backend-ca-file: %w", err)
+		}
+		if _, err := kube.ParseCA(backendCA); err != nil {
+			return fmt.Errorf("--default-backend-ca-file %s: %w", o.backendCA, err)
+		}
+	}
 	certs := &lateCerts{}
 	driver := haproxy.NewDriver(haproxy.DriverConfig{
 		Binary:       o.haproxyBin,
@@ -271,9 +282,10 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		Settings:     haproxy.Settings{AdminSocket: filepath.Join(dir, "admin.sock"), HTTPBind: o.httpBind, HTTPSBind: o.httpsBind, CookieSecret: cookieSecret},
 		Observer:     metrics.ObserveCommand,
 		Certs:        certs,
+		CAs:          certs,
 	}, log.With("part", "haproxy"))
 	eng := engine.New(engine.Config{Caps: caps, EventBuffer: o.eventHistory}, driver, metrics, log.With("part", "engine"))
-	source := kube.NewSource(client, kube.Options{IngressClass: o.ingressClass, Namespaces: o.namespaces}, eng, log.With("part", "kube"))
+	source := kube.NewSource(client, kube.Options{IngressClass: o.ingressClass, Namespaces: o.namespaces, DefaultBackendCA: backendCA}, eng, log.With("part", "kube"))
 	if dyn != nil && o.routes {
 		source.WatchRoutes(kube.RouteWatchOptions{Client: dyn, Discovery: client.Discovery(),
 			Convert: kube.RouteOptions{Subdomain: o.routeDomain}})
@@ -422,9 +434,17 @@ func ignoreClosed(err error) error {
 	return err
 }
 
-// lateCerts is the driver's CertSource: the Kubernetes source, which is
-// built after the driver because it reports to the engine that drives it.
-type lateCerts struct{ src haproxy.CertSource }
+// lateCerts is the driver's CertSource and CASource: the Kubernetes
+// source, which is built after the driver because it reports to the engine
+// that drives it.
+type lateCerts struct{ src *kube.Source }
+
+func (c *lateCerts) CAPEM(ca, version string) ([]byte, error) {
+	if c.src == nil {
+		return nil, fmt.Errorf("no CA source for %s", ca)
+	}
+	return c.src.CAPEM(ca, version)
+}
 
 func (c *lateCerts) CertPEM(secret, version string) ([]byte, error) {
 	if c.src == nil {

@@ -97,6 +97,13 @@ const (
 	// OpCertDel unlists a host's certificate (del ssl crt-list) and drops it
 	// (del ssl cert).
 	OpCertDel OpKind = "cert-del"
+	// OpCAAdd loads a destination CA of reencrypt routes into its own file
+	// (new ssl ca-file, set ssl ca-file, commit ssl ca-file), before the
+	// servers that verify with it are added. A file per CA version: HAProxy
+	// 2.6 does not update servers when a CA file they use changes.
+	OpCAAdd OpKind = "ca-add"
+	// OpCADel drops a CA file (del ssl ca-file) once no server uses it.
+	OpCADel OpKind = "ca-del"
 )
 
 // Op is one runtime change to one server, or one atomic replace of a routing
@@ -131,6 +138,10 @@ type Op struct {
 	// the key (the driver fetches the PEM by version). Backend is then the
 	// route's backend the certificate is served for.
 	Cert *Cert `json:"cert,omitempty"`
+	// Upstream is, for add-server, the TLS the server connects with
+	// (reencrypt routes) and, for ca-add and ca-del, the CA (source and
+	// version, never the PEM).
+	Upstream *UpstreamTLS `json:"upstream,omitempty"`
 }
 
 // ProxyName is the HAProxy backend a server op's command names.
@@ -151,7 +162,15 @@ func (o Op) String() string {
 			return string(o.Kind)
 		}
 		return fmt.Sprintf("%s %s %s@%.12s", o.Kind, o.Cert.Host, o.Cert.Secret, o.Cert.Version)
+	case OpCAAdd, OpCADel:
+		if o.Upstream == nil {
+			return string(o.Kind)
+		}
+		return fmt.Sprintf("%s %s@%.12s", o.Kind, o.Upstream.CA, o.Upstream.Version)
 	case OpAddServer:
+		if o.Upstream != nil {
+			return fmt.Sprintf("%s %s %s:%d weight %d ssl ca %.12s sni %s", o.Kind, target, o.Addr, o.Port, o.Weight, o.Upstream.Version, o.Upstream.ServerName)
+		}
 		return fmt.Sprintf("%s %s %s:%d weight %d", o.Kind, target, o.Addr, o.Port, o.Weight)
 	case OpSetAddr:
 		return fmt.Sprintf("%s %s %s:%d", o.Kind, target, o.Addr, o.Port)

@@ -170,8 +170,11 @@ func ValidateMapKey(field, s string) error {
 // spare's name never collides with a route's.
 
 // PoolKinds are the route kinds that get spare backends: HTTP backends
-// (plain and edge routes) and TCP backends (passthrough routes).
-var PoolKinds = []RouteKind{KindHTTP, KindPassthrough}
+// (plain and edge routes), TCP backends (passthrough routes) and HTTP
+// backends whose servers are TLS (reencrypt routes: the TLS settings come
+// with each add server, but a spare of their own keeps them apart in the
+// pool's accounting and the metrics).
+var PoolKinds = []RouteKind{KindHTTP, KindPassthrough, KindReencrypt}
 
 // PoolSticky is the pool kind of sticky spares (not a route kind, so an
 // untyped constant): HTTP backends rendered with
@@ -205,6 +208,7 @@ func ParsePoolBackend(name string) (RouteKind, int, bool) {
 // PoolKind is the kind of spare a route of kind k takes. An edge route's
 // backend is an HTTP backend (TLS ends in the frontend), so it takes an
 // HTTP spare.
+// A reencrypt route takes a reencrypt spare.
 func PoolKind(k RouteKind) RouteKind {
 	if k == KindEdge {
 		return KindHTTP

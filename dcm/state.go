@@ -111,6 +111,9 @@ type Server struct {
 	// several services only, so a what-if can recompute their weights.
 	Service string `json:"service,omitempty"`
 	Check   bool   `json:"check"`
+	// Upstream is the TLS the server connects to its pod with (reencrypt
+	// routes): the route's when the server was added, fixed for its life.
+	Upstream *UpstreamTLS `json:"upstream,omitempty"`
 	// Observed figures, as HAProxy last reported them.
 	Health   string `json:"health,omitempty"` // HAProxy's status column: UP, DOWN, MAINT, DRAIN, no check…
 	Sessions int    `json:"sessions"`         // current sessions

@@ -1,6 +1,11 @@
 package dcm
 
-import "slices"
+import (
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+)
 
 // Edge routes: HAProxy terminates TLS with the certificate of the route's
 // Secret and routes the decrypted request through the same maps as plain
@@ -40,6 +45,92 @@ type UpstreamTLS struct {
 	ServerName string `json:"serverName"`
 }
 
+// CAsOf lists the destination CAs the servers of backends verify their
+// pods with, one per version, sorted by version: each is one CA file in
+// HAProxy. A server keeps the CA it was added with until it is deleted, so
+// after a rotation the old CA stays listed while old servers wait to be
+// idle, and goes with the last of them.
+func CAsOf(backends []Backend) []UpstreamTLS {
+	var out []UpstreamTLS
+	seen := map[string]bool{}
+	for _, b := range backends {
+		for _, s := range b.Servers {
+			if u := s.Upstream; u != nil && u.Version != "" && !seen[u.Version] {
+				seen[u.Version] = true
+				out = append(out, UpstreamTLS{CA: u.CA, Version: u.Version})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b UpstreamTLS) int { return strings.Compare(a.Version, b.Version) })
+	return out
+}
+
+// UpstreamTag is what a reencrypt route's server names end with: a short
+// hash of the CA version and the server name they verify. A server's TLS
+// settings are fixed when it is added, so a new CA or server name needs new
+// servers; with names of their own, they are added next to the old ones,
+// which are retired only after (never a moment without a server).
+func UpstreamTag(u *UpstreamTLS) string {
+	if u == nil {
+		return ""
+	}
+	h := fnv.New32a()
+	h.Write([]byte(u.Version))
+	h.Write([]byte{0})
+	h.Write([]byte(u.ServerName))
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// WithUpstreamNames names the endpoints of a reencrypt route's backend
+// after its upstream TLS (<name>.<UpstreamTag>), so the servers that
+// carry them follow a CA rotation (see UpstreamTag). Sources call it once
+// per backend they build; other backends come back unchanged.
+func (b DesiredBackend) WithUpstreamNames() DesiredBackend {
+	if b.Route.Kind != KindReencrypt || b.Route.Upstream == nil || len(b.Endpoints) == 0 {
+		return b
+	}
+	tag := "." + UpstreamTag(b.Route.Upstream)
+	eps := slices.Clone(b.Endpoints)
+	for i := range eps {
+		eps[i].Name += tag
+	}
+	slices.SortFunc(eps, func(a, b Endpoint) int { return strings.Compare(a.Name, b.Name) })
+	b.Endpoints = eps
+	return b
+}
+
+// ValidateUpstream checks what of a reencrypt route's upstream TLS reaches
+// HAProxy or its logs: the CA's source, its version (empty while the CA is
+// missing: then the route gets no servers) and the server name, a DNS name
+// sent as SNI and matched against the pods' certificates.
+func ValidateUpstream(u *UpstreamTLS) error {
+	if u == nil {
+		return invalid(RejectInvalidValue, "upstream", "")
+	}
+	kind, ref, ok := strings.Cut(u.CA, ":")
+	switch {
+	case !ok:
+		return invalid(RejectInvalidValue, "upstream.ca", u.CA)
+	case kind == "secret" || kind == "route":
+		if err := ValidateSecretRef("upstream.ca", ref); err != nil {
+			return invalid(RejectInvalidValue, "upstream.ca", u.CA)
+		}
+	case kind == "file" && ref == "default":
+	default:
+		return invalid(RejectInvalidValue, "upstream.ca", u.CA)
+	}
+	if err := ValidateCertVersion("upstream.version", u.Version); err != nil {
+		return err
+	}
+	if u.ServerName == "" {
+		return invalid(RejectInvalidHost, "upstream.serverName", u.ServerName)
+	}
+	if err := ValidateHost("upstream.serverName", u.ServerName); err != nil {
+		return invalid(RejectInvalidHost, "upstream.serverName", u.ServerName)
+	}
+	return nil
+}
+
 // Cert is the certificate HAProxy serves for one SNI host: one file and one
 // crt-list line per host, so a host's certificate is added, rotated and
 // removed without touching another host's.
@@ -49,7 +140,7 @@ type Cert struct {
 	Version string `json:"version"`
 }
 
-// CertsOf lists the certificates the routed edge backends need, sorted by
+// CertsOf lists the certificates the routed edge and reencrypt backends need, sorted by
 // host. Two routes on one host with different certificates (two paths of
 // one host from two Ingresses): the first in route order wins, as it does
 // for map keys, so every renderer and planner picks the same.
@@ -69,7 +160,7 @@ func CertBackends(backends []Backend) map[string]string {
 func certsOf(backends []Backend) ([]Cert, map[string]string) {
 	var routed []Backend
 	for _, b := range backends {
-		if b.Routed() && b.Route.Kind == KindEdge && b.Route.TLS != nil && b.Route.TLS.Version != "" && b.Route.Host != "" {
+		if b.Routed() && (b.Route.Kind == KindEdge || b.Route.Kind == KindReencrypt) && b.Route.TLS != nil && b.Route.TLS.Version != "" && b.Route.Host != "" {
 			routed = append(routed, b)
 		}
 	}

@@ -261,9 +261,29 @@ func ValidateRoute(r Route) error {
 			// a passed-through connection.
 			return invalid(RejectUnsupported, "sticky passthrough route", r.Host)
 		}
+	case KindReencrypt:
+		// TLS ends in HAProxy as for edge (SNI picks the certificate by
+		// host), and HAProxy connects to the pods over TLS again.
+		if r.Host == "" {
+			return invalid(RejectUnsupported, "reencrypt route without host", r.Host)
+		}
+		if r.TLS == nil {
+			return invalid(RejectInvalidValue, "tls", "")
+		}
+		if err := ValidateSecretRef("tls.secret", r.TLS.Secret); err != nil {
+			return err
+		}
+		if err := ValidateCertVersion("tls.version", r.TLS.Version); err != nil {
+			return err
+		}
+		if err := ValidateUpstream(r.Upstream); err != nil {
+			return err
+		}
 	default:
-		// reencrypt needs backend TLS settings dcm does not render yet.
-		return invalid(RejectUnsupported, "kind (only http, edge and passthrough are served)", string(r.Kind))
+		return invalid(RejectUnsupported, "kind (only http, edge, passthrough and reencrypt are served)", string(r.Kind))
+	}
+	if r.Kind != KindReencrypt && r.Upstream != nil {
+		return invalid(RejectInvalidValue, "upstream", r.Upstream.CA)
 	}
 	if err := ValidatePath("path", r.Path); err != nil {
 		return err

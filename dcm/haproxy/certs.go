@@ -145,7 +145,52 @@ func CertCommands(op dcm.Op, pemText string) (cmds []Command, abort *Command, er
 	return nil, nil, fmt.Errorf("op %s: not a certificate op", op.Kind)
 }
 
-// certSucceeded checks the replies of the certificate commands.
+// Destination CA files at runtime (HAProxy 2.6, checked against the binary
+// by TestCACommands):
+//
+//	new ssl ca-file <f>              → [5]: New CA file created '<f>'!
+//	set ssl ca-file <f> <<\n<pem>\n  → [5]: transaction created for CA <f>!
+//	commit ssl ca-file <f>           → Committing <f>[.…]\nSuccess!
+//	abort ssl ca-file <f>            → [5]: Transaction aborted for certificate '<f>'! (or [3]: No ongoing transaction!)
+//	del ssl ca-file <f>              → [5]: CA file '<f>' deleted!
+//
+// 2.6 deletes a CA file even while servers use it, and a server reads its
+// file only when it is created: so a file is named after its CA's version,
+// is added before the first server that needs it and deleted after the last
+// one is gone (the planner orders it so).
+
+// CACommands spells one CA op as its commands; pemText is the normalized
+// CA (NormalizePEM) for ca-add. The abort command undoes an open
+// transaction after a failure (nil for ca-del).
+func CACommands(op dcm.Op, pemText string) (cmds []Command, abort *Command, err error) {
+	if op.Upstream == nil {
+		return nil, nil, fmt.Errorf("op %s: no CA", op.Kind)
+	}
+	v := op.Upstream.Version
+	if v == "" {
+		return nil, nil, fmt.Errorf("op %s: CA without a version", op.Kind)
+	}
+	if err := dcm.ValidateCertVersion("ca version", v); err != nil {
+		return nil, nil, fmt.Errorf("op %s: %w", op.Kind, err)
+	}
+	file := CAFile(v)
+	switch op.Kind {
+	case dcm.OpCAAdd:
+		if err := payloadText(pemText); err != nil {
+			return nil, nil, fmt.Errorf("op %s %s: %w", op.Kind, op.Upstream.CA, err)
+		}
+		return []Command{
+			{text: "new ssl ca-file " + file, kind: replyNewCA, file: file},
+			{text: "set ssl ca-file " + file, payload: pemText, kind: replySetCA, file: file},
+			{text: "commit ssl ca-file " + file, kind: replyCommitCA, file: file},
+		}, &Command{text: "abort ssl ca-file " + file, kind: replyAny, file: file}, nil
+	case dcm.OpCADel:
+		return []Command{{text: "del ssl ca-file " + file, kind: replyDelCA, file: file}}, nil, nil
+	}
+	return nil, nil, fmt.Errorf("op %s: not a CA op", op.Kind)
+}
+
+// certSucceeded checks the replies of the certificate and CA commands.
 func (c Command) certSucceeded(reply string) bool {
 	sev, msg, prefixed := severity(reply)
 	switch c.kind {
@@ -163,6 +208,15 @@ func (c Command) certSucceeded(reply string) bool {
 		return prefixed && sev == 5 && msg == "Entry '"+c.file+"' deleted in crtlist '"+CrtListName+"'!"
 	case replyDelCert:
 		return prefixed && sev == 5 && msg == "Certificate '"+c.file+"' deleted!"
+	case replyNewCA:
+		return prefixed && sev == 5 && msg == "New CA file created '"+c.file+"'!"
+	case replySetCA:
+		return prefixed && sev == 5 && msg == "transaction created for CA "+c.file+"!"
+	case replyCommitCA:
+		m := commitCertRE.FindStringSubmatch(reply)
+		return !prefixed && m != nil && m[1] == c.file
+	case replyDelCA:
+		return prefixed && sev == 5 && msg == "CA file '"+c.file+"' deleted!"
 	case replyAny:
 		return true
 	}

@@ -31,6 +31,10 @@ const (
 	replyAddCrtList
 	replyDelCrtList
 	replyDelCert
+	replyNewCA
+	replySetCA
+	replyCommitCA
+	replyDelCA
 	// replyAny is for best-effort commands (abort ssl cert after a failure).
 	replyAny
 )
@@ -72,7 +76,7 @@ func CommandFor(op dcm.Op) (Command, error) {
 	case dcm.OpAddServer:
 		// A new server starts in maint whatever we say; saying it keeps the
 		// arguments equal to the cfg line of a server in maint.
-		args, err := ServerArgs(dcm.Server{Name: op.Server, Addr: op.Addr, Port: op.Port, Weight: op.Weight, Check: op.Check, State: dcm.StateMaint, Endpoint: op.Server})
+		args, err := ServerArgs(dcm.Server{Name: op.Server, Addr: op.Addr, Port: op.Port, Weight: op.Weight, Check: op.Check, State: dcm.StateMaint, Endpoint: op.Server, Upstream: op.Upstream})
 		if err != nil {
 			return Command{}, fmt.Errorf("op %s on %s: %w", op.Kind, target, err)
 		}

@@ -39,6 +39,9 @@ type DriverConfig struct {
 	// Certs hands out the PEM of edge routes' certificates (with
 	// Settings.HTTPSBind); nil serves no edge certificate.
 	Certs CertSource
+	// CAs hands out the PEM of reencrypt routes' destination CAs; nil adds
+	// no server that needs one.
+	CAs CASource
 }
 
 // Driver is the engine's handle on HAProxy. One mutex orders everything it
@@ -54,6 +57,12 @@ type Driver struct {
 	// for it under its own lock (snapshots, pages), which must never wait
 	// for an admin socket that stalls while mu is held.
 	version atomic.Pointer[Version]
+
+	// caPEMs keeps the normalized PEM of the CA versions the last
+	// rendering named: a CA file stays while servers added with it do, and
+	// by then the source may have forgotten that version.
+	caMu   sync.Mutex
+	caPEMs map[string]string
 
 	mu     sync.Mutex
 	proc   *Process
@@ -209,7 +218,8 @@ func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error 
 		return fmt.Errorf("apply: %w", err)
 	}
 	if d.cfg.Settings.HTTPSBind == "" {
-		certFirst, certLast = nil, nil
+		// No certificate is served; CA files are still needed, by servers.
+		certFirst, certLast = onlyCAOps(certFirst), onlyCAOps(certLast)
 	}
 	first, err := d.certTransactions(certFirst)
 	if err != nil {
@@ -249,7 +259,7 @@ type certTx struct {
 // map ops, and the trailing certificate ops.
 func splitCertOps(ops []dcm.Op) (first, rest, last []dcm.Op, err error) {
 	isCert := func(o dcm.Op) bool {
-		return o.Kind == dcm.OpCertAdd || o.Kind == dcm.OpCertUpdate || o.Kind == dcm.OpCertDel
+		return o.Kind == dcm.OpCertAdd || o.Kind == dcm.OpCertUpdate || o.Kind == dcm.OpCertDel || isCAOp(o)
 	}
 	i := 0
 	for i < len(ops) && isCert(ops[i]) {
@@ -265,11 +275,42 @@ func splitCertOps(ops []dcm.Op) (first, rest, last []dcm.Op, err error) {
 	return ops[:i], ops[i:j], ops[j:], nil
 }
 
-// certTransactions spells certificate ops, with the PEM of each version
-// from the CertSource; nothing is sent when one cannot be.
+func isCAOp(o dcm.Op) bool { return o.Kind == dcm.OpCAAdd || o.Kind == dcm.OpCADel }
+
+func onlyCAOps(ops []dcm.Op) []dcm.Op {
+	var out []dcm.Op
+	for _, o := range ops {
+		if isCAOp(o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// certTransactions spells certificate and CA ops, with the PEM of each
+// version from the CertSource or CASource; nothing is sent when one cannot
+// be.
 func (d *Driver) certTransactions(ops []dcm.Op) ([]certTx, error) {
 	txs := make([]certTx, 0, len(ops))
 	for _, op := range ops {
+		if isCAOp(op) {
+			var pemText string
+			if op.Kind == dcm.OpCAAdd {
+				if op.Upstream == nil {
+					return nil, fmt.Errorf("op %s: no CA", op.Kind)
+				}
+				var err error
+				if pemText, err = d.caPEM(*op.Upstream); err != nil {
+					return nil, err
+				}
+			}
+			cmds, abort, err := CACommands(op, pemText)
+			if err != nil {
+				return nil, err
+			}
+			txs = append(txs, certTx{op: op, cmds: cmds, abort: abort})
+			continue
+		}
 		var pemText string
 		if op.Kind != dcm.OpCertDel {
 			if op.Cert == nil {
@@ -329,11 +370,61 @@ func (d *Driver) certPEM(c dcm.Cert) (string, error) {
 	return p, nil
 }
 
-// renderFiles renders st with its certificate files, for the disk.
+// CASource hands the driver the PEM of a destination CA version (ca is
+// UpstreamTLS.CA, where it came from).
+type CASource interface {
+	CAPEM(ca, version string) ([]byte, error)
+}
+
+// caPEM is the normalized PEM of a CA version.
+func (d *Driver) caPEM(u dcm.UpstreamTLS) (string, error) {
+	d.caMu.Lock()
+	defer d.caMu.Unlock()
+	if p, ok := d.caPEMs[u.Version]; ok {
+		return p, nil
+	}
+	if d.cfg.CAs == nil {
+		return "", fmt.Errorf("CA %s: no CA source", u.CA)
+	}
+	b, err := d.cfg.CAs.CAPEM(u.CA, u.Version)
+	if err != nil {
+		return "", fmt.Errorf("CA %s: %w", u.CA, err)
+	}
+	p, err := NormalizePEM(b)
+	if err != nil {
+		return "", fmt.Errorf("CA %s: %w", u.CA, err)
+	}
+	if d.caPEMs == nil {
+		d.caPEMs = map[string]string{}
+	}
+	d.caPEMs[u.Version] = p
+	return p, nil
+}
+
+// renderFiles renders st with its certificate and CA files, for the disk.
 func (d *Driver) renderFiles(st dcm.State) (Files, error) {
 	f, err := d.render(st)
 	if err != nil {
 		return Files{}, err
+	}
+	if cas := dcm.CAsOf(st.Backends); len(cas) > 0 {
+		f.CAs = make(map[string][]byte, len(cas))
+		keep := make(map[string]bool, len(cas))
+		for _, c := range cas {
+			p, err := d.caPEM(c)
+			if err != nil {
+				return Files{}, err
+			}
+			f.CAs[CAFile(c.Version)] = []byte(p + "\n")
+			keep[c.Version] = true
+		}
+		d.caMu.Lock()
+		for v := range d.caPEMs {
+			if !keep[v] {
+				delete(d.caPEMs, v)
+			}
+		}
+		d.caMu.Unlock()
 	}
 	if d.cfg.Settings.HTTPSBind == "" {
 		return f, nil

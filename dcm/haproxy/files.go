@@ -56,6 +56,9 @@ func WriteFiles(dir string, f Files, prev Files) (err error) {
 	if err := stageCerts(&st, dir, f, prev); err != nil {
 		return err
 	}
+	if err := stageCAs(&st, dir, f, prev); err != nil {
+		return err
+	}
 	for _, name := range names {
 		if old, ok := prev.Maps[name]; ok && bytes.Equal(old, f.Maps[name]) {
 			continue
@@ -77,7 +80,59 @@ func WriteFiles(dir string, f Files, prev Files) (err error) {
 			return err
 		}
 	}
+	if err := removeStaleCAs(dir, f.CAs); err != nil {
+		return err
+	}
 	return removeStaleMaps(dir, f.Maps)
+}
+
+// stageCAs stages the destination CA files (public: mode 0644).
+func stageCAs(st *staged, dir string, f Files, prev Files) error {
+	if len(f.CAs) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Join(dir, CAsDir), 0o755); err != nil {
+		return fmt.Errorf("write CA files: %w", err)
+	}
+	names := make([]string, 0, len(f.CAs))
+	for name := range f.CAs {
+		if path.Clean(name) != name || !strings.HasPrefix(name, CAsDir+"/") || strings.Count(name, "/") != 1 ||
+			!strings.HasSuffix(name, ".pem") || !safePath(name) {
+			return fmt.Errorf("write CA files: file name %q: want %s/<version>.pem", name, CAsDir)
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if old, ok := prev.CAs[name]; ok && bytes.Equal(old, f.CAs[name]) {
+			continue
+		}
+		if err := st.add(filepath.Join(dir, filepath.FromSlash(name)), f.CAs[name], 0o644); err != nil {
+			return fmt.Errorf("write CA file %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// removeStaleCAs removes the CA files no server uses any more.
+func removeStaleCAs(dir string, keep map[string][]byte) error {
+	entries, err := os.ReadDir(filepath.Join(dir, CAsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list CA files: %w", err)
+	}
+	for _, e := range entries {
+		name := CAsDir + "/" + e.Name()
+		if _, ok := keep[name]; ok || e.IsDir() || !strings.HasSuffix(e.Name(), ".pem") {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, CAsDir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove stale CA file %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // staged is a set of files written to temporary names, to be renamed into

@@ -62,6 +62,10 @@ type Files struct {
 	// The renderer leaves it empty (the model never holds a key); the
 	// driver fills it from its CertSource before writing.
 	Certs map[string][]byte
+	// CAs holds the destination CA files of reencrypt routes (PEM) by
+	// path relative to the cfg (CAFile); filled by the driver from its
+	// CASource, like Certs.
+	CAs map[string][]byte
 }
 
 // File names relative to the work directory. Maps are referenced relatively
@@ -85,6 +89,16 @@ const (
 	CrtListName     = "certs.list"
 	DefaultCertName = "default.pem"
 )
+
+// CAsDir holds the destination CA files of reencrypt routes, one per CA
+// version: HAProxy 2.6 reads a server's ca-file when the server is created
+// and never again (commit ssl ca-file does not reach servers that use the
+// file), so a new CA is a new file and new servers.
+const CAsDir = "cas"
+
+// CAFile is the file of a destination CA version, relative to the cfg; the
+// runtime API names it by the same string.
+func CAFile(version string) string { return CAsDir + "/" + version + ".pem" }
 
 // CertFile is the certificate file of an SNI host, relative to the cfg.
 func CertFile(host string) string { return CertsDir + "/" + host + ".pem" }
@@ -291,7 +305,14 @@ func renderCrtList(backends []dcm.Backend) ([]byte, error) {
 // sameRendering reports whether two servers render the same server line.
 func sameRendering(a, b dcm.Server) bool {
 	return a.Name == b.Name && a.Addr == b.Addr && a.Port == b.Port && a.Weight == b.Weight &&
-		a.State == b.State && a.Check == b.Check && a.Endpoint == b.Endpoint
+		a.State == b.State && a.Check == b.Check && a.Endpoint == b.Endpoint && sameUpstream(a.Upstream, b.Upstream)
+}
+
+func sameUpstream(a, b *dcm.UpstreamTLS) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 func renderGlobal(w *bytes.Buffer, s Settings) {
@@ -445,6 +466,13 @@ func ServerArgs(s dcm.Server) (string, error) {
 	if s.Check {
 		b.WriteString(" check inter " + checkInter)
 	}
+	if u := s.Upstream; u != nil {
+		tls, err := upstreamArgs(u)
+		if err != nil {
+			return "", fmt.Errorf("server %q: %w", s.Name, err)
+		}
+		b.WriteString(tls)
+	}
 	switch state {
 	case dcm.StateReady:
 	case dcm.StateDrain, dcm.StateMaint:
@@ -453,6 +481,20 @@ func ServerArgs(s dcm.Server) (string, error) {
 		return "", fmt.Errorf("server %q: unknown state %q", s.Name, s.State)
 	}
 	return b.String(), nil
+}
+
+// upstreamArgs are the TLS arguments of a reencrypt route's server:
+// verify the pod's certificate against the route's CA file and the server
+// name (verifyhost), which is also sent as SNI. Health checks, when on,
+// use the same TLS settings.
+func upstreamArgs(u *dcm.UpstreamTLS) (string, error) {
+	if u.Version == "" {
+		return "", fmt.Errorf("upstream TLS without a CA version")
+	}
+	if err := dcm.ValidateUpstream(u); err != nil {
+		return "", err
+	}
+	return " ssl verify required ca-file " + CAFile(u.Version) + " sni str(" + u.ServerName + ") verifyhost " + u.ServerName, nil
 }
 
 // serverAddr renders addr:port the way HAProxy 2.6 reads it in a server line

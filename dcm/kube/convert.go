@@ -46,6 +46,29 @@ const (
 	// AnnotationSticky on an Ingress: "true" keeps each client on one pod
 	// with a dynamic cookie (off by default).
 	AnnotationSticky = "dcm.io/sticky"
+	// AnnotationReencrypt on an Ingress: "true" makes its hosts of
+	// spec.tls reencrypt routes: HAProxy terminates the client's TLS with
+	// the host's Secret, as for any host of spec.tls, then connects to the
+	// pods over TLS and verifies their certificate. Every rule then needs
+	// a host listed in spec.tls. Implied by AnnotationBackendCA.
+	AnnotationReencrypt = "dcm.io/reencrypt"
+	// AnnotationBackendCA on an Ingress names a Secret of its namespace
+	// whose ca.crt is the CA the pods' certificates must be signed by
+	// (cert-manager writes ca.crt into the kubernetes.io/tls Secrets it
+	// issues); without it, the file of --default-backend-ca-file.
+	AnnotationBackendCA = "dcm.io/backend-ca"
+	// AnnotationBackendServerName on an Ingress is the name the pods'
+	// certificates must carry, also sent as SNI; by default
+	// <service>.<namespace>.svc, the name of a service-serving certificate.
+	AnnotationBackendServerName = "dcm.io/backend-server-name"
+)
+
+// Destination CA sources (dcm.UpstreamTLS.CA).
+const (
+	// CASecretPrefix starts the source of a CA read from a Secret's ca.crt.
+	CASecretPrefix = "secret:"
+	// CADefault is the CA of --default-backend-ca-file.
+	CADefault = "file:default"
 )
 
 // Kinds of the objects this package reports on.
@@ -191,6 +214,10 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 			return nil, err
 		}
 	}
+	upstream, err := ingressUpstream(ing, passthrough, len(split) > 0)
+	if err != nil {
+		return nil, err
+	}
 
 	tlsHosts, err := ingressTLS(ing)
 	if err != nil {
@@ -306,6 +333,22 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 			route.Kind = dcm.KindEdge
 			route.TLS = &dcm.TLSRef{Secret: ing.Namespace + "/" + secret}
 		}
+		if upstream != nil {
+			if route.Kind != dcm.KindEdge {
+				// Reencrypt ends the client's TLS first: without a
+				// certificate there is nothing to reencrypt, and
+				// sending such a host in clear text to pods that
+				// expect TLS would only fail.
+				return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: r.field,
+					Value: "host " + hostOrAny(r.host) + " is not in spec.tls (" + AnnotationReencrypt + ")"}
+			}
+			up := *upstream
+			if up.ServerName == "" {
+				up.ServerName = r.service.Name + "." + ing.Namespace + ".svc"
+			}
+			route.Kind = dcm.KindReencrypt
+			route.Upstream = &up
+		}
 		if err := dcm.ValidateRoute(route); err != nil {
 			// Names derived from a long Ingress name can outgrow the limit.
 			return nil, invalidAt(err, r.field+" derived route name", route.Name)
@@ -319,6 +362,55 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 	}
 	slices.SortFunc(routes, func(a, b dcm.Route) int { return strings.Compare(a.Name, b.Name) })
 	return routes, nil
+}
+
+// ingressUpstream reads the reencrypt annotations: nil when the Ingress
+// is not reencrypt. The CA's version is the Source's to fill in, and so is
+// the check that a default CA exists; the server name is left empty when
+// it defaults to each route's service.
+func ingressUpstream(ing *networkingv1.Ingress, passthrough, weighted bool) (*dcm.UpstreamTLS, error) {
+	field := func(a string) string { return "metadata.annotations[" + a + "]" }
+	reencrypt := false
+	if v, ok := ing.Annotations[AnnotationReencrypt]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: field(AnnotationReencrypt), Value: v}
+		}
+		reencrypt = b
+	}
+	ca, hasCA := ing.Annotations[AnnotationBackendCA]
+	name, hasName := ing.Annotations[AnnotationBackendServerName]
+	if hasCA {
+		if err := dcm.ValidateDNSSubdomain(field(AnnotationBackendCA), ca); err != nil {
+			return nil, invalidAt(err, field(AnnotationBackendCA), ca)
+		}
+		reencrypt = true
+	}
+	if hasName {
+		if err := dcm.ValidateHost(field(AnnotationBackendServerName), name); err != nil || name == "" {
+			return nil, invalidAt(cmpErr(err, dcm.RejectInvalidHost, field(AnnotationBackendServerName), name), field(AnnotationBackendServerName), name)
+		}
+	}
+	if !reencrypt {
+		if hasName {
+			return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: field(AnnotationBackendServerName), Value: "without " + AnnotationReencrypt}
+		}
+		return nil, nil
+	}
+	if passthrough {
+		return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: field(AnnotationReencrypt), Value: "with " + AnnotationSSLPassthrough}
+	}
+	if weighted && !hasName {
+		// Each service's pods would carry their own service's name, and
+		// only the primary's would be verified.
+		return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: field(AnnotationWeights),
+			Value: "with " + AnnotationReencrypt + " but without " + AnnotationBackendServerName}
+	}
+	up := &dcm.UpstreamTLS{CA: CADefault, ServerName: name}
+	if hasCA {
+		up.CA = CASecretPrefix + ing.Namespace + "/" + ca
+	}
+	return up, nil
 }
 
 // ParseWeights reads the weights annotation: "primary=80,alternate=20",

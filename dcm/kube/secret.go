@@ -6,6 +6,9 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"fmt"
+	"encoding/pem"
+	"errors"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -57,4 +60,58 @@ func checkKeyPair(crt, key []byte) error {
 		}
 	}
 	return nil
+}
+
+// CAKey is the key of a Secret that holds a destination CA, as
+// cert-manager writes it into the kubernetes.io/tls Secrets it issues.
+const CAKey = "ca.crt"
+
+// SecretCA reads the destination CA of a reencrypt route from a Secret's
+// ca.crt (ParseCA says what is accepted).
+func SecretCA(secret *corev1.Secret) (pem []byte, version string, err error) {
+	b := secret.Data[CAKey]
+	if len(b) == 0 {
+		return nil, "", &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "data[" + CAKey + "]", Value: "empty"}
+	}
+	v, err := ParseCA(b)
+	if err != nil {
+		var ie *dcm.InvalidError
+		if errors.As(err, &ie) {
+			ie.Field = "data[" + CAKey + "]"
+		}
+		return nil, "", err
+	}
+	return b, v, nil
+}
+
+// ParseCA checks a destination CA the way HAProxy will use it: PEM
+// certificates only, at least one, every one a CA certificate (a leaf
+// would verify nothing but itself, a key does not belong in a CA file).
+// It returns the CA's version: a hash of the bytes. Errors name the
+// problem, never the data.
+func ParseCA(b []byte) (version string, err error) {
+	rest, n := b, 0
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			return "", &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "ca", Value: "a " + block.Type + " block, want CERTIFICATE only"}
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return "", &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "ca", Value: "certificate " + strconv.Itoa(n) + ": " + err.Error()}
+		}
+		if !c.BasicConstraintsValid || !c.IsCA {
+			return "", &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "ca", Value: "certificate " + strconv.Itoa(n) + " is not a CA"}
+		}
+		n++
+	}
+	if n == 0 {
+		return "", &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "ca", Value: "no PEM certificate"}
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16]), nil
 }

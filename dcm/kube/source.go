@@ -43,6 +43,10 @@ type Options struct {
 	Workers int
 	// Resync is the informers' resync period (0: none).
 	Resync time.Duration
+	// DefaultBackendCA is the destination CA (PEM, checked with ParseCA)
+	// of reencrypt routes that name none (--default-backend-ca-file);
+	// nil rejects such routes.
+	DefaultBackendCA []byte
 }
 
 // Reporter hears about objects dcm refuses to serve. Rejected is called once
@@ -159,6 +163,9 @@ type Source struct {
 	// way out.
 	pemMu sync.Mutex
 	pems  map[string][]versionedPEM
+	// caPEMs holds, by CA source (dcm.UpstreamTLS.CA), the newest
+	// versions of destination CAs, as pems does for certificates.
+	caPEMs map[string][]versionedPEM
 
 	mu       sync.Mutex // guards the snapshot below
 	backends map[string]dcm.DesiredBackend
@@ -235,6 +242,7 @@ func newSource(opts Options, reporter Reporter, logger *slog.Logger) *Source {
 		byService:    map[string]map[string]struct{}{},
 		bySecret:     map[string]map[string]struct{}{},
 		pems:         map[string][]versionedPEM{},
+		caPEMs:       map[string][]versionedPEM{},
 		sliceRejects: map[string]map[dcm.ObjectRef]dcm.Rejection{},
 		routeListers: map[string]cache.GenericLister{},
 		backends:     map[string]dcm.DesiredBackend{},
@@ -493,6 +501,7 @@ type txn struct {
 	views      map[string]*serviceView
 	services   map[string]struct{} // ns/svc whose route count may have dropped to zero
 	certs      map[string]string   // ns/secret → version read in this sync
+	cas        map[string]string   // CA source → version read in this sync
 	secrets    map[string]struct{} // ns/secret whose route count may have dropped to zero
 }
 
@@ -503,6 +512,7 @@ func newTxn() *txn {
 		views:      map[string]*serviceView{},
 		services:   map[string]struct{}{},
 		certs:      map[string]string{},
+		cas:        map[string]string{},
 		secrets:    map[string]struct{}{},
 	}
 }
@@ -563,6 +573,7 @@ func (s *Source) sync(key string, seen time.Time) error {
 			t.accept(dcm.ObjectRef{Kind: KindSecret, Namespace: ns, Name: name})
 			s.pemMu.Lock()
 			delete(s.pems, sec)
+			delete(s.caPEMs, CASecretPrefix+sec)
 			s.pemMu.Unlock()
 		}
 	}
@@ -633,6 +644,13 @@ func (s *Source) convertIngress(ing *networkingv1.Ingress) *ingressState {
 	if err != nil {
 		st.invalid = &dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: RejectMessage(err)}
 		return st
+	}
+	for _, r := range routes {
+		if r.Upstream != nil && r.Upstream.CA == CADefault && len(s.opts.DefaultBackendCA) == 0 {
+			st.invalid = &dcm.Rejection{Object: ref, Reason: dcm.RejectInvalidValue,
+				Message: "reencrypt route " + r.Name + ": no " + AnnotationBackendCA + " annotation and no --default-backend-ca-file"}
+			return st
+		}
 	}
 	st.routes = routes
 	for _, r := range routes {
@@ -772,11 +790,11 @@ func (s *Source) serve(t *txn, st *ingressState, routes []dcm.Route) {
 			}
 			s.byService[svc][name] = struct{}{}
 		}
-		if r.TLS != nil && !dcm.InlineCert(r.TLS.Secret) {
-			if s.bySecret[r.TLS.Secret] == nil {
-				s.bySecret[r.TLS.Secret] = map[string]struct{}{}
+		for _, sec := range routeSecrets(r) {
+			if s.bySecret[sec] == nil {
+				s.bySecret[sec] = map[string]struct{}{}
 			}
-			s.bySecret[r.TLS.Secret][name] = struct{}{}
+			s.bySecret[sec][name] = struct{}{}
 		}
 		b := s.backendFor(t, r)
 		t.backends[name] = &b
@@ -797,10 +815,26 @@ func (s *Source) unroute(t *txn, name string) {
 		delete(s.byService[svc], name)
 		t.services[svc] = struct{}{}
 	}
-	if old.route.TLS != nil && !dcm.InlineCert(old.route.TLS.Secret) {
-		delete(s.bySecret[old.route.TLS.Secret], name)
-		t.secrets[old.route.TLS.Secret] = struct{}{}
+	for _, sec := range routeSecrets(old.route) {
+		delete(s.bySecret[sec], name)
+		t.secrets[sec] = struct{}{}
 	}
+}
+
+// routeSecrets are the Secrets (ns/name) a route reads: its certificate's
+// and its destination CA's.
+func routeSecrets(r dcm.Route) []string {
+	var out []string
+	if r.TLS != nil && !dcm.InlineCert(r.TLS.Secret) {
+		// A Route's inline certificate comes with the Route.
+		out = append(out, r.TLS.Secret)
+	}
+	if r.Upstream != nil {
+		if sec, ok := strings.CutPrefix(r.Upstream.CA, CASecretPrefix); ok && (len(out) == 0 || out[0] != sec) {
+			out = append(out, sec)
+		}
+	}
+	return out
 }
 
 func (s *Source) syncService(t *txn, ns, name string) error {
@@ -981,7 +1015,11 @@ func (s *Source) view(t *txn, ns, name string) *serviceView {
 }
 
 // backendFor is the desired backend of a route: its Services' endpoints
-// and, for an edge route, its Secret's version.
+// and, for an edge or reencrypt route, its Secret's version; a reencrypt
+// route's destination CA version too, and its servers named after it
+// (dcm.DesiredBackend.WithUpstreamNames). A reencrypt route whose CA is
+// missing has no servers: HAProxy answers 503 rather than talk to pods it
+// cannot verify.
 func (s *Source) backendFor(t *txn, r dcm.Route) dcm.DesiredBackend {
 	if r.TLS != nil && !dcm.InlineCert(r.TLS.Secret) {
 		// An inline certificate's version comes with its Route.
@@ -989,11 +1027,100 @@ func (s *Source) backendFor(t *txn, r dcm.Route) dcm.DesiredBackend {
 		tls.Version = s.certVersion(t, tls.Secret)
 		r.TLS = &tls
 	}
+	if r.Upstream != nil {
+		up := *r.Upstream
+		up.Version = s.caVersion(t, up.CA, up.Version)
+		r.Upstream = &up
+	}
 	views := make([]*serviceView, len(r.Services))
 	for i, ref := range r.Services {
 		views[i] = s.view(t, r.Namespace, ref.Name)
 	}
-	return backendFor(r, views)
+	b := backendFor(r, views)
+	if r.Upstream != nil && r.Upstream.Version == "" {
+		b.Endpoints = []dcm.Endpoint{}
+	}
+	return b.WithUpstreamNames()
+}
+
+// caVersion reads a reencrypt route's destination CA (once per sync) and
+// returns its version. A CA from a Secret's ca.crt: a missing Secret gives
+// "" (the route gets no servers), an invalid one is rejected with its
+// reason and the route keeps the last valid version dcm has seen of it,
+// as certVersion does. The default CA is the one checked at start. Other
+// sources (an OpenShift Route's inline CA) bring their version along and
+// register their PEM with KeepCA.
+func (s *Source) caVersion(t *txn, ca, given string) string {
+	if v, ok := t.cas[ca]; ok {
+		return v
+	}
+	version := given
+	switch {
+	case ca == CADefault:
+		version = ""
+		if len(s.opts.DefaultBackendCA) > 0 {
+			if v, err := ParseCA(s.opts.DefaultBackendCA); err == nil {
+				version = v
+				s.KeepCA(ca, v, s.opts.DefaultBackendCA)
+			}
+		}
+	case strings.HasPrefix(ca, CASecretPrefix):
+		secret := strings.TrimPrefix(ca, CASecretPrefix)
+		t.secrets[secret] = struct{}{}
+		ns, name, _ := strings.Cut(secret, "/")
+		ref := dcm.ObjectRef{Kind: KindSecret, Namespace: ns, Name: name}
+		version = ""
+		if ls, ok := s.lister(ns); ok && ls.secrets != nil {
+			sec, err := ls.secrets.Secrets(ns).Get(name)
+			switch {
+			case apierrors.IsNotFound(err):
+				t.reject(dcm.Rejection{Object: ref, Reason: dcm.RejectInvalidValue,
+					Message: "no kubernetes.io/tls Secret " + secret + " with " + CAKey + ": its reencrypt routes get no servers (503)"})
+			case err != nil:
+				s.log.Warn("reading secret", "secret", secret, "err", err)
+			default:
+				pem, v, err := SecretCA(sec)
+				if err != nil {
+					t.reject(dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: "destination CA: " + RejectMessage(err)})
+					s.pemMu.Lock()
+					if last := s.caPEMs[ca]; len(last) > 0 {
+						version = last[0].version
+					}
+					s.pemMu.Unlock()
+					break
+				}
+				t.accept(ref)
+				version = v
+				s.KeepCA(ca, v, pem)
+			}
+		}
+	}
+	t.cas[ca] = version
+	return version
+}
+
+// KeepCA remembers a destination CA's PEM for CAPEM: the newest two
+// versions per source, as certificates are kept.
+func (s *Source) KeepCA(ca, version string, pem []byte) {
+	s.pemMu.Lock()
+	defer s.pemMu.Unlock()
+	old := s.caPEMs[ca]
+	if len(old) > 0 && old[0].version == version {
+		return
+	}
+	s.caPEMs[ca] = append([]versionedPEM{{version: version, pem: pem}}, old[:min(len(old), 1)]...)
+}
+
+// CAPEM hands the HAProxy driver the PEM of a destination CA's version.
+func (s *Source) CAPEM(ca, version string) ([]byte, error) {
+	s.pemMu.Lock()
+	defer s.pemMu.Unlock()
+	for _, p := range s.caPEMs[ca] {
+		if p.version == version {
+			return p.pem, nil
+		}
+	}
+	return nil, fmt.Errorf("kube: no CA %s at version %.12s", ca, version)
 }
 
 // backendFor builds a route's backend from the views of its services, in

@@ -17,6 +17,8 @@ type DataPlane struct {
 	Maps    map[dcm.MapTable][]dcm.MapEntry
 	// Certs are the edge certificates by SNI host.
 	Certs map[string]dcm.Cert
+	// CAs are the destination CA files of reencrypt routes, by version.
+	CAs map[string]bool
 }
 
 // DataPlaneOf is the data plane a state describes.
@@ -32,6 +34,10 @@ func DataPlaneOf(st dcm.State) DataPlane {
 	for _, c := range dcm.CertsOf(st.Backends) {
 		dp.Certs[c.Host] = c
 	}
+	dp.CAs = map[string]bool{}
+	for _, c := range dcm.CAsOf(st.Backends) {
+		dp.CAs[c.Version] = true
+	}
 	return dp
 }
 
@@ -40,12 +46,26 @@ func DataPlaneOf(st dcm.State) DataPlane {
 // is not in maint, touching one or a backend that does not exist). The
 // planner's properties are stated with it.
 func Apply(dp DataPlane, ops []dcm.Op) (DataPlane, error) {
-	out := DataPlane{Servers: maps.Clone(dp.Servers), Maps: maps.Clone(dp.Maps), Certs: maps.Clone(dp.Certs)}
+	out := DataPlane{Servers: maps.Clone(dp.Servers), Maps: maps.Clone(dp.Maps), Certs: maps.Clone(dp.Certs), CAs: maps.Clone(dp.CAs)}
 	if out.Certs == nil {
 		out.Certs = map[string]dcm.Cert{}
 	}
+	if out.CAs == nil {
+		out.CAs = map[string]bool{}
+	}
 	copied := make(map[string]bool)
 	for n, op := range ops {
+		if op.Kind == dcm.OpCAAdd || op.Kind == dcm.OpCADel {
+			if err := applyCAOp(out.CAs, op); err != nil {
+				return DataPlane{}, fmt.Errorf("op %d (%s): %w", n, op, err)
+			}
+			continue
+		}
+		if op.Kind == dcm.OpAddServer && op.Upstream != nil && !out.CAs[op.Upstream.Version] {
+			// HAProxy looks for the file on disk, which is written only
+			// after the batch: the CA must have been added first.
+			return DataPlane{}, fmt.Errorf("op %d (%s): no CA file %.12s", n, op, op.Upstream.Version)
+		}
 		if IsCertOp(op) {
 			if err := applyCertOp(out.Certs, op); err != nil {
 				return DataPlane{}, fmt.Errorf("op %d (%s): %w", n, op, err)
@@ -114,7 +134,7 @@ func applyServerOp(servers []dcm.Server, op dcm.Op) ([]dcm.Server, error) {
 		}
 		s := dcm.Server{
 			Name: op.Server, Addr: op.Addr, Port: op.Port, Weight: op.Weight, State: dcm.StateMaint,
-			Origin: dcm.OriginRuntime, Endpoint: op.Endpoint, Pod: op.Pod, Check: op.Check, Unobserved: true,
+			Origin: dcm.OriginRuntime, Endpoint: op.Endpoint, Pod: op.Pod, Check: op.Check, Upstream: op.Upstream, Unobserved: true,
 		}
 		return slices.Insert(servers, si, s), nil
 	}
@@ -147,6 +167,28 @@ func applyServerOp(servers []dcm.Server, op dcm.Op) ([]dcm.Server, error) {
 		return nil, fmt.Errorf("unknown op %q", op.Kind)
 	}
 	return servers, nil
+}
+
+// applyCAOp refuses what HAProxy refuses: a CA file that exists, or
+// deleting one that does not.
+func applyCAOp(cas map[string]bool, op dcm.Op) error {
+	if op.Upstream == nil || op.Upstream.Version == "" {
+		return fmt.Errorf("no CA")
+	}
+	v := op.Upstream.Version
+	switch op.Kind {
+	case dcm.OpCAAdd:
+		if cas[v] {
+			return fmt.Errorf("CA file %.12s already exists", v)
+		}
+		cas[v] = true
+	case dcm.OpCADel:
+		if !cas[v] {
+			return fmt.Errorf("no CA file %.12s to delete", v)
+		}
+		delete(cas, v)
+	}
+	return nil
 }
 
 // applyCertOp refuses what HAProxy refuses: a new cert that exists, an

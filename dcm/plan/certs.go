@@ -39,8 +39,37 @@ func certOps(actual, next dcm.State) (first, last []dcm.Op) {
 	return first, last
 }
 
+// caOps diffs the destination CA files of two states: the files new
+// servers need, and those no server uses any more, each sorted by version.
+// A file's content never changes (it is named by its version), so there is
+// no update.
+func caOps(actual, next dcm.State) (first, last []dcm.Op) {
+	before, after := dcm.CAsOf(actual.Backends), dcm.CAsOf(next.Backends)
+	if len(before)+len(after) == 0 {
+		return nil, nil
+	}
+	i, j := 0, 0
+	for i < len(before) || j < len(after) {
+		switch {
+		case j >= len(after) || (i < len(before) && before[i].Version < after[j].Version):
+			c := before[i]
+			last = append(last, dcm.Op{Kind: dcm.OpCADel, Upstream: &c})
+			i++
+		case i >= len(before) || after[j].Version < before[i].Version:
+			c := after[j]
+			first = append(first, dcm.Op{Kind: dcm.OpCAAdd, Upstream: &c})
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	return first, last
+}
+
 // IsCertOp reports whether an op changes a certificate rather than a server
 // or a map.
 func IsCertOp(o dcm.Op) bool {
-	return o.Kind == dcm.OpCertAdd || o.Kind == dcm.OpCertUpdate || o.Kind == dcm.OpCertDel
+	return o.Kind == dcm.OpCertAdd || o.Kind == dcm.OpCertUpdate || o.Kind == dcm.OpCertDel ||
+		o.Kind == dcm.OpCAAdd || o.Kind == dcm.OpCADel
 }

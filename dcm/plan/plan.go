@@ -78,6 +78,12 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 				a.Retiring = false
 				routing = true
 			}
+			if !sameUpstream(a.Route.Upstream, d.Route.Upstream) && !(pooled && caps.RuntimeCerts) {
+				// New servers with the new CA or name, added next to the
+				// old ones, need add server and runtime CA files.
+				reasons = append(reasons, dcm.ReasonCertChanged)
+				continue
+			}
 			if !a.Route.SameServing(d.Route) {
 				if !pooled || !rekeyable(a.Route, d.Route) {
 					reasons = append(reasons, dcm.ReasonRouteChanged)
@@ -97,7 +103,8 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 	}
 	if len(reasons) > 0 {
 		p := Reload(desired, caps, reasons...)
-		if !caps.RuntimeCerts && !slices.Equal(dcm.CertsOf(actual.Backends), dcm.CertsOf(p.Next.Backends)) {
+		if !caps.RuntimeCerts && (!slices.Equal(dcm.CertsOf(actual.Backends), dcm.CertsOf(p.Next.Backends)) ||
+			!slices.Equal(dcm.CAsOf(actual.Backends), dcm.CAsOf(p.Next.Backends))) {
 			// A certificate that changed with the rest would have
 			// reloaded on its own: the reasons say so, so that a
 			// rotation is not hidden behind the change it came with.
@@ -109,6 +116,10 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 	}
 	st := dcm.State{Backends: next, Pool: spares.names()}
 	certFirst, certLast := certOps(actual, st)
+	caFirst, caLast := caOps(actual, st)
+	// CA files before the certificates and servers, out after them.
+	certFirst = append(caFirst, certFirst...)
+	certLast = append(certLast, caLast...)
 	if len(certFirst)+len(certLast) > 0 && !caps.RuntimeCerts {
 		return Reload(desired, caps, dcm.ReasonCertChanged)
 	}
@@ -201,8 +212,26 @@ func AfterReload(st dcm.State) dcm.State {
 func serverFor(e dcm.Endpoint, r dcm.Route, origin dcm.Origin) dcm.Server {
 	return dcm.Server{
 		Name: e.Name, Addr: e.Addr, Port: e.Port, Weight: e.Weight, State: e.State,
-		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Check: r.Check, Unobserved: true,
+		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Check: r.Check, Upstream: upstreamOf(r), Unobserved: true,
 	}
+}
+
+// upstreamOf is the TLS a new server of route r connects with: the
+// reencrypt route's, once its CA is known.
+func upstreamOf(r dcm.Route) *dcm.UpstreamTLS {
+	if r.Kind != dcm.KindReencrypt || r.Upstream == nil || r.Upstream.Version == "" {
+		return nil
+	}
+	u := *r.Upstream
+	return &u
+}
+
+// sameUpstream reports whether two routes' servers connect alike.
+func sameUpstream(a, b *dcm.UpstreamTLS) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // backendPlan is the outcome for one backend: either a reason to reload, or
@@ -241,6 +270,7 @@ func planBackend(a dcm.Backend, d dcm.DesiredBackend, caps dcm.Caps) backendPlan
 func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 	out := backendPlan{next: a}
 	out.next.Route = d.Route
+	var retireOps []dcm.Op // after the adds: a server replaced by a new one (a CA rotation) leaves only once the new one is in
 	servers := a.Servers
 	eps := d.Endpoints
 	var next []dcm.Server // nil until the first change: unchanged backends share their slice
@@ -258,7 +288,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 			switch {
 			case s.State != dcm.StateMaint:
 				changed(i)
-				out.ops = append(out.ops, setState(a.Name, s, dcm.StateMaint))
+				retireOps = append(retireOps, setState(a.Name, s, dcm.StateMaint))
 				s.State = dcm.StateMaint
 				s.Unobserved = true
 				next = append(next, s)
@@ -270,7 +300,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 				}
 			default:
 				changed(i)
-				out.ops = append(out.ops, dcm.Op{Kind: dcm.OpDelServer, Backend: a.Name, Server: s.Name, Endpoint: s.Endpoint, Pod: s.Pod})
+				retireOps = append(retireOps, dcm.Op{Kind: dcm.OpDelServer, Backend: a.Name, Server: s.Name, Endpoint: s.Endpoint, Pod: s.Pod})
 			}
 			i++
 		case i >= len(servers) || eps[j].Name < servers[i].Name:
@@ -294,6 +324,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 			j++
 		}
 	}
+	out.ops = append(out.ops, retireOps...)
 	if next != nil {
 		out.next.Servers = next
 	}
@@ -305,7 +336,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 func addServer(backend string, s dcm.Server, sticky bool) []dcm.Op {
 	ops := []dcm.Op{{
 		Kind: dcm.OpAddServer, Backend: backend, Server: s.Name, Addr: s.Addr, Port: s.Port,
-		Weight: s.Weight, Check: s.Check, Endpoint: s.Endpoint, Pod: s.Pod,
+		Weight: s.Weight, Check: s.Check, Endpoint: s.Endpoint, Pod: s.Pod, Upstream: s.Upstream,
 	}}
 	if sticky {
 		// Before it can take traffic, or its first clients get no cookie.

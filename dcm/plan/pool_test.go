@@ -36,7 +36,7 @@ func TestPoolLifecycle(t *testing.T) {
 	s1 := ep("shop-1", "127.0.2.1", dcm.StateReady)
 	base := desiredAll(desiredBackend(web, a))
 	st := idle(Fresh(base, caps))
-	if want := []string{"be_http:_pool:1", "be_http:_pool:2", "be_passthrough:_pool:1", "be_passthrough:_pool:2"}; !slices.Equal(st.Pool, want) {
+	if want := []string{"be_http:_pool:1", "be_http:_pool:2", "be_passthrough:_pool:1", "be_passthrough:_pool:2", "be_reencrypt:_pool:1", "be_reencrypt:_pool:2"}; !slices.Equal(st.Pool, want) {
 		t.Fatalf("fresh pool %v, want %v", st.Pool, want)
 	}
 
@@ -67,7 +67,7 @@ func TestPoolLifecycle(t *testing.T) {
 		t.Fatalf("add: ops do not name the spare: %+v", p.Ops)
 	}
 	b, _ := st.Backend(shop.BackendName())
-	if b.Name != "be_http:demo:shop" || b.Slot != "be_http:_pool:1" || !slices.Equal(st.Pool, []string{"be_http:_pool:2", "be_passthrough:_pool:1", "be_passthrough:_pool:2"}) {
+	if b.Name != "be_http:demo:shop" || b.Slot != "be_http:_pool:1" || !slices.Equal(st.Pool, []string{"be_http:_pool:2", "be_passthrough:_pool:1", "be_passthrough:_pool:2", "be_reencrypt:_pool:1", "be_reencrypt:_pool:2"}) {
 		t.Fatalf("add: backend %s slot %s, pool %v", b.Name, b.Slot, st.Pool)
 	}
 
@@ -96,7 +96,7 @@ func TestPoolLifecycle(t *testing.T) {
 	}
 	// Idle: deleted, and the spare goes back to the pool.
 	step("release", base, []string{"del-server be_http:demo:shop/shop-1:http"})
-	if _, ok := st.Backend(shop.BackendName()); ok || !slices.Equal(st.Pool, []string{"be_http:_pool:1", "be_http:_pool:2", "be_passthrough:_pool:1", "be_passthrough:_pool:2"}) {
+	if _, ok := st.Backend(shop.BackendName()); ok || !slices.Equal(st.Pool, []string{"be_http:_pool:1", "be_http:_pool:2", "be_passthrough:_pool:1", "be_passthrough:_pool:2", "be_reencrypt:_pool:1", "be_reencrypt:_pool:2"}) {
 		t.Fatalf("release: backend kept %v, pool %v", ok, st.Pool)
 	}
 
@@ -109,7 +109,7 @@ func TestPoolLifecycle(t *testing.T) {
 	if !p.Reload || !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonPoolExhausted}) {
 		t.Fatalf("overflow: reload %v reasons %v", p.Reload, p.Reasons)
 	}
-	if len(p.Next.Pool) != 4 || len(p.Next.Backends) != 4 || p.Next.Backends[1].Slot != "" {
+	if len(p.Next.Pool) != 2*len(dcm.PoolKinds) || len(p.Next.Backends) != 4 || p.Next.Backends[1].Slot != "" {
 		t.Fatalf("overflow: next pool %v, backends %+v", p.Next.Pool, p.Next.Backends)
 	}
 }
@@ -158,7 +158,7 @@ func TestPoolPassthrough(t *testing.T) {
 		t.Fatalf("ops %q reload %v, want %q", got, p.Reload, want)
 	}
 	b, _ := p.Next.Backend(db.BackendName())
-	if b.Slot != "be_passthrough:_pool:1" || !slices.Equal(p.Next.Pool, []string{"be_http:_pool:1"}) {
+	if b.Slot != "be_passthrough:_pool:1" || !slices.Equal(p.Next.Pool, []string{"be_http:_pool:1", "be_reencrypt:_pool:1"}) {
 		t.Fatalf("slot %q, pool %v", b.Slot, p.Next.Pool)
 	}
 	p = Compute(idle(p.Next), desiredAll(desiredBackend(web, a), desiredBackend(db, d1), desiredBackend(cache, c1)), caps)
@@ -214,7 +214,7 @@ func TestPoolRecyclesRenderedBackends(t *testing.T) {
 	onlyWeb := desiredAll(desiredBackend(web, a))
 	apply("delete shop and lc", onlyWeb)
 	apply("their servers go", onlyWeb)
-	if want := []string{"be_http:_pool:1", "be_http:demo:shop", "be_passthrough:_pool:1"}; !slices.Equal(st.Pool, want) {
+	if want := []string{"be_http:_pool:1", "be_http:demo:shop", "be_passthrough:_pool:1", "be_reencrypt:_pool:1"}; !slices.Equal(st.Pool, want) {
 		t.Fatalf("pool %v, want %v (lc's leastconn backend is no spare)", st.Pool, want)
 	}
 
@@ -223,7 +223,7 @@ func TestPoolRecyclesRenderedBackends(t *testing.T) {
 	p := apply("two new routes", withXY)
 	bx, _ := st.Backend(x.BackendName())
 	by, _ := st.Backend(y.BackendName())
-	if bx.Slot != "be_http:_pool:1" || by.Slot != "be_http:demo:shop" || !slices.Equal(st.Pool, []string{"be_passthrough:_pool:1"}) {
+	if bx.Slot != "be_http:_pool:1" || by.Slot != "be_http:demo:shop" || !slices.Equal(st.Pool, []string{"be_passthrough:_pool:1", "be_reencrypt:_pool:1"}) {
 		t.Fatalf("x in %q, y in %q, pool %v", bx.Slot, by.Slot, st.Pool)
 	}
 	for _, op := range p.Ops {
@@ -245,7 +245,7 @@ func TestPoolRecyclesRenderedBackends(t *testing.T) {
 	apply("delete y", withX)
 	apply("y's server goes", withX)
 	apply("shop back", desiredAll(append(slices.Clone(withX.Backends), desiredBackend(shop, s1))...))
-	if b, _ := st.Backend(shop.BackendName()); b.Slot != "" || b.ProxyName() != "be_http:demo:shop" || !slices.Equal(st.Pool, []string{"be_passthrough:_pool:1"}) {
+	if b, _ := st.Backend(shop.BackendName()); b.Slot != "" || b.ProxyName() != "be_http:demo:shop" || !slices.Equal(st.Pool, []string{"be_passthrough:_pool:1", "be_reencrypt:_pool:1"}) {
 		t.Fatalf("shop back in %q, pool %v", b.ProxyName(), st.Pool)
 	}
 }

@@ -192,9 +192,9 @@ func TestSimulateCountsSpares(t *testing.T) {
 	costs := dcm.HAProxy26MemoryCosts()
 	sim := Simulate(snapshotOf(withService(webApp(2)), pooled), []dcm.WhatIf{{Kind: dcm.WhatIfAddRoute, Route: web2}}, costs)
 	b, a := sim.Before, sim.After
-	// Two spares per pooled kind: HTTP and passthrough.
-	if b.SpareBackends != 4 || a.SpareBackends != 3 || a.Backends != b.Backends+1 {
-		t.Fatalf("spares %d → %d, backends %d → %d; want 4 → 3 and one backend more", b.SpareBackends, a.SpareBackends, b.Backends, a.Backends)
+	// Two spares per pooled kind: HTTP, passthrough and reencrypt.
+	if b.SpareBackends != 6 || a.SpareBackends != 5 || a.Backends != b.Backends+1 {
+		t.Fatalf("spares %d → %d, backends %d → %d; want 6 → 5 and one backend more", b.SpareBackends, a.SpareBackends, b.Backends, a.Backends)
 	}
 	if grew := a.MemoryBytes - b.MemoryBytes; grew != 2*costs.PerRuntimeServer {
 		t.Errorf("memory grows by %d, want the 2 servers added at runtime (%d): the spare existed already", grew, 2*costs.PerRuntimeServer)

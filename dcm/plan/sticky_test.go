@@ -67,7 +67,7 @@ func TestStickyRouteTakesStickySpare(t *testing.T) {
 	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1, StickyPool: 1}
 	web := route("web")
 	st := idle(Fresh(desiredOf(web), caps))
-	if want := []string{"be_http:_pool:1", "be_passthrough:_pool:1", "be_sticky:_pool:1"}; !slices.Equal(st.Pool, want) {
+	if want := []string{"be_http:_pool:1", "be_passthrough:_pool:1", "be_reencrypt:_pool:1", "be_sticky:_pool:1"}; !slices.Equal(st.Pool, want) {
 		t.Fatalf("fresh pool %v, want %v", st.Pool, want)
 	}
 	shop := route("shop")
@@ -87,7 +87,7 @@ func TestStickyRouteTakesStickySpare(t *testing.T) {
 	if got, w := kinds, []string{"cookie-key", "add-server", "dynamic-cookie", "set-state", "map-replace"}; !slices.Equal(got, w) {
 		t.Errorf("ops %v, want %v", got, w)
 	}
-	if !slices.Equal(p.Next.Pool, []string{"be_http:_pool:1", "be_passthrough:_pool:1"}) {
+	if !slices.Equal(p.Next.Pool, []string{"be_http:_pool:1", "be_passthrough:_pool:1", "be_reencrypt:_pool:1"}) {
 		t.Errorf("pool after %v, want the plain spares left", p.Next.Pool)
 	}
 	if _, err := Apply(DataPlaneOf(st), p.Ops); err != nil {
@@ -123,7 +123,7 @@ func TestStickyBackendIsNoSpare(t *testing.T) {
 		}
 		st = idle(p.Next)
 	}
-	if want := []string{"be_http:_pool:1", "be_passthrough:_pool:1", "be_sticky:_pool:1"}; !slices.Equal(st.Pool, want) {
+	if want := []string{"be_http:_pool:1", "be_passthrough:_pool:1", "be_reencrypt:_pool:1", "be_sticky:_pool:1"}; !slices.Equal(st.Pool, want) {
 		t.Fatalf("pool %v, want %v", st.Pool, want)
 	}
 }

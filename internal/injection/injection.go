@@ -117,6 +117,20 @@ var StringFields = []Field{
 	{"tls host", func(i *ing, _ *slice, v string) {
 		i.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{v}, SecretName: "web-tls"}}
 	}, func(h string) string { return Marker + h + "x.example.com" }, Marker + strings.Repeat("a", 61) + ".example.com", dcm.RejectInvalidHost, "spec.tls[0].hosts[0]"},
+	{"reencrypt annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/reencrypt"] = v },
+		func(h string) string { return "true" + h + Marker }, "true" + Marker + strings.Repeat("e", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/reencrypt]"},
+	// The CA Secret's name and the pods' server name reach HAProxy (as a
+	// CA source in logs, as SNI and verifyhost): on an Ingress that would
+	// be served as reencrypt but for them.
+	{"backend-ca annotation", func(i *ing, _ *slice, v string) {
+		i.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{i.Spec.Rules[0].Host}, SecretName: "web-tls"}}
+		i.Annotations["dcm.io/backend-ca"] = v
+	}, inName, Marker + strings.Repeat("a", 251), dcm.RejectInvalidName, "metadata.annotations[dcm.io/backend-ca]"},
+	{"backend-server-name annotation", func(i *ing, _ *slice, v string) {
+		i.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{i.Spec.Rules[0].Host}, SecretName: "web-tls"}}
+		i.Annotations["dcm.io/backend-ca"] = "web-ca"
+		i.Annotations["dcm.io/backend-server-name"] = v
+	}, func(h string) string { return Marker + h + "x.example.com" }, Marker + strings.Repeat("a", 61) + ".example.com", dcm.RejectInvalidHost, "metadata.annotations[dcm.io/backend-server-name]"},
 	{"slice port name", func(_ *ing, s *slice, v string) { s.Ports[0].Name = &v },
 		inName, Marker + strings.Repeat("a", 61), dcm.RejectInvalidPort, "ports[0].name"},
 	{"endpoint address", func(_ *ing, s *slice, v string) { s.Endpoints[0].Addresses[0] = v },

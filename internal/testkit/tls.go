@@ -58,6 +58,11 @@ func NewCA(tb testing.TB) *CA {
 // Pool trusts the CA.
 func (ca *CA) Pool() *x509.CertPool { return ca.pool }
 
+// CertPEM is the CA's certificate, as a destination CA (ca.crt) holds it.
+func (ca *CA) CertPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})
+}
+
 // Leaf is a certificate the CA signed for host: the leaf and its chain and
 // key as PEM, and the key alone, as a kubernetes.io/tls Secret holds them.
 type Leaf struct {
@@ -136,6 +141,18 @@ func (s *CertStore) CertPEM(secret, version string) ([]byte, error) {
 	return b, nil
 }
 
+// CAPEM implements the driver's CASource: Put the CA under its source
+// (UpstreamTLS.CA).
+func (s *CertStore) CAPEM(ca, version string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.m[ca+"@"+version]
+	if !ok {
+		return nil, fmt.Errorf("no CA %s@%s", ca, version)
+	}
+	return b, nil
+}
+
 // ServedLeaf connects to addr with TLS for serverName, verifying against
 // pool (nil: no verification, to see a default certificate), and returns
 // the leaf the server presented.
@@ -209,10 +226,4 @@ func StartTLSBackend(tb testing.TB, ip, name string, leaf Leaf) Backend {
 // what a host gets when no route serves it (the default certificate).
 func InsecureHTTPSGet(addr, host, path string) (int, string, *x509.Certificate, error) {
 	return httpsGet(addr, host, path, &tls.Config{ServerName: host, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})
-}
-
-// CertPEM is the CA's certificate in PEM (a chain or trust anchor to hand
-// to what is tested).
-func (ca *CA) CertPEM() []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})
 }
