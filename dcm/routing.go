@@ -25,13 +25,70 @@ const (
 	MapAnyPrefix  MapTable = "any_prefix"
 	// MapSNI maps a passthrough route's host to its backend.
 	MapSNI MapTable = "sni"
+	// MapInsecure maps the HAProxy backend of a route that terminates TLS
+	// to what a plain HTTP request routed to it gets (InsecureAction),
+	// when its policy is not Allow. fe_http routes a request by the HTTP
+	// maps first and asks this map about the backend found, so the most
+	// specific route decides: /api with Redirect and / with Allow on one
+	// host each keep their own policy.
+	MapInsecure MapTable = "insecure"
+	// MapInsecureHost maps the host of a passthrough route with the
+	// Redirect policy to its InsecureAction: HAProxy serves no path of
+	// such a host, so fe_http redirects the whole host before routing.
+	MapInsecureHost MapTable = "insecure_host"
 )
 
 // HTTPMapTables lists the maps of HTTP requests in the order HAProxy tries them.
 var HTTPMapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix}
 
-// MapTables lists every routing map: the HTTP maps, then the SNI map.
-var MapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix, MapSNI}
+// MapTables lists every routing map: the HTTP maps, the SNI map, then the
+// insecure-policy maps.
+var MapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapInsecure, MapInsecureHost}
+
+// HTTPSOnly reports whether a map is read only when HAProxy has an HTTPS
+// frontend: the SNI map by it, the insecure maps by fe_http only to send
+// plain HTTP over to it.
+func (t MapTable) HTTPSOnly() bool {
+	return t == MapSNI || t == MapInsecure || t == MapInsecureHost
+}
+
+// Insecure reports whether a map holds insecure-policy actions rather than
+// backends.
+func (t MapTable) Insecure() bool { return t == MapInsecure || t == MapInsecureHost }
+
+// InsecureActionNone is the action of the None policy: fe_http answers as
+// for a request no route matches.
+const InsecureActionNone = "none"
+
+// InsecureAction is the value an insecure map holds for a route: "none",
+// or "redirect-<code>"; "" for Allow, which has no entry.
+func (r Route) InsecureAction() string {
+	switch r.InsecureEffective() {
+	case InsecureRedirect:
+		return "redirect-" + strconv.Itoa(r.RedirectStatus())
+	case InsecureNone:
+		if r.Kind == KindPassthrough {
+			return "" // its host is in no HTTP map: nothing to stop
+		}
+		return InsecureActionNone
+	}
+	return ""
+}
+
+// ValidateInsecureAction checks a value of an insecure map.
+func ValidateInsecureAction(field, s string) error {
+	if s == InsecureActionNone {
+		return nil
+	}
+	if code, ok := strings.CutPrefix(s, "redirect-"); ok {
+		for _, c := range RedirectCodes {
+			if code == strconv.Itoa(c) {
+				return nil
+			}
+		}
+	}
+	return invalid(RejectInvalidValue, field, s)
+}
 
 // Prefix reports whether the map matches keys by prefix (map_beg).
 func (t MapTable) Prefix() bool { return t == MapHostPrefix || t == MapAnyPrefix }
@@ -43,10 +100,16 @@ type MapEntry struct {
 	Key     string `json:"key"`
 	Backend string `json:"backend"`
 	Slot    string `json:"slot,omitempty"`
+	// Action is the value of an insecure map's entry (InsecureAction).
+	Action string `json:"action,omitempty"`
 }
 
-// Value is what the map says to HAProxy: the backend's HAProxy name.
+// Value is what the map says to HAProxy: the backend's HAProxy name, or
+// an insecure map's action.
 func (e MapEntry) Value() string {
+	if e.Action != "" {
+		return e.Action
+	}
 	if e.Slot != "" {
 		return e.Slot
 	}
@@ -121,6 +184,16 @@ func RoutingTables(backends []Backend) map[MapTable][]MapEntry {
 			}
 			seen[k.Table][k.Key] = true
 			out[k.Table] = append(out[k.Table], MapEntry{Key: k.Key, Backend: b.Name, Slot: b.Slot})
+		}
+		if a := b.Route.InsecureAction(); a != "" {
+			t, key := MapInsecure, b.ProxyName()
+			if b.Route.Kind == KindPassthrough {
+				t, key = MapInsecureHost, b.Route.Host
+			}
+			if !seen[t][key] {
+				seen[t][key] = true
+				out[t] = append(out[t], MapEntry{Key: key, Backend: b.Name, Slot: b.Slot, Action: a})
+			}
 		}
 	}
 	for t, es := range out {

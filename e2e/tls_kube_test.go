@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,4 +135,106 @@ func TestIngressPassthrough(t *testing.T) {
 	if s.WorkerPID() != pid || s.Reloads() != reloads {
 		t.Errorf("worker %d → %d, reloads %v → %v", pid, s.WorkerPID(), reloads, s.Reloads())
 	}
+}
+
+// TestIngressSSLRedirect: the Kubernetes path of the insecure policy,
+// against the demo cluster — spec.tls alone makes plain HTTP for the host a
+// 302 to https (path and query kept) while HTTPS reaches the pods; a second
+// Ingress on a longer path of the same host with dcm.io/ssl-redirect
+// "false" keeps its plain HTTP; dcm.io/ssl-redirect-code changes the code;
+// a bad value rejects that Ingress alone, with its reason in the metric;
+// "false" serves the host over plain HTTP. A host without spec.tls is never
+// touched. No reload, the same worker throughout.
+func TestIngressSSLRedirect(t *testing.T) {
+	ca := testkit.NewCA(t)
+	s := harness.Start(t, harness.Options{HTTPS: true,
+		Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4, RuntimeCerts: true}})
+	s.DemoServes("web.demo.localhost", "/", "demo", "web", 2)
+	s.DemoServes("shop.demo.localhost", "/", "demo", "shop", 2)
+	s.DemoServes("shop.demo.localhost", "/api", "demo", "api", 1)
+	pid, reloads := s.WorkerPID(), s.Reloads()
+	ctx := context.Background()
+	const host = "shop.demo.localhost"
+	leaf := ca.Leaf(t, host)
+	if _, err := s.Client.CoreV1().Secrets("demo").Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "shop-tls"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: leaf.CertPEM, corev1.TLSPrivateKeyKey: leaf.KeyPEM}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ingresses := s.Client.NetworkingV1().Ingresses("demo")
+	update := func(name string, annotations map[string]string) {
+		t.Helper()
+		ing, err := ingresses.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: "shop-tls"}}
+		ing.Annotations = annotations
+		if _, err := ingresses.Update(ctx, ing, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pods := func(app string) []string { return s.ReadyPods("demo", app) }
+	servedBy := func(app string) plainAnswer {
+		t.Helper()
+		ready := pods(app)
+		if len(ready) != 1 {
+			t.Fatalf("%s: ready pods %v, want one", app, ready)
+		}
+		return plainAnswer{code: 200, body: ready[0]}
+	}
+	https := func(path, app string) {
+		t.Helper()
+		s.Eventually("https://"+host+path+" reaches "+app, 10*time.Second, func() error {
+			code, body, _, err := testkit.HTTPSGet(s.HTTPSAddr, host, path, ca.Pool())
+			body = strings.TrimSpace(body)
+			if err != nil || code != 200 || !slices.Contains(pods(app), body) {
+				return fmt.Errorf("HTTP %d %q %v, want one of %v", code, body, err, pods(app))
+			}
+			return nil
+		})
+	}
+	steady := func(step string) {
+		t.Helper()
+		if s.WorkerPID() != pid || s.Reloads() != reloads {
+			t.Fatalf("%s: worker %d → %d, reloads %v → %v", step, pid, s.WorkerPID(), reloads, s.Reloads())
+		}
+		s.DemoServes("web.demo.localhost", "/", "demo", "web", 2)
+	}
+
+	// api has one pod: its answer names it.
+	s.Scale("demo", "shop", 1)
+	s.DemoServes(host, "/", "demo", "shop", 1)
+	update("api", map[string]string{kube.AnnotationSSLRedirect: "false"})
+	update("shop", nil)
+	expectPlain(s, host, "/cart?id=7&x=%20", plainAnswer{code: 302, location: "https://" + host + "/cart?id=7&x=%20"})
+	expectPlain(s, host, "/api/items?q=1", servedBy("api"))
+	https("/cart", "shop")
+	https("/api/items", "api")
+	steady("spec.tls, default redirect; /api allows plain HTTP")
+
+	update("shop", map[string]string{kube.AnnotationSSLRedirectCode: "308"})
+	expectPlain(s, host, "/cart", plainAnswer{code: 308, location: "https://" + host + "/cart"})
+	steady("redirect code 308")
+
+	rejected := s.Counter("dcm_rejected_objects_total", "reason", dcm.RejectInvalidValue)
+	update("shop", map[string]string{kube.AnnotationSSLRedirect: "sometimes"})
+	s.Eventually("the bad annotation rejected", 10*time.Second, func() error {
+		if got := s.Counter("dcm_rejected_objects_total", "reason", dcm.RejectInvalidValue); got != rejected+1 {
+			return fmt.Errorf("%v rejections, was %v", got, rejected)
+		}
+		return nil
+	})
+	expectPlain(s, host, "/api/items", servedBy("api"))
+	steady("bad annotation")
+
+	update("shop", map[string]string{kube.AnnotationSSLRedirect: "false"})
+	expectPlain(s, host, "/cart", servedBy("shop"))
+	https("/cart", "shop")
+	steady("ssl-redirect false")
+
+	update("api", nil)
+	expectPlain(s, host, "/api/items?q=1", plainAnswer{code: 302, location: "https://" + host + "/api/items?q=1"})
+	expectPlain(s, host, "/cart", servedBy("shop"))
+	steady("/api back to the default")
 }

@@ -160,7 +160,11 @@ func AddMapCommand(version uint32, t dcm.MapTable, key, value string) (Command, 
 	if err := dcm.ValidateMapKey("map key", key); err != nil {
 		return Command{}, fmt.Errorf("map %s: %w", t, err)
 	}
-	if err := validateBackendName(value); err != nil {
+	if t.Insecure() {
+		if err := dcm.ValidateInsecureAction("insecure action", value); err != nil {
+			return Command{}, fmt.Errorf("map %s key %s: %w", t, key, err)
+		}
+	} else if err := validateBackendName(value); err != nil {
 		return Command{}, fmt.Errorf("map %s key %s: %w", t, key, err)
 	}
 	return Command{text: "add map @" + strconv.FormatUint(uint64(version), 10) + " " + file + " " + key + " " + value, kind: replyEmpty}, nil

@@ -646,11 +646,13 @@ func (d *Driver) mapTransactions(ops []dcm.Op, next dcm.State) ([]mapTx, error) 
 }
 
 // loadsMap reports whether HAProxy loads a routing map: the SNI map is
-// read by the HTTPS address's TCP frontend only, so without one HAProxy
-// does not know it and its replaces are skipped (passthrough routes are
-// then not served), as certificate ops are.
+// read by the HTTPS address's TCP frontend only, and the insecure maps by
+// fe_http only when there is HTTPS to send plain HTTP to, so without one
+// HAProxy does not know them and their replaces are skipped (passthrough
+// routes are then not served, TLS routes are served as HTTP), as
+// certificate ops are.
 func (d *Driver) loadsMap(t dcm.MapTable) bool {
-	return t != dcm.MapSNI || d.cfg.Settings.HTTPSBind != ""
+	return !t.HTTPSOnly() || d.cfg.Settings.HTTPSBind != ""
 }
 
 // commands fills the prepared version and commits it.

@@ -184,6 +184,7 @@ type renderedBackend struct {
 // routeKey holds what the maps are rendered from, per backend.
 type routeKey struct {
 	backend, slot, name, namespace, host, path string
+	insecure                                   string // dcm.Route.InsecureAction
 	kind                                       dcm.RouteKind
 	pathType                                   dcm.PathType
 	balance                                    string
@@ -267,7 +268,7 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 	for i, b := range backends {
 		rt := b.Route
 		keys[i] = routeKey{backend: b.Name, slot: b.Slot, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
-			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring}
+			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: rt.InsecureAction()}
 	}
 	maps := r.maps
 	if maps == nil || !slices.Equal(keys, r.routes) {
@@ -344,7 +345,13 @@ defaults
 frontend fe_http
 `)
 	fmt.Fprintf(w, "    bind %s\n", s.HTTPBind)
-	renderRouting(w)
+	if s.HTTPSBind == "" {
+		// Nowhere to send plain HTTP to: every route is served as HTTP,
+		// whatever its insecure policy.
+		renderRouting(w)
+	} else {
+		renderInsecureRouting(w)
+	}
 	if s.HTTPSBind != "" {
 		// One TCP frontend owns the HTTPS address: it waits for the
 		// ClientHello and sends a passthrough route's connection, picked
@@ -382,6 +389,37 @@ func renderRouting(w *bytes.Buffer) {
 		expr := fmt.Sprintf("var(%s),%s(%s)", r.keyVar, r.conv, r.file)
 		fmt.Fprintf(w, "    use_backend %%[%s] if { %s -m found }\n", expr, expr)
 	}
+	fmt.Fprintf(w, "    default_backend %s\n", DefaultBackend)
+}
+
+// renderInsecureRouting is fe_http's routing when HTTPS is served: the
+// route is found by the same maps, in the same order, as fe_https finds
+// it, into a variable; then the insecure maps say what its plain HTTP
+// request gets (dcm.InsecureAction): a redirect to https with the route's
+// code, or, for None, the answer of a request no route matches. A
+// passthrough host with Redirect is redirected before routing, as HAProxy
+// serves none of its paths. The maps change at runtime, so a route's
+// policy changes without a reload.
+func renderInsecureRouting(w *bytes.Buffer) {
+	w.WriteString("    http-request set-var(txn.path) path\n")
+	w.WriteString("    http-request set-var(txn.host) req.hdr(host),field(1,:),lower\n")
+	w.WriteString("    http-request set-var(txn.key) var(txn.host),concat(,txn.path)\n")
+	fmt.Fprintf(w, "    http-request set-var(txn.insecure) var(txn.host),map_str(%s)\n", MapFile(dcm.MapInsecureHost))
+	for i, r := range frontendRouting() {
+		cond := ""
+		if i > 0 {
+			cond = " if !{ var(txn.be) -m found }"
+		}
+		fmt.Fprintf(w, "    http-request set-var(txn.be) var(%s),%s(%s)%s\n", r.keyVar, r.conv, r.file, cond)
+	}
+	fmt.Fprintf(w, "    http-request set-var(txn.insecure) var(txn.be),map_str(%s) if !{ var(txn.insecure) -m found }\n", MapFile(dcm.MapInsecure))
+	// The host without its port, as OpenShift's router does: the redirect
+	// goes to the https default port.
+	for _, code := range dcm.RedirectCodes {
+		fmt.Fprintf(w, "    http-request redirect location https://%%[var(txn.host)]%%[pathq] code %d if { var(txn.insecure) -m str redirect-%d }\n", code, code)
+	}
+	fmt.Fprintf(w, "    use_backend %s if { var(txn.insecure) -m str %s }\n", DefaultBackend, dcm.InsecureActionNone)
+	w.WriteString("    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n")
 	fmt.Fprintf(w, "    default_backend %s\n", DefaultBackend)
 }
 
@@ -547,6 +585,14 @@ func renderMaps(backends []dcm.Backend) (map[string][]byte, error) {
 	for _, t := range dcm.MapTables {
 		var buf bytes.Buffer
 		for _, e := range tables[t] {
+			if t.Insecure() {
+				if err := dcm.ValidateMapKey("map key", e.Key); err != nil {
+					return nil, fmt.Errorf("map %s: %w", t, err)
+				}
+				if err := dcm.ValidateInsecureAction("insecure action", e.Value()); err != nil {
+					return nil, fmt.Errorf("map %s key %s: %w", t, e.Key, err)
+				}
+			}
 			buf.WriteString(e.Key + " " + e.Value() + "\n")
 		}
 		out[MapFile(t)] = buf.Bytes()

@@ -46,9 +46,11 @@ func TestRenderMaps(t *testing.T) {
 		MapHostPrefix: "a.example/api/v1/ be_http:ns:apiv1\n" +
 			"a.example/api/ be_http:ns:api\n" +
 			"a.example/ be_http:ns:root\n",
-		MapAnyExact:         "/health be_http:ns:anyexact\n/x be_http:ns:anyx\n",
-		MapAnyPrefix:        "/x/ be_http:ns:anyx\n/ be_http:ns:any\n",
-		MapFile(dcm.MapSNI): "",
+		MapAnyExact:                  "/health be_http:ns:anyexact\n/x be_http:ns:anyx\n",
+		MapAnyPrefix:                 "/x/ be_http:ns:anyx\n/ be_http:ns:any\n",
+		MapFile(dcm.MapSNI):          "",
+		MapFile(dcm.MapInsecure):     "",
+		MapFile(dcm.MapInsecureHost): "",
 	}
 	if got := slices.Sorted(maps.Keys(f.Maps)); !slices.Equal(got, slices.Sorted(maps.Keys(want))) {
 		t.Fatalf("map files %v", got)
@@ -343,8 +345,8 @@ func TestRenderHTTPS(t *testing.T) {
 			t.Errorf("cfg lacks %q:\n%s", want, cfg)
 		}
 	}
-	if n := strings.Count(cfg, "map_beg(maps/host_prefix.map)"); n != 4 {
-		t.Errorf("host_prefix used %d times, want 4 (2 per frontend)", n)
+	if n := strings.Count(cfg, "map_beg(maps/host_prefix.map)"); n != 3 {
+		t.Errorf("host_prefix used %d times, want 3 (once in fe_http, twice in fe_https)", n)
 	}
 	// a-api sorts first (longer path): its certificate wins the host.
 	if got, want := string(f.CrtList), "certs/a.example.pem a.example\n"; got != want {
@@ -430,5 +432,121 @@ func TestRenderPassthrough(t *testing.T) {
 	}
 	if strings.Contains(string(f.CrtList), "db.example") {
 		t.Errorf("passthrough host in the crt-list: %q", f.CrtList)
+	}
+}
+
+// TestRenderInsecure: the insecure maps hold one entry per TLS route whose
+// plain HTTP is not simply served — keyed by the HAProxy backend (its
+// spare's name when it has one) for edge routes, by host for passthrough
+// Redirect — and fe_http finds the route by the HTTP maps in fe_https's
+// order before it asks them; without an HTTPS frontend fe_http ignores them.
+func TestRenderInsecure(t *testing.T) {
+	srv := dcm.Server{Name: "s1", Endpoint: "s1", Addr: "10.0.0.1", Port: 80, Weight: 1, State: dcm.StateReady}
+	s := testSettings
+	s.HTTPSBind = "127.0.0.1:8443"
+	with := func(r dcm.Route, p dcm.InsecurePolicy, code int) dcm.Route {
+		r.Insecure, r.RedirectCode = p, code
+		return r
+	}
+	api := with(edgeRoute("ns", "api", "a.example", "aa"), dcm.InsecureRedirect, 0)
+	api.Path = "/api"
+	root := with(edgeRoute("ns", "root", "a.example", "aa"), dcm.InsecureAllow, 0)
+	closed := with(edgeRoute("ns", "closed", "c.example", "aa"), dcm.InsecureNone, 0)
+	moved := with(edgeRoute("ns", "moved", "m.example", "aa"), dcm.InsecureRedirect, 301)
+	old := edgeRoute("ns", "old", "o.example", "aa") // no policy: Allow
+	pt := with(route("ns", "pt", "p.example", "/", dcm.PathPrefix), dcm.InsecureRedirect, 0)
+	pt.Kind = dcm.KindPassthrough
+	ptNone := with(route("ns", "pt-none", "q.example", "/", dcm.PathPrefix), dcm.InsecureNone, 0)
+	ptNone.Kind = dcm.KindPassthrough
+	movedBackend := backendFor(moved, srv)
+	movedBackend.Slot = "be_http:_pool:2"
+	st := state(backendFor(api, srv), backendFor(root, srv), backendFor(closed, srv), movedBackend, backendFor(old, srv),
+		backendFor(pt), backendFor(ptNone), backendFor(route("ns", "plain", "h.example", "/", dcm.PathPrefix), srv))
+	f, err := Render(s, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		MapFile(dcm.MapInsecure): "be_edge:ns:api redirect-302\n" +
+			"be_edge:ns:closed none\n" +
+			"be_http:_pool:2 redirect-301\n",
+		MapFile(dcm.MapInsecureHost): "p.example redirect-302\n",
+	} {
+		if got := string(f.Maps[name]); got != want {
+			t.Errorf("%s:\n%s\nwant:\n%s", name, got, want)
+		}
+	}
+	cfg := string(f.Config)
+	http, https, _ := strings.Cut(cfg, "\nfrontend fe_tls\n")
+	for _, want := range []string{
+		"    http-request set-var(txn.host) req.hdr(host),field(1,:),lower\n" +
+			"    http-request set-var(txn.key) var(txn.host),concat(,txn.path)\n" +
+			"    http-request set-var(txn.insecure) var(txn.host),map_str(maps/insecure_host.map)\n" +
+			"    http-request set-var(txn.be) var(txn.key),map_str(maps/host_exact.map)\n" +
+			"    http-request set-var(txn.be) var(txn.key),map_beg(maps/host_prefix.map) if !{ var(txn.be) -m found }\n" +
+			"    http-request set-var(txn.be) var(txn.path),map_str(maps/any_exact.map) if !{ var(txn.be) -m found }\n" +
+			"    http-request set-var(txn.be) var(txn.path),map_beg(maps/any_prefix.map) if !{ var(txn.be) -m found }\n" +
+			"    http-request set-var(txn.insecure) var(txn.be),map_str(maps/insecure.map) if !{ var(txn.insecure) -m found }\n",
+		"    http-request redirect location https://%[var(txn.host)]%[pathq] code 302 if { var(txn.insecure) -m str redirect-302 }\n",
+		"    http-request redirect location https://%[var(txn.host)]%[pathq] code 308 if { var(txn.insecure) -m str redirect-308 }\n",
+		"    use_backend be_default if { var(txn.insecure) -m str none }\n" +
+			"    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n    default_backend be_default\n",
+	} {
+		if !strings.Contains(http, want) {
+			t.Errorf("fe_http lacks %q:\n%s", want, http)
+		}
+	}
+	if strings.Contains(https, "insecure") || strings.Contains(https, "redirect") {
+		t.Errorf("fe_https consults the insecure maps:\n%s", https)
+	}
+	// Without HTTPS there is nowhere to redirect to: fe_http routes as
+	// fe_https would, whatever the policy.
+	g, err := Render(testSettings, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(g.Config), "insecure") || strings.Contains(string(g.Config), "redirect") {
+		t.Errorf("without an HTTPS bind, fe_http consults the insecure maps:\n%s", g.Config)
+	}
+	// The renderer's cache follows a policy change alone.
+	r := NewRenderer(s)
+	if _, err := r.Render(st); err != nil {
+		t.Fatal(err)
+	}
+	st2 := state(backendFor(with(api, dcm.InsecureNone, 0), srv), backendFor(root, srv))
+	f2, err := r.Render(st2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(f2.Maps[MapFile(dcm.MapInsecure)]), "be_edge:ns:api none\n"; got != want {
+		t.Errorf("after a policy change: %q, want %q", got, want)
+	}
+	// A hostile policy or code never renders.
+	for _, bad := range []dcm.Route{with(api, "Redirect\nx", 0), with(api, dcm.InsecureRedirect, 200), with(pt, dcm.InsecureAllow, 0)} {
+		if _, err := Render(s, state(backendFor(bad, srv))); err == nil {
+			t.Errorf("rendered %q %d on %s", bad.Insecure, bad.RedirectCode, bad.Kind)
+		}
+	}
+}
+
+func TestAddMapCommandInsecure(t *testing.T) {
+	for _, tc := range []struct {
+		table dcm.MapTable
+		key   string
+		value string
+		ok    bool
+	}{
+		{dcm.MapInsecure, "be_edge:ns:a", "redirect-302", true},
+		{dcm.MapInsecure, "be_edge:ns:a", "none", true},
+		{dcm.MapInsecureHost, "a.example", "redirect-308", true},
+		{dcm.MapInsecure, "be_edge:ns:a", "be_edge:ns:a", false},
+		{dcm.MapInsecure, "be_edge:ns:a", "redirect-200", false},
+		{dcm.MapInsecure, "be_edge:ns:a x", "none", false},
+		{dcm.MapHostExact, "a.example/", "none", false},
+	} {
+		_, err := AddMapCommand(1, tc.table, tc.key, tc.value)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s %q %q: err %v, want ok=%v", tc.table, tc.key, tc.value, err, tc.ok)
+		}
 	}
 }

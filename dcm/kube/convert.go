@@ -61,6 +61,17 @@ const (
 	// certificates must carry, also sent as SNI; by default
 	// <service>.<namespace>.svc, the name of a service-serving certificate.
 	AnnotationBackendServerName = "dcm.io/backend-server-name"
+	// AnnotationSSLRedirect on an Ingress: what plain HTTP requests for its
+	// spec.tls hosts get. "true" (the default, as with haproxy-ingress,
+	// HAProxy's kubernetes-ingress and ingress-nginx) redirects them to
+	// https; "false" serves them as HTTPS requests are. On an Ingress with
+	// dcm.io/ssl-passthrough, "true" redirects its hosts' plain HTTP, and
+	// the default ("false") leaves it unserved, as before.
+	AnnotationSSLRedirect = "dcm.io/ssl-redirect"
+	// AnnotationSSLRedirectCode on an Ingress: the status of those
+	// redirects, 301, 302 (the default, as OpenShift's router), 303, 307
+	// or 308.
+	AnnotationSSLRedirectCode = "dcm.io/ssl-redirect-code"
 )
 
 // Destination CA sources (dcm.UpstreamTLS.CA).
@@ -208,6 +219,22 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 		// A cookie needs HTTP; HAProxy never reads a passed-through request.
 		return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: "metadata.annotations[" + AnnotationSticky + "]", Value: "with " + AnnotationSSLPassthrough}
 	}
+	redirect, redirectSet := true, false
+	if v, ok := ing.Annotations[AnnotationSSLRedirect]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "metadata.annotations[" + AnnotationSSLRedirect + "]", Value: v}
+		}
+		redirect, redirectSet = b, true
+	}
+	redirectCode := 0
+	if v, ok := ing.Annotations[AnnotationSSLRedirectCode]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || !slices.Contains(dcm.RedirectCodes, n) || strconv.Itoa(n) != v {
+			return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "metadata.annotations[" + AnnotationSSLRedirectCode + "]", Value: v}
+		}
+		redirectCode = n
+	}
 	var split []dcm.ServiceRef
 	if v, ok := ing.Annotations[AnnotationWeights]; ok {
 		if split, err = ParseWeights("metadata.annotations["+AnnotationWeights+"]", v); err != nil {
@@ -326,12 +353,20 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 				return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: r.field + ".path", Value: "passthrough with path " + r.path}
 			}
 			route.Kind = dcm.KindPassthrough
+			route.Insecure = dcm.InsecureNone
+			if redirect && redirectSet {
+				route.Insecure, route.RedirectCode = dcm.InsecureRedirect, redirectCode
+			}
 		}
 		if secret, ok := tlsHosts[r.host]; ok && r.host != "" {
 			// The Secret's version is the Source's to fill in: it
 			// changes without the Ingress changing.
 			route.Kind = dcm.KindEdge
 			route.TLS = &dcm.TLSRef{Secret: ing.Namespace + "/" + secret}
+			route.Insecure = dcm.InsecureAllow
+			if redirect {
+				route.Insecure, route.RedirectCode = dcm.InsecureRedirect, redirectCode
+			}
 		}
 		if upstream != nil {
 			if route.Kind != dcm.KindEdge {

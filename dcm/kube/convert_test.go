@@ -158,7 +158,19 @@ func TestIngressRoutes(t *testing.T) {
 				}}},
 			want: func() []dcm.Route {
 				r := route("web", "web", "db.example.com", "/", dcm.PathPrefix, "db", "tls")
-				r.Kind = dcm.KindPassthrough
+				r.Kind, r.Insecure = dcm.KindPassthrough, dcm.InsecureNone
+				return []dcm.Route{r}
+			}(),
+		},
+		{
+			name: "ssl-passthrough with ssl-redirect: plain HTTP redirected",
+			ing: networkingv1.Ingress{ObjectMeta: withAnn(map[string]string{AnnotationSSLPassthrough: "true", AnnotationSSLRedirect: "true", AnnotationSSLRedirectCode: "308"}),
+				Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{
+					httpRule("db.example.com", httpPath("/", prefix, svcBackend("db", "tls"))),
+				}}},
+			want: func() []dcm.Route {
+				r := route("web", "web", "db.example.com", "/", dcm.PathPrefix, "db", "tls")
+				r.Kind, r.Insecure, r.RedirectCode = dcm.KindPassthrough, dcm.InsecureRedirect, 308
 				return []dcm.Route{r}
 			}(),
 		},
@@ -267,6 +279,12 @@ func TestIngressRoutesRejected(t *testing.T) {
 			dcm.RejectConflict, `spec.rules[0].http.paths[1]`},
 		{"bad ssl-passthrough annotation", metav1.ObjectMeta{Namespace: "demo", Name: "web", Annotations: map[string]string{AnnotationSSLPassthrough: "yes\nplease"}},
 			one("a.example.com", "/", ok), dcm.RejectInvalidValue, `metadata.annotations[dcm.io/ssl-passthrough] "yes\nplease"`},
+		{"bad ssl-redirect annotation", metav1.ObjectMeta{Namespace: "demo", Name: "web", Annotations: map[string]string{AnnotationSSLRedirect: "always"}},
+			one("a.example.com", "/", ok), dcm.RejectInvalidValue, `metadata.annotations[dcm.io/ssl-redirect] "always"`},
+		{"bad ssl-redirect-code annotation", metav1.ObjectMeta{Namespace: "demo", Name: "web", Annotations: map[string]string{AnnotationSSLRedirectCode: "200"}},
+			one("a.example.com", "/", ok), dcm.RejectInvalidValue, `metadata.annotations[dcm.io/ssl-redirect-code] "200"`},
+		{"padded ssl-redirect-code annotation", metav1.ObjectMeta{Namespace: "demo", Name: "web", Annotations: map[string]string{AnnotationSSLRedirectCode: "+301"}},
+			one("a.example.com", "/", ok), dcm.RejectInvalidValue, `metadata.annotations[dcm.io/ssl-redirect-code] "+301"`},
 		{"ssl-passthrough with a path", metav1.ObjectMeta{Namespace: "demo", Name: "web", Annotations: map[string]string{AnnotationSSLPassthrough: "true"}},
 			networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{
 				httpRule("a.example.com", httpPath("/", prefix, ok)), httpRule("b.example.com", httpPath("/api", prefix, ok))}},

@@ -57,6 +57,36 @@ func TestIngressTLS(t *testing.T) {
 		}
 	}
 
+	// What plain HTTP gets: a 302 to https by default, the annotations'
+	// choice otherwise; hosts outside spec.tls are plain routes either way.
+	for _, tt := range []struct {
+		ann    map[string]string
+		policy dcm.InsecurePolicy
+		code   int
+	}{
+		{nil, dcm.InsecureRedirect, 0},
+		{map[string]string{AnnotationSSLRedirect: "true"}, dcm.InsecureRedirect, 0},
+		{map[string]string{AnnotationSSLRedirect: "false"}, dcm.InsecureAllow, 0},
+		{map[string]string{AnnotationSSLRedirectCode: "301"}, dcm.InsecureRedirect, 301},
+		{map[string]string{AnnotationSSLRedirect: "false", AnnotationSSLRedirectCode: "301"}, dcm.InsecureAllow, 0},
+	} {
+		ing := tlsIngress(networkingv1.IngressTLS{Hosts: []string{"a.example"}, SecretName: "a-tls"})
+		ing.Annotations = tt.ann
+		routes, err := IngressRoutes(ing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range routes {
+			policy, code := tt.policy, tt.code
+			if r.Host == "b.example" {
+				policy, code = "", 0
+			}
+			if r.Insecure != policy || r.RedirectCode != code {
+				t.Errorf("%v: %s%s: %q %d, want %q %d", tt.ann, r.Host, r.Path, r.Insecure, r.RedirectCode, policy, code)
+			}
+		}
+	}
+
 	for name, tt := range map[string]struct {
 		tls    []networkingv1.IngressTLS
 		reason string

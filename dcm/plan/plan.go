@@ -91,6 +91,16 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 				}
 				routing = true
 			}
+			if a.Route.InsecureAction() != d.Route.InsecureAction() {
+				// What plain HTTP gets is an insecure map's entry: a map
+				// replace where routes are re-keyed at runtime, a reload
+				// where they are not (as a re-keyed route).
+				if !pooled {
+					reasons = append(reasons, dcm.ReasonRouteChanged)
+					continue
+				}
+				routing = true
+			}
 			r := planBackend(a, d, caps)
 			if r.reason != "" {
 				reasons = append(reasons, r.reason)

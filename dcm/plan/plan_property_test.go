@@ -51,6 +51,17 @@ func (g gen) desired() dcm.Desired {
 			r.Kind = dcm.KindEdge
 			r.TLS = &dcm.TLSRef{Secret: "ns/tls" + fmt.Sprint(n), Version: []string{"aa", "bb", "bb", ""}[g.r.IntN(4)]}
 		}
+		if r.Kind != dcm.KindHTTP {
+			// What plain HTTP gets: an insecure map's entry that changes
+			// on its own, with the route or with its spare.
+			r.Insecure = []dcm.InsecurePolicy{"", dcm.InsecureAllow, dcm.InsecureRedirect, dcm.InsecureNone}[g.r.IntN(4)]
+			if r.Kind == dcm.KindPassthrough && r.Insecure == dcm.InsecureAllow {
+				r.Insecure = dcm.InsecureRedirect
+			}
+			if r.Insecure == dcm.InsecureRedirect && g.r.IntN(2) == 0 {
+				r.RedirectCode = 308
+			}
+		}
 		b := dcm.DesiredBackend{Name: r.BackendName(), Route: r}
 		for p := range 8 {
 			if g.r.IntN(2) == 0 {

@@ -103,12 +103,15 @@ func route(name string) dcm.Route {
 		Services: []dcm.ServiceRef{{Name: name, Port: "http", Weight: 1}}}
 }
 
-// edgeRoute is route with TLS ending in HAProxy (an Ingress with spec.tls),
-// its Secret holding the certificate of the given version.
+// edgeRoute is route with TLS ending in HAProxy (an Ingress with spec.tls
+// and dcm.io/ssl-redirect "false": the load is plain HTTP and must reach
+// the pods, not a redirect), its Secret holding the certificate of the
+// given version.
 func edgeRoute(name, version string) dcm.Route {
 	r := route(name)
 	r.Kind = dcm.KindEdge
 	r.TLS = &dcm.TLSRef{Secret: secretOf(name), Version: version}
+	r.Insecure = dcm.InsecureAllow
 	return r
 }
 

@@ -199,7 +199,8 @@ func (rep Report) Markdown(machine string) string {
 	w("A certificate rotation gives an edge route's Secret a new certificate and key (a fresh ECDSA leaf of a test CA, made\n")
 	w("once for all modes). `dynamic` swaps it at runtime (`set ssl cert` in an SSL transaction, `commit ssl cert`); the\n")
 	w("other modes have no runtime certificates and reload for it (`cert-changed`), as the router without DCM and the\n")
-	w("classic DCM do. The load is plain HTTP (edge routes' hosts are routed by the same maps on both frontends); the\n")
+	w("classic DCM do. The load is plain HTTP (edge routes allow it, as `dcm.io/ssl-redirect: \"false\"` does, and their\n")
+	w("hosts are routed by the same maps on both frontends); the\n")
 	w("rotations are timed over TLS.\n\n")
 
 	w("## Reloads by reason\n\n| mode | reasons |\n|---|---|\n")

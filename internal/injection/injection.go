@@ -111,6 +111,10 @@ var StringFields = []Field{
 		func(h string) string { return "web=80," + inName(h) + "=20" }, "web=80," + Marker + strings.Repeat("a", 61) + "=20", dcm.RejectInvalidName, "metadata.annotations[dcm.io/weights]"},
 	{"sticky annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/sticky"] = v },
 		func(h string) string { return "true" + h + Marker }, "true" + Marker + strings.Repeat("e", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/sticky]"},
+	{"ssl-redirect annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/ssl-redirect"] = v },
+		func(h string) string { return "true" + h + Marker }, "true" + Marker + strings.Repeat("e", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/ssl-redirect]"},
+	{"ssl-redirect-code annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/ssl-redirect-code"] = v },
+		func(h string) string { return "302" + h + Marker }, "302" + strings.Repeat("0", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/ssl-redirect-code]"},
 	{"tls secret name", func(i *ing, _ *slice, v string) {
 		i.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{i.Spec.Rules[0].Host}, SecretName: v}}
 	}, inName, Marker + strings.Repeat("a", 251), dcm.RejectInvalidName, "spec.tls[0].secretName"},

@@ -1,0 +1,173 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/e2e/harness"
+	"github.com/dcm-router/dcm/internal/testkit"
+)
+
+// plainAnswer is what one plain HTTP request gets, redirects not followed.
+type plainAnswer struct {
+	code     int
+	body     string // trimmed; only checked for 200
+	location string
+}
+
+func (a plainAnswer) String() string {
+	if a.location != "" {
+		return fmt.Sprintf("%d → %s", a.code, a.location)
+	}
+	return fmt.Sprintf("%d %q", a.code, a.body)
+}
+
+// plainGet sends one plain HTTP request through HAProxy without following
+// a redirect.
+func plainGet(s *harness.Stack, host, pathq string) (plainAnswer, error) {
+	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, err := http.NewRequest(http.MethodGet, "http://"+s.HTTPAddr+pathq, nil)
+	if err != nil {
+		return plainAnswer{}, err
+	}
+	req.Host = host
+	resp, err := c.Do(req)
+	if err != nil {
+		return plainAnswer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	a := plainAnswer{code: resp.StatusCode, location: resp.Header.Get("Location")}
+	if a.code == http.StatusOK {
+		a.body = strings.TrimSpace(string(b))
+	}
+	return a, err
+}
+
+// expectPlain waits until plain HTTP to host+pathq gets want.
+func expectPlain(s *harness.Stack, host, pathq string, want plainAnswer) {
+	s.Eventually(fmt.Sprintf("http://%s%s gets %s", host, pathq, want), 5*time.Second, func() error {
+		got, err := plainGet(s, host, pathq)
+		if err != nil {
+			return err
+		}
+		if got != want {
+			return fmt.Errorf("got %s", got)
+		}
+		return nil
+	})
+}
+
+// expectHTTPS checks that HTTPS to host+path reaches the pod named want.
+func expectHTTPS(t *testing.T, s *harness.Stack, ca *testkit.CA, host, path, want string) {
+	t.Helper()
+	code, body, _, err := testkit.HTTPSGet(s.HTTPSAddr, host, path, ca.Pool())
+	if err != nil || code != http.StatusOK || body != want {
+		t.Fatalf("https://%s%s: %d %q %v, want 200 %q", host, path, code, body, err, want)
+	}
+}
+
+// TestInsecurePolicy: an edge route's insecure policy decides what plain
+// HTTP gets — Redirect a 302 to the same URL over https (path and query
+// kept), Allow the pod, None the no-route answer — while HTTPS always
+// reaches the pod, and every switch between them, a redirect code, a new
+// route with its own policy on a longer path of the same host and its
+// deletion are map replaces: the worker and the reload count never change.
+// A plain HTTP route on another host is never touched, and the maps HAProxy
+// runs equal the files after every step.
+func TestInsecurePolicy(t *testing.T) {
+	ca := testkit.NewCA(t)
+	store := &testkit.CertStore{}
+	app := startPod(t, "127.0.11.1", "app")
+	shopPod := startPod(t, "127.0.11.2", "shop")
+	apiPod := startPod(t, "127.0.11.3", "api")
+	base := desiredApp(app.endpoint(dcm.StateReady))
+	src := harness.NewStaticSource(base)
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4, RuntimeCerts: true}
+	s := harness.Start(t, harness.Options{Source: src, Caps: caps, HTTPS: true, Certs: store})
+	pid, reloads := s.WorkerPID(), s.Reloads()
+	steady := func(step string) {
+		t.Helper()
+		if got := s.WorkerPID(); got != pid {
+			t.Fatalf("%s: worker %d, was %d", step, got, pid)
+		}
+		if got := s.Reloads(); got != reloads {
+			t.Fatalf("%s: %v reloads, was %v", step, got, reloads)
+		}
+		filesEqualRuntime(t, s)
+		expectPlain(s, "app.test", "/x?y=1", plainAnswer{code: 200, body: "app"})
+	}
+
+	version := store.Put("test/shop-tls", ca.Leaf(t, "shop.test").PEM())
+	edge := func(name, path string, p dcm.InsecurePolicy, code int) dcm.Route {
+		return dcm.Route{Namespace: "test", Name: name, Source: dcm.SourceIngress, Object: "shop", Kind: dcm.KindEdge,
+			Host: "shop.test", Path: path, PathType: dcm.PathPrefix, Balance: dcm.BalanceRoundRobin,
+			TLS: &dcm.TLSRef{Secret: "test/shop-tls", Version: version}, Insecure: p, RedirectCode: code}
+	}
+	redirect := func(code int, url string) plainAnswer { return plainAnswer{code: code, location: url} }
+	noRoute := plainAnswer{code: http.StatusNotFound}
+
+	src.Set(withRoutes(base, []dcm.Route{edge("shop", "/", dcm.InsecureRedirect, 0)}, []pod{shopPod}))
+	expectPlain(s, "shop.test", "/a/b?x=1&y=%2F", redirect(302, "https://shop.test/a/b?x=1&y=%2F"))
+	// The port of the Host header is not carried over: the redirect goes to
+	// the https default port, as OpenShift's router does.
+	expectPlain(s, "shop.test:8000", "/", redirect(302, "https://shop.test/"))
+	expectHTTPS(t, s, ca, "shop.test", "/a/b?x=1", "shop")
+	steady("redirect")
+
+	for _, step := range []struct {
+		policy dcm.InsecurePolicy
+		code   int
+		want   plainAnswer
+	}{
+		{dcm.InsecureAllow, 0, plainAnswer{code: 200, body: "shop"}},
+		{dcm.InsecureNone, 0, noRoute},
+		{dcm.InsecureRedirect, 0, redirect(302, "https://shop.test/p?q")},
+		{dcm.InsecureRedirect, 308, redirect(308, "https://shop.test/p?q")},
+		{"", 0, plainAnswer{code: 200, body: "shop"}}, // empty: Allow, as before the field
+	} {
+		src.Set(withRoutes(base, []dcm.Route{edge("shop", "/", step.policy, step.code)}, []pod{shopPod}))
+		expectPlain(s, "shop.test", "/p?q", step.want)
+		expectHTTPS(t, s, ca, "shop.test", "/p?q", "shop")
+		steady(fmt.Sprintf("%q %d", step.policy, step.code))
+	}
+
+	// Two routes on one host: the longer path's policy rules its requests
+	// only, whichever way round.
+	for _, step := range []struct {
+		api, root  dcm.InsecurePolicy
+		api1, api2 plainAnswer // /api/v?x=1 and /api
+		root1      plainAnswer // /apix
+	}{
+		{dcm.InsecureRedirect, dcm.InsecureAllow,
+			redirect(302, "https://shop.test/api/v?x=1"), redirect(302, "https://shop.test/api"), plainAnswer{code: 200, body: "shop"}},
+		{dcm.InsecureAllow, dcm.InsecureRedirect,
+			plainAnswer{code: 200, body: "api"}, plainAnswer{code: 200, body: "api"}, redirect(302, "https://shop.test/apix")},
+		{dcm.InsecureNone, dcm.InsecureAllow,
+			noRoute, noRoute, plainAnswer{code: 200, body: "shop"}},
+	} {
+		src.Set(withRoutes(base, []dcm.Route{edge("shop", "/", step.root, 0), edge("shop-api", "/api", step.api, 0)}, []pod{shopPod, apiPod}))
+		expectPlain(s, "shop.test", "/api/v?x=1", step.api1)
+		expectPlain(s, "shop.test", "/api", step.api2)
+		expectPlain(s, "shop.test", "/apix", step.root1)
+		expectHTTPS(t, s, ca, "shop.test", "/api/v", "api")
+		expectHTTPS(t, s, ca, "shop.test", "/apix", "shop")
+		steady(fmt.Sprintf("/api %s, / %s", step.api, step.root))
+	}
+
+	// The /api route deleted: its requests fall to / and its policy.
+	src.Set(withRoutes(base, []dcm.Route{edge("shop", "/", dcm.InsecureRedirect, 0)}, []pod{shopPod}))
+	expectPlain(s, "shop.test", "/api/v", redirect(302, "https://shop.test/api/v"))
+	expectHTTPS(t, s, ca, "shop.test", "/api/v", "shop")
+	steady("/api deleted")
+
+	// The host's route deleted: plain HTTP gets the no-route answer.
+	src.Set(base)
+	expectPlain(s, "shop.test", "/", noRoute)
+	steady("deleted")
+}
