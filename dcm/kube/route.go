@@ -2,9 +2,7 @@ package kube
 
 import (
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/hex"
-	"encoding/pem"
 	"fmt"
 	"strconv"
 	"strings"
@@ -101,7 +99,8 @@ type ConvertedRoute struct {
 	// CertPEM is the inline certificate, its chain and key (nil: the
 	// default certificate serves the host).
 	CertPEM []byte
-	// CAPEM is the inline destinationCACertificate of a reencrypt Route.
+	// CAPEM is the inline destinationCACertificate of a reencrypt Route
+	// (nil: the CA of --default-backend-ca-file).
 	CAPEM []byte
 }
 
@@ -334,17 +333,20 @@ func routeTLSOf(ns, name string, t *routeTLS, r *dcm.Route) (ConvertedRoute, err
 			return out, routeErr(dcm.RejectInvalidValue, "spec.tls.caCertificate", "without certificate and key")
 		}
 		if r.Kind == dcm.KindReencrypt {
-			if t.DestinationCACertificate == "" {
-				// OpenShift would trust its service CA; dcm knows none.
-				return out, routeErr(dcm.RejectUnsupported, "spec.tls.destinationCACertificate", "empty")
+			// The pods' certificate must name the Service, as the
+			// service-serving certificates OpenShift issues do.
+			r.Upstream = &dcm.UpstreamTLS{CA: CADefault, ServerName: r.Services[0].Name + "." + ns + ".svc"}
+			if t.DestinationCACertificate != "" {
+				ca := []byte(withNewline(t.DestinationCACertificate))
+				version, err := ParseCA(ca)
+				if err != nil {
+					return out, invalidAt(err, "spec.tls.destinationCACertificate", RejectMessage(err))
+				}
+				out.CAPEM = ca
+				r.Upstream.CA, r.Upstream.Version = dcm.RouteCertPrefix+ns+"/"+name, version
 			}
-			ca, version, err := InlineCA(t.DestinationCACertificate)
-			if err != nil {
-				return out, err
-			}
-			out.CAPEM = ca
-			r.Upstream = &dcm.UpstreamTLS{CA: dcm.RouteCertRef(ns, name), Version: version,
-				ServerName: r.Services[0].Name + "." + ns + ".svc"}
+			// Without one, OpenShift trusts its service CA: dcm the file
+			// of --default-backend-ca-file (the Source checks it is set).
 		}
 	case "passthrough":
 		r.Kind = dcm.KindPassthrough
@@ -387,34 +389,6 @@ func InlineCert(cert, chain, key string) (out []byte, version string, err error)
 		return nil, "", routeErr(dcm.RejectInvalidValue, "spec.tls", err.Error())
 	}
 	out = []byte(crt + withNewline(key))
-	sum := sha256.Sum256(out)
-	return out, hex.EncodeToString(sum[:16]), nil
-}
-
-// InlineCA checks a Route's destinationCACertificate: one or more
-// certificates and nothing else.
-func InlineCA(ca string) (out []byte, version string, err error) {
-	const field = "spec.tls.destinationCACertificate"
-	rest := []byte(ca)
-	n := 0
-	for {
-		block, r := pem.Decode(rest)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			return nil, "", routeErr(dcm.RejectInvalidValue, field, "a "+block.Type+" block")
-		}
-		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			return nil, "", routeErr(dcm.RejectInvalidValue, field, err.Error())
-		}
-		n++
-		rest = r
-	}
-	if n == 0 || strings.TrimSpace(string(rest)) != "" {
-		return nil, "", routeErr(dcm.RejectInvalidValue, field, "not PEM certificates")
-	}
-	out = []byte(withNewline(ca))
 	sum := sha256.Sum256(out)
 	return out, hex.EncodeToString(sum[:16]), nil
 }

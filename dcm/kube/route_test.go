@@ -62,6 +62,11 @@ func TestRouteInjectionCorpus(t *testing.T) {
 }
 
 func TestRouteFromOpenShift(t *testing.T) {
+	destCA := testkit.NewCA(t)
+	destVersion, err := ParseCA(destCA.CertPEM())
+	if err != nil {
+		t.Fatal(err)
+	}
 	base := dcm.Route{Namespace: "demo", Name: "route_web", Source: dcm.SourceRoute, Object: "web", Kind: dcm.KindHTTP,
 		Host: "web.example.com", Path: "/", PathType: dcm.PathPrefix, Balance: dcm.BalanceRoundRobin, Check: true, Sticky: true,
 		Services: []dcm.ServiceRef{{Name: "web", Port: "http", Weight: 100}}}
@@ -158,6 +163,24 @@ func TestRouteFromOpenShift(t *testing.T) {
 		{name: "edge with a destination CA", host: "web.example.com",
 			edit: func(s map[string]any) {
 				s["tls"] = map[string]any{"termination": "edge", "destinationCACertificate": "x"}
+			}, field: "spec.tls.destinationCACertificate", why: dcm.RejectInvalidValue},
+		{name: "reencrypt, CA from --default-backend-ca-file", host: "web.example.com",
+			edit: func(s map[string]any) { s["tls"] = map[string]any{"termination": "reencrypt"} },
+			want: with(func(r *dcm.Route) {
+				r.Kind, r.TLS, r.Insecure = dcm.KindReencrypt, &dcm.TLSRef{Secret: "route:demo/web"}, dcm.InsecureNone
+				r.Upstream = &dcm.UpstreamTLS{CA: CADefault, ServerName: "web.demo.svc"}
+			})},
+		{name: "reencrypt, inline CA", host: "web.example.com",
+			edit: func(s map[string]any) {
+				s["tls"] = map[string]any{"termination": "reencrypt", "destinationCACertificate": string(destCA.CertPEM())}
+			},
+			want: with(func(r *dcm.Route) {
+				r.Kind, r.TLS, r.Insecure = dcm.KindReencrypt, &dcm.TLSRef{Secret: "route:demo/web"}, dcm.InsecureNone
+				r.Upstream = &dcm.UpstreamTLS{CA: "route:demo/web", Version: destVersion, ServerName: "web.demo.svc"}
+			})},
+		{name: "reencrypt, a leaf as CA", host: "web.example.com",
+			edit: func(s map[string]any) {
+				s["tls"] = map[string]any{"termination": "reencrypt", "destinationCACertificate": string(destCA.Leaf(t, "x").CertPEM)}
 			}, field: "spec.tls.destinationCACertificate", why: dcm.RejectInvalidValue},
 		{name: "passthrough", host: "db.example.com",
 			edit: func(s map[string]any) { s["tls"] = map[string]any{"termination": "passthrough"} },
@@ -399,5 +422,36 @@ func TestRouteWithoutAPI(t *testing.T) {
 	mustSync(t, s, "route/demo/web")
 	if d, _ := s.Desired(); len(d.Backends) != 0 {
 		t.Errorf("backends %v", backendNames(d))
+	}
+}
+
+// A reencrypt Route's inline destination CA is kept for the driver under
+// the Route's key; without one, it needs --default-backend-ca-file.
+func TestRouteSourceReencrypt(t *testing.T) {
+	destCA := testkit.NewCA(t)
+	s, _, routes := routeSource(t, nil)
+	rt := osRoute("web", "x.example.com", func(sp map[string]any) {
+		sp["tls"] = map[string]any{"termination": "reencrypt", "destinationCACertificate": string(destCA.CertPEM())}
+	})
+	_ = routes.Add(rt)
+	mustSync(t, s, "route/demo/web")
+	b := backend(t, s, "be_reencrypt:demo:route_web")
+	if b.Route.Upstream == nil || b.Route.Upstream.CA != "route:demo/web" || b.Route.Upstream.Version == "" {
+		t.Fatalf("upstream %+v", b.Route.Upstream)
+	}
+	if p, err := s.CAPEM("route:demo/web", b.Route.Upstream.Version); err != nil || string(p) != string(destCA.CertPEM()) {
+		t.Fatalf("CAPEM: %v", err)
+	}
+	_ = routes.Delete(rt)
+	mustSync(t, s, "route/demo/web")
+	if _, err := s.CAPEM("route:demo/web", b.Route.Upstream.Version); err == nil {
+		t.Error("the CA of a deleted Route is kept")
+	}
+
+	noCA := osRoute("plain", "y.example.com", func(sp map[string]any) { sp["tls"] = map[string]any{"termination": "reencrypt"} })
+	_ = routes.Add(noCA)
+	mustSync(t, s, "route/demo/plain")
+	if rej := s.Rejections(); len(rej) != 1 || rej[0].Reason != dcm.RejectUnsupported || !strings.Contains(rej[0].Message, "--default-backend-ca-file") {
+		t.Errorf("rejections %+v", rej)
 	}
 }

@@ -217,7 +217,7 @@ func (s *Source) syncRoute(t *txn, ns, name string) error {
 		}
 	}
 	if st == nil {
-		s.forgetPEM(dcm.RouteCertRef(ns, name))
+		s.forgetPEMs(dcm.RouteCertRef(ns, name))
 	}
 	s.settle(t, key, ref, st)
 	return nil
@@ -232,20 +232,30 @@ func (s *Source) convertRoute(u *unstructured.Unstructured) *ingressState {
 		return st
 	}
 	r := c.Route
+	if r.Upstream != nil && r.Upstream.CA == CADefault && len(s.opts.DefaultBackendCA) == 0 {
+		st.invalid = &dcm.Rejection{Object: ref, Reason: dcm.RejectUnsupported,
+			Message: "unsupported: spec.tls.destinationCACertificate empty and no --default-backend-ca-file to verify the pods with"}
+		return st
+	}
+	// Kept before the route is committed: the driver asks for the PEMs as
+	// soon as the engine sees their versions.
 	if c.CertPEM != nil {
-		// Kept before the route is committed: the driver asks for the
-		// PEM as soon as the engine sees the version.
 		s.keepPEM(r.TLS.Secret, r.TLS.Version, c.CertPEM)
+	}
+	if c.CAPEM != nil {
+		s.KeepCA(r.Upstream.CA, r.Upstream.Version, c.CAPEM)
 	}
 	st.routes = []dcm.Route{r}
 	st.ids = []identity{{host: r.Host, path: r.Path, pathType: r.PathType}, {backend: r.BackendName()}}
 	return st
 }
 
-func (s *Source) forgetPEM(key string) {
+// forgetPEMs drops a deleted Route's inline certificate and CA.
+func (s *Source) forgetPEMs(key string) {
 	s.pemMu.Lock()
 	defer s.pemMu.Unlock()
 	delete(s.pems, key)
+	delete(s.caPEMs, key)
 }
 
 // routeEndpoints are the endpoints of the i-th service of r. An OpenShift

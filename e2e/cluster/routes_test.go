@@ -176,8 +176,8 @@ const absentLog = "OpenShift Routes API not served"
 // CRD dcm says so once and serves Ingresses; the CRD installed, dcm finds
 // the API on its own and serves Routes through the real haproxy, all
 // without a reload: http (numeric targetPort = the pods' port), an 80/20
-// split over alternateBackends, edge with the Route's inline certificate,
-// passthrough by SNI, host and path changed in place, deleted → 404.
+// split over alternateBackends, edge with the Route's inline certificate
+// and each insecureEdgeTerminationPolicy, passthrough by SNI, host and path changed in place, deleted → 404.
 func TestOpenShiftRoutes(t *testing.T) {
 	removeRouteCRD(t) // a previous run's
 	ns := kapitest.Namespace(t, env.admin)
@@ -263,6 +263,33 @@ func TestOpenShiftRoutes(t *testing.T) {
 			}
 			return nil
 		})
+		// insecureEdgeTerminationPolicy: plain HTTP served (Allow), then
+		// redirected, then refused, each a change in place.
+		plain := func(want int, location string) func() error {
+			return func() error {
+				code, loc, err := plainGet(s.HTTPAddr, host, "/p?q")
+				if err != nil || code != want || loc != location {
+					return fmt.Errorf("plain HTTP: %d %q %v, want %d %q", code, loc, err, want, location)
+				}
+				return nil
+			}
+		}
+		s.Eventually("Allow: plain HTTP served", 15*time.Second, plain(http.StatusOK, ""))
+		for _, step := range []struct {
+			policy   string
+			code     int
+			location string
+		}{{"Redirect", http.StatusFound, "https://" + host + "/p?q"}, {"None", http.StatusNotFound, ""}} {
+			cur, err := routes.Get(ctx, "edge", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cur.Object["spec"].(map[string]any)["tls"].(map[string]any)["insecureEdgeTerminationPolicy"] = step.policy
+			if _, err := routes.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			s.Eventually(step.policy+": plain HTTP", 15*time.Second, plain(step.code, step.location))
+		}
 		// The key is on disk for HAProxy, never in a snapshot.
 		if strings.Contains(fmt.Sprintf("%+v", s.Engine.Snapshot()), "PRIVATE KEY") {
 			t.Error("the snapshot carries the key")
@@ -394,6 +421,23 @@ func TestRouteHostileValues(t *testing.T) {
 	if s.WorkerPID() != pid || s.Reloads() != reloads {
 		t.Errorf("HAProxy reloaded (worker %d → %d, %v reloads) for Routes that were all refused", pid, s.WorkerPID(), s.Reloads()-reloads)
 	}
+}
+
+// plainGet sends one plain HTTP request through HAProxy without following
+// a redirect.
+func plainGet(addr, host, path string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	req.Host = host
+	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Location"), nil
 }
 
 // noRouteTrace fails when the corpus's marker is in haproxy.cfg, a map
