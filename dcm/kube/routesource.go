@@ -104,6 +104,7 @@ func (s *Source) startRoutes(ctx context.Context) []cache.InformerSynced {
 	}
 	s.log.Warn("OpenShift Routes API not served: serving Ingresses only, and checking again with backoff",
 		"api", RouteGVR.GroupVersion().String(), "err", err)
+	s.notice(NoticeRoutesAbsent, "OpenShift Routes ("+RouteGVR.GroupVersion().String()+") are not served by the API server: dcm serves Ingresses and watches Routes once they are")
 	s.rw.wg.Go(func() { s.awaitRoutes(ctx) })
 	return nil
 }
@@ -160,6 +161,7 @@ func (s *Source) awaitRoutes(ctx context.Context) {
 		s.routeListers = listers
 		s.syncMu.Unlock()
 		s.log.Info("OpenShift Routes API served now: watching Routes", "api", RouteGVR.GroupVersion().String())
+		s.notice(NoticeRoutesServed, "OpenShift Routes ("+RouteGVR.GroupVersion().String()+") are served now: dcm watches them")
 		// The informers' initial objects are not queued (handlers):
 		// queue them all once the listers are in place.
 		s.enqueue(prefixRoute, s.routeKeys()...)

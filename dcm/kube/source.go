@@ -61,6 +61,25 @@ type Reporter interface {
 	Accepted(obj dcm.ObjectRef)
 }
 
+// Noticer is what a Reporter may also be: it hears what the Source says
+// about what it watches as a whole, once per change (the OpenShift Routes
+// API not served, then served).
+type Noticer interface {
+	Notice(reason, message string)
+}
+
+// Reasons of notices.
+const (
+	NoticeRoutesAbsent = "routes-api-absent"
+	NoticeRoutesServed = "routes-api-served"
+)
+
+func (s *Source) notice(reason, message string) {
+	if n, ok := s.reporter.(Noticer); ok {
+		n.Notice(reason, message)
+	}
+}
+
 type nopReporter struct{}
 
 func (nopReporter) Rejected(dcm.ObjectRef, string, string) {}

@@ -173,7 +173,7 @@ func osRoute(ns, name, host, path string, to string, toWeight int64, alternates 
 const absentLog = "OpenShift Routes API not served"
 
 // TestOpenShiftRoutes: against the real kube-apiserver. Without the Route
-// CRD dcm says so once and serves Ingresses; the CRD installed, dcm finds
+// CRD dcm says so once (a log line, a portal event) and serves Ingresses; the CRD installed, dcm finds
 // the API on its own and serves Routes through the real haproxy, all
 // without a reload: http (numeric targetPort = the pods' port), an 80/20
 // split over alternateBackends, edge with the Route's inline certificate
@@ -196,6 +196,9 @@ func TestOpenShiftRoutes(t *testing.T) {
 		t.Fatalf("%d log lines say the Routes API is absent, want 1:\n%s", n, logs.String())
 	}
 	s.Serves(ingHost, "/", 2, readyPods(ns, "web"))
+	if n := sourceEvents(s, kube.NoticeRoutesAbsent); n != 1 {
+		t.Errorf("%d portal events say the Routes API is absent, want 1", n)
+	}
 
 	installRouteCRD(t)
 	t.Cleanup(func() { removeRouteCRD(t) })
@@ -211,8 +214,8 @@ func TestOpenShiftRoutes(t *testing.T) {
 	rHost := "r." + ns + ".test"
 	create(osRoute(ns, "r", rHost, "", "web", 100, nil))
 	s.Serves(rHost, "/", 2, readyPods(ns, "web"))
-	if !strings.Contains(logs.String(), "OpenShift Routes API served now") {
-		t.Errorf("no log line says the Routes API appeared")
+	if !strings.Contains(logs.String(), "OpenShift Routes API served now") || sourceEvents(s, kube.NoticeRoutesServed) != 1 {
+		t.Errorf("no log line or no single portal event says the Routes API appeared")
 	}
 
 	t.Run("alternateBackends 80/20", func(t *testing.T) {
@@ -421,6 +424,18 @@ func TestRouteHostileValues(t *testing.T) {
 	if s.WorkerPID() != pid || s.Reloads() != reloads {
 		t.Errorf("HAProxy reloaded (worker %d → %d, %v reloads) for Routes that were all refused", pid, s.WorkerPID(), s.Reloads()-reloads)
 	}
+}
+
+// sourceEvents counts the portal's source events with reason.
+func sourceEvents(s *harness.Stack, reason string) int {
+	evs, _ := s.Engine.Events(0)
+	n := 0
+	for _, ev := range evs {
+		if ev.Type == dcm.EventSource && ev.Reason == reason {
+			n++
+		}
+	}
+	return n
 }
 
 // plainGet sends one plain HTTP request through HAProxy without following
