@@ -337,8 +337,33 @@ func TestOpenShiftRoutes(t *testing.T) {
 		s.Eventually("the deleted Route answers 404", 15*time.Second, func() error { return s.ExpectStatus(moved, "/api", http.StatusNotFound) })
 	})
 
-	// The Ingress served throughout, and nothing reloaded.
+	// The Ingress served throughout.
 	s.Serves(ingHost, "/", 2, readyPods(ns, "web"))
+
+	t.Run("a Route younger than an Ingress on its host/path", func(t *testing.T) {
+		create(osRoute(ns, "late", ingHost, "/", "canary", 100, nil))
+		ref := dcm.ObjectRef{Kind: kube.KindRoute, Namespace: ns, Name: "late"}
+		s.Eventually("the Route refused as a conflict", 15*time.Second, func() error {
+			for _, r := range s.Engine.Snapshot().Rejected {
+				if r.Object == ref && r.Reason == dcm.RejectConflict && strings.Contains(r.Message, "Ingress "+ns+"/web, which is older") {
+					return nil
+				}
+			}
+			return fmt.Errorf("not refused as a conflict: %+v", s.Engine.Snapshot().Rejected)
+		})
+		s.Serves(ingHost, "/", 2, readyPods(ns, "web"))
+		if err := env.admin.NetworkingV1().Ingresses(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		s.Serves(ingHost, "/", 1, readyPods(ns, "canary"))
+		for _, r := range s.Engine.Snapshot().Rejected {
+			if r.Object == ref {
+				t.Errorf("still refused once the Ingress is gone: %+v", r)
+			}
+		}
+	})
+
+	// Nothing reloaded.
 	if s.WorkerPID() != pid || s.Reloads() != reloads {
 		t.Errorf("HAProxy reloaded: worker %d → %d, reloads %v → %v", pid, s.WorkerPID(), reloads, s.Reloads())
 	}
