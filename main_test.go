@@ -21,6 +21,8 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"--mode=slots", "--slots=0"}, wantErr: "--slots"},
 		{args: []string{"--event-history=500"}},
 		{args: []string{"--event-history=0"}, wantErr: "--event-history"},
+		{args: []string{"--routes=false", "--route-subdomain=apps.example.com"}},
+		{args: []string{"--route-subdomain=Apps;x"}, wantErr: "--route-subdomain"},
 		{args: []string{"extra"}, wantErr: "unexpected arguments"},
 		{args: []string{"--no-such-flag"}, wantErr: "unknown flag"},
 	}
