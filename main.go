@@ -288,7 +288,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	source := kube.NewSource(client, kube.Options{IngressClass: o.ingressClass, Namespaces: o.namespaces, DefaultBackendCA: backendCA}, eng, log.With("part", "kube"))
 	if dyn != nil && o.routes {
 		source.WatchRoutes(kube.RouteWatchOptions{Client: dyn, Discovery: client.Discovery(),
-			Convert: kube.RouteOptions{Subdomain: o.routeDomain}})
+			Convert: kube.RouteOptions{Subdomain: o.routeDomain}, Status: true})
 	}
 	certs.src = source // before anything runs: the driver asks only once the engine does
 	parts += 2

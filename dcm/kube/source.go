@@ -462,8 +462,14 @@ func (s *Source) Run(ctx context.Context) error {
 	for range s.opts.Workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, s.runWorker, time.Second) })
 	}
+	if s.rw.status != nil {
+		wg.Go(func() { wait.UntilWithContext(ctx, s.runStatusWorker, time.Second) })
+	}
 	<-ctx.Done()
 	s.queue.ShutDown()
+	if s.rw.status != nil {
+		s.rw.status.ShutDown()
+	}
 	wg.Wait()
 	return nil
 }
@@ -1224,6 +1230,10 @@ func (s *Source) commit(t *txn, seen time.Time) {
 		}
 	}
 	for ref, r := range t.rejections {
+		if ref.Kind == KindRoute && s.rw.status != nil {
+			// Its admission may have changed: status.ingress says so.
+			s.rw.status.Add(ref.Namespace + "/" + ref.Name)
+		}
 		old, had := s.rejections[ref]
 		switch {
 		case r == nil && had:

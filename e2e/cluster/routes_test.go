@@ -141,7 +141,7 @@ func startRouteDCM(t *testing.T, ns string, logTo *lockedBuffer) *harness.Stack 
 	client := dcmClient(t)
 	o := harness.Options{Client: client, Namespaces: []string{ns}, HTTPS: true, RecordCommands: true,
 		Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4, StickyPool: 4, RuntimeCerts: true},
-		Routes: &kube.RouteWatchOptions{Client: dyn, Discovery: client.Discovery(),
+		Routes: &kube.RouteWatchOptions{Client: dyn, Discovery: client.Discovery(), Status: true,
 			Recheck: 200 * time.Millisecond, MaxRecheck: time.Second}}
 	if logTo != nil {
 		o.LogTo = logTo
@@ -214,6 +214,7 @@ func TestOpenShiftRoutes(t *testing.T) {
 	rHost := "r." + ns + ".test"
 	create(osRoute(ns, "r", rHost, "", "web", 100, nil))
 	s.Serves(rHost, "/", 2, readyPods(ns, "web"))
+	admitted(t, routes, "r", "True", "")
 	if !strings.Contains(logs.String(), "OpenShift Routes API served now") || sourceEvents(s, kube.NoticeRoutesServed) != 1 {
 		t.Errorf("no log line or no single portal event says the Routes API appeared")
 	}
@@ -351,11 +352,13 @@ func TestOpenShiftRoutes(t *testing.T) {
 			}
 			return fmt.Errorf("not refused as a conflict: %+v", s.Engine.Snapshot().Rejected)
 		})
+		admitted(t, routes, "late", "False", dcm.RejectConflict)
 		s.Serves(ingHost, "/", 2, readyPods(ns, "web"))
 		if err := env.admin.NetworkingV1().Ingresses(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		s.Serves(ingHost, "/", 1, readyPods(ns, "canary"))
+		admitted(t, routes, "late", "True", "")
 		for _, r := range s.Engine.Snapshot().Rejected {
 			if r.Object == ref {
 				t.Errorf("still refused once the Ingress is gone: %+v", r)
@@ -444,10 +447,67 @@ func TestRouteHostileValues(t *testing.T) {
 		}
 	}
 	t.Logf("%d hostile Routes refused, by reason %v", n, want)
+	// status.ingress says so, written once: no update loop.
+	admitted(t, routes, "ok", "True", "")
+	admitted(t, routes, injection.Marker+"-1", "False", injection.RouteFields[2].Reason)
+	s.Eventually("every Route has dcm's status", 60*time.Second, func() error {
+		list, err := routes.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, u := range list.Items {
+			if entries, _, _ := unstructured.NestedSlice(u.Object, "status", "ingress"); len(entries) != 1 {
+				return fmt.Errorf("Route %s: status.ingress %v", u.GetName(), entries)
+			}
+		}
+		return nil
+	})
+	before, err := routes.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	after, err := routes.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.GetResourceVersion() != after.GetResourceVersion() {
+		t.Errorf("Routes still written a second after dcm settled: resourceVersion %s → %s", before.GetResourceVersion(), after.GetResourceVersion())
+	}
 	s.Serves(ok, "/ok", 1, readyPods(ns, "web"))
 	noRouteTrace(t, s)
 	if s.WorkerPID() != pid || s.Reloads() != reloads {
 		t.Errorf("HAProxy reloaded (worker %d → %d, %v reloads) for Routes that were all refused", pid, s.WorkerPID(), s.Reloads()-reloads)
+	}
+}
+
+// admitted waits until dcm's entry of the Route's status.ingress has the
+// condition Admitted with status and reason, as OpenShift's routers write it.
+func admitted(t *testing.T, routes dynamic.ResourceInterface, name, status, reason string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var got any
+		u, err := routes.Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil {
+			entries, _, _ := unstructured.NestedSlice(u.Object, "status", "ingress")
+			got = entries
+			for _, e := range entries {
+				m, _ := e.(map[string]any)
+				conds, _ := m["conditions"].([]any)
+				if m["routerName"] != kube.RouterName || len(conds) != 1 {
+					continue
+				}
+				c, _ := conds[0].(map[string]any)
+				if c["type"] == "Admitted" && c["status"] == status && (reason == "" && c["reason"] == nil || c["reason"] == reason) {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Route %s: status.ingress %v (%v), want Admitted %s %s", name, got, err, status, reason)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
