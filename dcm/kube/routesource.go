@@ -72,14 +72,6 @@ func (s *Source) WatchRoutes(o RouteWatchOptions) {
 	}
 }
 
-// RoutesWatched reports whether the Source watches Routes (their caches
-// synced): false until the API is served.
-func (s *Source) RoutesWatched() bool {
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
-	return len(s.routeListers) > 0
-}
-
 // routesServed asks discovery whether the Routes API is served.
 func (s *Source) routesServed() (bool, error) {
 	list, err := s.rw.opts.Discovery.ServerResourcesForGroupVersion(RouteGVR.GroupVersion().String())
