@@ -62,6 +62,10 @@ type options struct {
 	demoPreStop   time.Duration
 }
 
+// The engine puts the kube source's notices (the Routes API absent or
+// served) on the portal.
+var _ kube.Noticer = (*engine.Engine)(nil)
+
 // defaultCookieSecret keeps sticky cookies equal across replicas and
 // restarts when no --cookie-secret-file is given. It is public, so anyone
 // can compute which cookie names which pod address; a private one hides it.

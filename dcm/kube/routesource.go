@@ -96,6 +96,10 @@ func (s *Source) startRoutes(ctx context.Context) []cache.InformerSynced {
 	if s.rw.opts == nil {
 		return nil
 	}
+	if s.rw.opts.Client == nil || s.rw.opts.Discovery == nil {
+		s.log.Error("OpenShift Routes not watched: WatchRoutes needs a client and discovery")
+		return nil
+	}
 	served, err := s.routesServed()
 	if served {
 		synced, listers := s.routeInformers(ctx)

@@ -382,6 +382,7 @@ func TestOpenShiftRoutes(t *testing.T) {
 // a command, and a valid Route next to them serves without a reload.
 func TestRouteHostileValues(t *testing.T) {
 	installRouteCRD(t)
+	t.Cleanup(func() { removeRouteCRD(t) })
 	ns := kapitest.Namespace(t, env.admin)
 	ctx := context.Background()
 	host := "web." + ns + ".test"
