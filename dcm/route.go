@@ -115,7 +115,8 @@ func (r Route) Key() string { return r.Namespace + "/" + r.Name }
 // equal host, path, kind, balance, checks and stickiness. Services and workload only decide
 // which endpoints the backend gets, not how HAProxy is configured; the
 // certificate (TLS) is served by the HTTPS frontend, not the backend, and
-// changes through certificate ops.
+// changes through certificate ops; the insecure policy is an insecure
+// map's entry (InsecureAction) and changes through a map replace.
 func (r Route) SameServing(o Route) bool {
 	return r.Namespace == o.Namespace && r.Name == o.Name && r.Kind == o.Kind &&
 		r.Host == o.Host && r.Path == o.Path && r.PathType == o.PathType &&

@@ -11,7 +11,8 @@ import (
 // order — exact keys before prefixes, a named host before any host — and the
 // first match wins. A fifth map, sni, sends TLS connections of passthrough
 // routes by the ClientHello's server name to their TCP backends, before
-// any TLS is terminated. The maps are derived from the routes alone, so the cfg
+// any TLS is terminated. Two more, insecure and insecure_host, say what
+// plain HTTP for a TLS route gets (Route.Insecure). The maps are derived from the routes alone, so the cfg
 // renderer, the runtime map replace and the planner all read them from here
 // and cannot disagree on a key or on the order.
 

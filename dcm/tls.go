@@ -99,6 +99,22 @@ func (b DesiredBackend) WithUpstreamNames() DesiredBackend {
 	return b
 }
 
+// WithUpstream gives a backend's route another upstream TLS, renaming a
+// reencrypt route's endpoints from the old one's tag to the new one's
+// (WithUpstreamNames): what a source does when a CA changes.
+func (b DesiredBackend) WithUpstream(u *UpstreamTLS) DesiredBackend {
+	if b.Route.Kind == KindReencrypt && b.Route.Upstream != nil {
+		old := "." + UpstreamTag(b.Route.Upstream)
+		eps := slices.Clone(b.Endpoints)
+		for i := range eps {
+			eps[i].Name = strings.TrimSuffix(eps[i].Name, old)
+		}
+		b.Endpoints = eps
+	}
+	b.Route.Upstream = u
+	return b.WithUpstreamNames()
+}
+
 // ValidateUpstream checks what of a reencrypt route's upstream TLS reaches
 // HAProxy or its logs: the CA's source, its version (empty while the CA is
 // missing: then the route gets no servers) and the server name, a DNS name

@@ -77,7 +77,8 @@ func expectHTTPS(t *testing.T, s *harness.Stack, ca *testkit.CA, host, path, wan
 // kept), Allow the pod, None the no-route answer — while HTTPS always
 // reaches the pod, and every switch between them, a redirect code, a new
 // route with its own policy on a longer path of the same host and its
-// deletion are map replaces: the worker and the reload count never change.
+// deletion, and a passthrough host's Redirect (the whole host, before
+// routing) are map replaces: the worker and the reload count never change.
 // A plain HTTP route on another host is never touched, and the maps HAProxy
 // runs equal the files after every step.
 func TestInsecurePolicy(t *testing.T) {
@@ -131,8 +132,10 @@ func TestInsecurePolicy(t *testing.T) {
 		{dcm.InsecureRedirect, 308, redirect(308, "https://shop.test/p?q")},
 		{"", 0, plainAnswer{code: 200, body: "shop"}}, // empty: Allow, as before the field
 	} {
+		start := time.Now()
 		src.Set(withRoutes(base, []dcm.Route{edge("shop", "/", step.policy, step.code)}, []pod{shopPod}))
 		expectPlain(s, "shop.test", "/p?q", step.want)
+		t.Logf("policy %q code %d: plain HTTP gets %s %v after the change", step.policy, step.code, step.want, time.Since(start).Round(100*time.Microsecond))
 		expectHTTPS(t, s, ca, "shop.test", "/p?q", "shop")
 		steady(fmt.Sprintf("%q %d", step.policy, step.code))
 	}
@@ -165,6 +168,21 @@ func TestInsecurePolicy(t *testing.T) {
 	expectPlain(s, "shop.test", "/api/v", redirect(302, "https://shop.test/api/v"))
 	expectHTTPS(t, s, ca, "shop.test", "/api/v", "shop")
 	steady("/api deleted")
+
+	// A passthrough host: HAProxy serves none of its paths, so Redirect
+	// sends all of its plain HTTP to https, and None (its default) leaves
+	// it to the routes plain HTTP has — none here.
+	db := dcm.Route{Namespace: "test", Name: "db", Source: dcm.SourceRoute, Object: "db", Kind: dcm.KindPassthrough,
+		Host: "db.test", Path: "/", PathType: dcm.PathPrefix, Balance: dcm.BalanceRoundRobin, Insecure: dcm.InsecureRedirect}
+	shop := edge("shop", "/", dcm.InsecureRedirect, 0)
+	src.Set(withRoutes(base, []dcm.Route{shop, db}, []pod{shopPod, apiPod}))
+	expectPlain(s, "db.test", "/x/y?z=1", redirect(302, "https://db.test/x/y?z=1"))
+	steady("passthrough Redirect")
+	db.Insecure, db.RedirectCode = "", 0
+	src.Set(withRoutes(base, []dcm.Route{shop, db}, []pod{shopPod, apiPod}))
+	expectPlain(s, "db.test", "/x/y?z=1", noRoute)
+	expectPlain(s, "shop.test", "/", redirect(302, "https://shop.test/"))
+	steady("passthrough None")
 
 	// The host's route deleted: plain HTTP gets the no-route answer.
 	src.Set(base)

@@ -953,10 +953,13 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpMapReplace, Map: dcm.MapHostPrefix,
 		Set: []dcm.MapEntry{{Key: "web.demo.example/", Backend: webName, Slot: "be_http:_pool:3"}},
 		Del: []dcm.MapEntry{{Key: "old.demo.example/", Backend: webName}}})
+	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpMapReplace, Map: dcm.MapInsecure,
+		Set: []dcm.MapEntry{{Key: "be_http:_pool:3", Backend: webName, Slot: "be_http:_pool:3", Action: "redirect-308"}}})
 	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpCertUpdate, Backend: webName, Cert: &dcm.Cert{Host: "web.demo.example", Secret: "demo/shop-tls", Version: "0123abcd"}})
 	full.Reload, full.Object, full.Reason, full.Actor = fullReload(), &dcm.ObjectRef{Kind: "Ingress", Namespace: "demo", Name: "web"}, "because", "alice"
 	route := fullRoute("demo", "new", dcm.KindHTTP)
 	route.Sticky = true
+	route.Kind, route.TLS, route.Insecure, route.RedirectCode = dcm.KindEdge, &dcm.TLSRef{Secret: "demo/new-tls"}, dcm.InsecureRedirect, 308
 	full.Prediction = &dcm.PredictionCheck{Seq: 3, Match: false,
 		WhatIfs: []dcm.WhatIf{
 			{Kind: dcm.WhatIfScale, Namespace: "demo", Workload: &dcm.WorkloadRef{Kind: "Deployment", Name: "web"}, Replicas: 5},
@@ -974,6 +977,18 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 		if m := c.next(true); m.Type != dcm.FeedTypePing {
 			t.Errorf("got %s, want ping", m.Type)
 		}
+	}
+	// A reencrypt route: its CA file and a server that verifies its pod.
+	up := &dcm.UpstreamTLS{CA: "secret:demo/shop-ca", Version: "4567ef", ServerName: "shop.demo.svc"}
+	shop := fullBackend("demo", "shop", dcm.KindReencrypt)
+	shop.Route.TLS, shop.Route.Upstream = &dcm.TLSRef{Secret: "demo/shop-tls", Version: "0123abcd"}, up
+	shop.Servers[0].Upstream = up
+	reencrypt := dcm.Event{Type: dcm.EventApplied, Message: "applied", Backends: []string{shop.Name}, State: []dcm.Backend{shop},
+		Ops: []dcm.Op{{Kind: dcm.OpCAAdd, Upstream: &dcm.UpstreamTLS{CA: up.CA, Version: up.Version}},
+			{Kind: dcm.OpAddServer, Backend: shop.Name, Server: "shop-1:https.0a0b0c0d", Addr: "127.0.1.8", Port: 8443, Weight: 1, Upstream: up}}}
+	s.eng.hub.Publish(reencrypt)
+	if m := plain.expect(dcm.FeedTypeEvent); !reflect.DeepEqual(m.Event.Ops, reencrypt.Ops) || !reflect.DeepEqual(m.Event.State, reencrypt.State) {
+		t.Errorf("reencrypt event arrived as %+v", m.Event)
 	}
 	s.shutdown()
 	plain.expect(dcm.FeedTypeBye)

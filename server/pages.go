@@ -131,22 +131,35 @@ func configPage(d Deps, a *static.Assets) echo.HandlerFunc {
 func whatifPage(d Deps, a *static.Assets) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		s := d.Engine.Snapshot()
-		v := views.WhatIfView{Workloads: views.Workloads(s.Backends), Selected: query(c, "workload")}
+		v := views.WhatIfView{Workloads: views.Workloads(s.Backends), Selected: query(c, "workload"),
+			CertRoutes: views.CertRoutes(s.Backends), Cert: query(c, "cert")}
 		if a.Has(static.PlannerWasm) && a.Has(static.PlannerLoader) {
 			v.Worker = a.URL("whatif-worker.js")
 		}
-		// A preview asked without JavaScript: the server runs the planner.
+		// A preview asked without JavaScript: the server runs the planner,
+		// on the what-ifs in the order the script sends them.
+		var whatifs []dcm.WhatIf
 		if ns, kind, name, ok := views.ParseWorkloadKey(v.Selected); ok {
 			n, err := strconv.Atoi(query(c, "replicas"))
 			if err != nil || n < 0 || n > maxReplicas {
 				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("replicas must be between 0 and %d", maxReplicas))
 			}
 			v.Replicas = n
-			sim := d.Engine.Simulate([]dcm.WhatIf{{Kind: dcm.WhatIfScale, Namespace: ns,
-				Workload: &dcm.WorkloadRef{Kind: kind, Name: name}, Replicas: n}})
-			v.Sim = &sim
+			whatifs = append(whatifs, dcm.WhatIf{Kind: dcm.WhatIfScale, Namespace: ns,
+				Workload: &dcm.WorkloadRef{Kind: kind, Name: name}, Replicas: n})
 		} else if i := slices.IndexFunc(v.Workloads, func(w views.Workload) bool { return w.Key() == v.Selected }); i >= 0 {
 			v.Replicas = v.Workloads[i].Pods
+		}
+		if v.Cert != "" {
+			cr, ok := v.ChosenCert()
+			if !ok {
+				return echo.NewHTTPError(http.StatusBadRequest, "cert must name a route that serves a certificate of its own")
+			}
+			whatifs = append(whatifs, dcm.WhatIf{Kind: dcm.WhatIfRotateCert, Secret: cr.Secret})
+		}
+		if len(whatifs) > 0 {
+			sim := d.Engine.Simulate(whatifs)
+			v.Sim = &sim
 		}
 		return renderPage(c, http.StatusOK, views.WhatIfPage(frame(c, d, a, "whatif", "What if", s.Seq), v))
 	}

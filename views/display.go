@@ -305,6 +305,20 @@ func WorkloadText(r dcm.Route) string {
 	return r.Workload.Kind + " " + r.Workload.Name
 }
 
+// InsecureText is what plain HTTP requests for a route get: its policy,
+// with the redirect's status; "–" for a plain HTTP route. web/format.js
+// insecureText says the same.
+func InsecureText(r dcm.Route) string {
+	if r.Kind == dcm.KindHTTP {
+		return "–"
+	}
+	p := r.InsecureEffective()
+	if p == dcm.InsecureRedirect {
+		return string(p) + " " + strconv.Itoa(r.RedirectStatus())
+	}
+	return string(p)
+}
+
 // SourceText names the Kubernetes object a route came from.
 func SourceText(r dcm.Route) string {
 	if r.Object == "" {

@@ -57,6 +57,12 @@ func TestFormats(t *testing.T) {
 		{Workers(dcm.ReloadInfo{OldPID: 10, NewPID: 12}), "10 → 12"},
 		{BackendURL("be_http:demo:web"), "/backends/be_http:demo:web"},
 		{ActionURL("be_http:demo:web", "web-1:http", "state"), "/api/v1/backends/be_http:demo:web/servers/web-1:http/state"},
+		{InsecureText(dcm.Route{Kind: dcm.KindHTTP}), "–"},
+		{InsecureText(dcm.Route{Kind: dcm.KindEdge}), "Allow"},
+		{InsecureText(dcm.Route{Kind: dcm.KindEdge, Insecure: dcm.InsecureRedirect}), "Redirect 302"},
+		{InsecureText(dcm.Route{Kind: dcm.KindReencrypt, Insecure: dcm.InsecureRedirect, RedirectCode: 308}), "Redirect 308"},
+		{InsecureText(dcm.Route{Kind: dcm.KindEdge, Insecure: dcm.InsecureNone}), "None"},
+		{InsecureText(dcm.Route{Kind: dcm.KindPassthrough}), "None"},
 	}
 	for i, tt := range tests {
 		if tt.got != tt.want {

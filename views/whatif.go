@@ -65,6 +65,56 @@ func ParseWorkloadKey(key string) (namespace, kind, name string, ok bool) {
 	return parts[0], parts[1], parts[2], true
 }
 
+// CertRoute is a route that serves a certificate of its own (its TLS
+// field: edge routes, and any kind that terminates TLS with a Secret), as
+// the what-if page offers it for a rotation.
+type CertRoute struct {
+	Backend string
+	// HostPath is how the route reads (host and path).
+	HostPath string
+	// Secret is the kubernetes.io/tls Secret the certificate comes from, as
+	// namespace/name: rotating it means updating that Secret.
+	Secret string
+	// Sharing counts the routes served from the same Secret, this one
+	// included: a rotation changes the certificate of every one.
+	Sharing int
+}
+
+// Label is how the page names it.
+func (c CertRoute) Label() string {
+	return c.HostPath + " · " + c.Backend + " · Secret " + c.Secret
+}
+
+// Note says where the certificate comes from and how a rotation is made,
+// for the route chosen in the form.
+func (c CertRoute) Note() string {
+	shared := ""
+	if c.Sharing > 1 {
+		shared = plural(c.Sharing-1, " (and of 1 other route)", " (and of %d other routes)")
+	}
+	return "The certificate of " + c.HostPath + shared + " comes from Secret " + c.Secret +
+		". This preview is not applied from here: to rotate it, update that Secret; dcm then does what the preview shows."
+}
+
+// CertRoutes lists the routes with a certificate of their own, by backend
+// name. A retiring backend has no route any more.
+func CertRoutes(backends []dcm.Backend) []CertRoute {
+	var out []CertRoute
+	sharing := map[string]int{}
+	for _, b := range backends {
+		if b.Retiring || b.Route.TLS == nil || b.Route.TLS.Secret == "" {
+			continue
+		}
+		sharing[b.Route.TLS.Secret]++
+		out = append(out, CertRoute{Backend: b.Name, HostPath: b.Route.HostPath(), Secret: b.Route.TLS.Secret})
+	}
+	for i := range out {
+		out[i].Sharing = sharing[out[i].Secret]
+	}
+	slices.SortFunc(out, func(a, b CertRoute) int { return strings.Compare(a.Backend, b.Backend) })
+	return out
+}
+
 // WhatIfView is what the what-if page shows.
 type WhatIfView struct {
 	Workloads []Workload
@@ -72,11 +122,24 @@ type WhatIfView struct {
 	// without JavaScript).
 	Selected string
 	Replicas int
+	// CertRoutes can have their certificate rotated; Cert is the backend
+	// of the one chosen in the form (a preview asked without JavaScript).
+	CertRoutes []CertRoute
+	Cert       string
 	// Sim is the server's preview of them, nil when none was asked.
 	Sim *dcm.Simulation
 	// Worker is the URL of the planner's Web Worker; "" when this build
 	// carries no WebAssembly, and the page asks POST /api/v1/plan instead.
 	Worker string
+}
+
+// ChosenCert is the CertRoute the form names, if any.
+func (v WhatIfView) ChosenCert() (CertRoute, bool) {
+	i := slices.IndexFunc(v.CertRoutes, func(c CertRoute) bool { return c.Backend == v.Cert })
+	if i < 0 {
+		return CertRoute{}, false
+	}
+	return v.CertRoutes[i], true
 }
 
 // Verdict is a preview's headline: whether HAProxy reloads, and why.

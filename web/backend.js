@@ -28,7 +28,7 @@ export function start({ status }) {
     bind(document.getElementById('route-info'), {
       namespace: r.namespace, route: r.name, source: f.sourceText(r), kind: b.kind, host: f.or(r.host),
       path: f.pathText(r), services: f.servicesText(r), workload: f.workloadText(r), balance: f.or(r.balance),
-      check: f.onOff(r.check),
+      check: f.onOff(r.check), insecure: f.insecureText(r),
     });
     fillChips(root.querySelector('[data-role=chips]'), b);
     syncServers(tbody, b, rendered);

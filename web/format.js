@@ -179,6 +179,14 @@ export function sourceText(r) {
   return `${r.source === 'route' ? 'Route' : 'Ingress'} ${r.namespace}/${r.object}`;
 }
 
+// What plain HTTP requests for a route get, as views.InsecureText says it.
+export function insecureText(r) {
+  if (r.kind === 'http') return '–';
+  let p = r.insecure;
+  if (!p) p = r.kind === 'passthrough' ? 'None' : 'Allow';
+  return p === 'Redirect' ? `Redirect ${r.redirectCode || 302}` : p;
+}
+
 export const pathText = (r) => (r.path ? `${r.path} (${r.pathType})` : '–');
 
 export const onOff = (b) => (b ? 'on' : 'off');

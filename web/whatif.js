@@ -31,6 +31,29 @@ export function verdict(s) {
   return `Reload (${(s.reasons || []).join(', ')}) · ${cmds}`;
 }
 
+// certRoutes lists the routes that serve a certificate of their own (their
+// TLS field), by backend, as views.CertRoutes does.
+export function certRoutes(backends) {
+  const out = [];
+  const sharing = new Map();
+  for (const b of backends) {
+    const secret = b.route?.tls?.secret;
+    if (b.retiring || !secret) continue;
+    sharing.set(secret, (sharing.get(secret) || 0) + 1);
+    out.push({ backend: b.name, hostPath: `${b.route.host || '*'}${b.route.path}`, secret });
+  }
+  for (const c of out) c.sharing = sharing.get(c.secret);
+  return out.sort((a, b) => (a.backend < b.backend ? -1 : a.backend > b.backend ? 1 : 0));
+}
+
+export const certLabel = (c) => `${c.hostPath} · ${c.backend} · Secret ${c.secret}`;
+
+export function certNote(c) {
+  const shared = c.sharing > 1 ? plural(c.sharing - 1, ' (and of 1 other route)', ' (and of %d other routes)') : '';
+  return `The certificate of ${c.hostPath}${shared} comes from Secret ${c.secret}. ` +
+    'This preview is not applied from here: to rotate it, update that Secret; dcm then does what the preview shows.';
+}
+
 export const percent = (f) => `${(f * 100).toFixed(1)}%`;
 
 export function bytes(n) {
@@ -52,6 +75,9 @@ export function start({ status }) {
   let current = null; // {sim, whatifs}: the preview shown
   let applied = null; // {whatif, seq, backends}: a change made, being followed
   let services = new Map(); // namespace/service → a route to it, for add-route
+  // backend → its certificate's Secret, for rotate-cert: the page's until
+  // the live state comes.
+  let certs = new Map([...$('wi-cert').options].filter((o) => o.value).map((o) => [o.value, o.dataset.secret]));
   const podSuggestions = 50;
   let podList = []; // namespace/pod of the live state, sorted
   let podSet = new Set();
@@ -118,6 +144,8 @@ export function start({ status }) {
     if (name && $('wi-replicas').value !== '' && Number.isInteger(n) && n >= 0) {
       out.push({ kind: 'scale', namespace, workload: { kind, name }, replicas: n });
     }
+    const secret = certs.get($('wi-cert').value);
+    if (secret) out.push({ kind: 'rotate-cert', secret });
     return out.concat(stack);
   }
 
@@ -189,6 +217,11 @@ export function start({ status }) {
     const w = applicable();
     btn.disabled = !canAct || w === null || applied?.pending;
     btn.textContent = w ? `Apply: scale ${w.workload.kind} ${w.namespace}/${w.workload.name} to ${w.replicas}` : 'Apply';
+    // A rotation is made by updating its Secret, never from here.
+    const secrets = [...new Set((current?.whatifs || []).filter((x) => x.kind === 'rotate-cert').map((x) => x.secret))];
+    $('wi-apply-what').textContent = secrets.length === 0
+      ? 'Apply makes the one scale previewed above, through Kubernetes.'
+      : `Apply makes a scale alone, through Kubernetes. A certificate rotation is made by updating its Secret (${secrets.join(', ')}): dcm then rotates it as previewed.`;
   }
 
   async function apply() {
@@ -302,6 +335,30 @@ export function start({ status }) {
     suggestPods();
     options($('wi-add-backend'), s.backends.map((b) => b.name));
     options($('wi-add-service'), [...services.keys()].sort());
+    const tls = certRoutes(s.backends);
+    certs = new Map(tls.map((c) => [c.backend, c.secret]));
+    // Rebuilt only when it changes: the feed must not close an open list.
+    const cert = $('wi-cert');
+    const now = [...cert.options].slice(1).map((o) => `${o.value} ${o.textContent} ${o.dataset.note}`);
+    if (now.length !== tls.length || tls.some((c, i) => now[i] !== `${c.backend} ${certLabel(c)} ${certNote(c)}`)) {
+      const keep = cert.value;
+      cert.replaceChildren(new Option('None', ''), ...tls.map((c) => {
+        const o = new Option(certLabel(c), c.backend, false, c.backend === keep);
+        o.dataset.secret = c.secret;
+        o.dataset.note = certNote(c);
+        return o;
+      }));
+    }
+    $('wi-cert-none').hidden = tls.length > 0;
+    showCertNote();
+    options($('wi-add-cert'), tls.map((c) => c.backend));
+  }
+
+  // The chosen route's note: where its certificate comes from.
+  function showCertNote() {
+    const note = $('wi-cert').selectedOptions[0]?.dataset.note || '';
+    $('wi-cert-note').textContent = note;
+    $('wi-cert-note').hidden = note === '';
   }
 
   // A cluster can have ten thousand pods: the pod field suggests at most
@@ -354,6 +411,9 @@ export function start({ status }) {
     } else if (kind === 'delete-route') {
       const backend = $('wi-add-backend').value;
       if (backend) stack.push({ kind, backend });
+    } else if (kind === 'rotate-cert') {
+      const secret = certs.get($('wi-add-cert').value);
+      if (secret) stack.push({ kind, secret });
     } else {
       const svc = services.get($('wi-add-service').value);
       const host = $('wi-add-host').value.trim().toLowerCase();
@@ -390,7 +450,8 @@ export function start({ status }) {
       if (opt?.dataset.pods && $('wi-replicas').value === '0') $('wi-replicas').value = opt.dataset.pods;
       suggestPods();
     }
-    if (e.target.id === 'wi-workload' || e.target.id === 'wi-replicas') recompute();
+    if (e.target.id === 'wi-cert') showCertNote();
+    if (e.target.id === 'wi-workload' || e.target.id === 'wi-replicas' || e.target.id === 'wi-cert') recompute();
   });
   $('wi-apply')?.addEventListener('click', () => apply().catch((err) => message(String(err.message || err), 'error')));
   recompute();
@@ -404,6 +465,8 @@ function stackText(w) {
       return `delete route ${w.backend}`;
     case 'add-route':
       return `add route ${w.route.host}${w.route.path} → ${w.route.services[0].name}`;
+    case 'rotate-cert':
+      return `rotate the certificate of Secret ${w.secret} (made by updating the Secret)`;
   }
   return w.kind;
 }

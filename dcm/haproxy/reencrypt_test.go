@@ -2,11 +2,16 @@ package haproxy
 
 import (
 	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/internal/testkit"
@@ -172,6 +177,63 @@ func TestCACommands(t *testing.T) {
 	}
 	if !seen["pod-a"] || !seen["pod-b"] || len(seen) != 2 {
 		t.Fatalf("after reload: served %v, want pod-a and pod-b", seen)
+	}
+}
+
+// TestReencryptHealthCheck: a health-checked reencrypt server of a pod
+// that picks its certificate by SNI (the verified one only for the route's
+// server name, another otherwise) goes UP: checks send the server name too.
+func TestReencryptHealthCheck(t *testing.T) {
+	t.Parallel()
+	front, podCA := testkit.NewCA(t), testkit.NewCA(t)
+	store := &testkit.CertStore{}
+	right, wrong := podCA.Leaf(t, "web.ns.svc"), podCA.Leaf(t, "default.invalid")
+	pick := func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		l := wrong
+		if hello.ServerName == "web.ns.svc" {
+			l = right
+		}
+		c, err := tls.X509KeyPair(l.CertPEM, l.KeyPEM)
+		return &c, err
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.6:0", &tls.Config{GetCertificate: pick, MinVersion: tls.VersionTLS12})
+	mustf(t, err, "listen")
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "pod-sni") }),
+		ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	addr := ln.Addr().(*net.TCPAddr)
+	pod := testkit.Backend{Name: "pod-sni", Addr: addr.IP.String(), Port: addr.Port}
+
+	up := dcm.UpstreamTLS{CA: "secret:ns/r-ca", Version: store.Put("secret:ns/r-ca", podCA.CertPEM()), ServerName: "web.ns.svc"}
+	r := reencryptRoute("ns", "r", "r.test", store.Put("ns/r-tls", front.Leaf(t, "r.test").PEM()), up)
+	r.Check = true
+	s := tlsServer(pod, dcm.StateReady, up)
+	s.Check = true
+	https := testkit.FreeAddr(t)
+	d, _ := startDriver(t, state(backendFor(r, s)), func(c *DriverConfig) {
+		c.Settings.HTTPSBind = https
+		c.Certs = store
+		c.CAs = store
+	})
+	if !strings.Contains(string(d.files.Config), " check inter 5s ssl verify required ca-file "+CAFile(up.Version)+" sni str(web.ns.svc) verifyhost web.ns.svc check-sni web.ns.svc") {
+		t.Fatalf("cfg:\n%s", d.files.Config)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		obs, err := d.Observe(context.Background())
+		mustf(t, err, "observe")
+		if srvs := obs[r.BackendName()]; len(srvs) == 1 && srvs[0].Health == "UP" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the checked server is not UP: %+v", obs[r.BackendName()])
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	code, body, _, err := testkit.HTTPSGet(https, "r.test", "/", front.Pool())
+	if err != nil || code != 200 || body != "pod-sni" {
+		t.Fatalf("GET: %d %q %v", code, body, err)
 	}
 }
 

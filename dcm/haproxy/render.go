@@ -505,7 +505,7 @@ func ServerArgs(s dcm.Server) (string, error) {
 		b.WriteString(" check inter " + checkInter)
 	}
 	if u := s.Upstream; u != nil {
-		tls, err := upstreamArgs(u)
+		tls, err := upstreamArgs(u, s.Check)
 		if err != nil {
 			return "", fmt.Errorf("server %q: %w", s.Name, err)
 		}
@@ -524,15 +524,20 @@ func ServerArgs(s dcm.Server) (string, error) {
 // upstreamArgs are the TLS arguments of a reencrypt route's server:
 // verify the pod's certificate against the route's CA file and the server
 // name (verifyhost), which is also sent as SNI. Health checks, when on,
-// use the same TLS settings.
-func upstreamArgs(u *dcm.UpstreamTLS) (string, error) {
+// use the same TLS settings and send the same SNI (check-sni), or a pod
+// that picks its certificate by SNI would fail them.
+func upstreamArgs(u *dcm.UpstreamTLS, check bool) (string, error) {
 	if u.Version == "" {
 		return "", fmt.Errorf("upstream TLS without a CA version")
 	}
 	if err := dcm.ValidateUpstream(u); err != nil {
 		return "", err
 	}
-	return " ssl verify required ca-file " + CAFile(u.Version) + " sni str(" + u.ServerName + ") verifyhost " + u.ServerName, nil
+	args := " ssl verify required ca-file " + CAFile(u.Version) + " sni str(" + u.ServerName + ") verifyhost " + u.ServerName
+	if check {
+		args += " check-sni " + u.ServerName
+	}
+	return args, nil
 }
 
 // serverAddr renders addr:port the way HAProxy 2.6 reads it in a server line
@@ -561,7 +566,7 @@ func validateBackendName(name string) error {
 	return nil
 }
 
-// renderMaps writes the four routing maps as dcm.RoutingTables orders them
+// renderMaps writes every routing map (dcm.MapTables) as dcm.RoutingTables orders them
 // (the runtime map replace sends the same lines), after validating every
 // route and spare that reaches them.
 func renderMaps(backends []dcm.Backend) (map[string][]byte, error) {

@@ -48,16 +48,17 @@ func caOps(actual, next dcm.State) (first, last []dcm.Op) {
 	if len(before)+len(after) == 0 {
 		return nil, nil
 	}
+	was, is := caBackends(actual.Backends), caBackends(next.Backends)
 	i, j := 0, 0
 	for i < len(before) || j < len(after) {
 		switch {
 		case j >= len(after) || (i < len(before) && before[i].Version < after[j].Version):
 			c := before[i]
-			last = append(last, dcm.Op{Kind: dcm.OpCADel, Upstream: &c})
+			last = append(last, dcm.Op{Kind: dcm.OpCADel, Backend: was[c.Version], Upstream: &c})
 			i++
 		case i >= len(before) || after[j].Version < before[i].Version:
 			c := after[j]
-			first = append(first, dcm.Op{Kind: dcm.OpCAAdd, Upstream: &c})
+			first = append(first, dcm.Op{Kind: dcm.OpCAAdd, Backend: is[c.Version], Upstream: &c})
 			j++
 		default:
 			i++
@@ -65,6 +66,23 @@ func caOps(actual, next dcm.State) (first, last []dcm.Op) {
 		}
 	}
 	return first, last
+}
+
+// caBackends names, by CA version, the first backend (by name) whose
+// servers use it: CA ops name it, so filtered feeds and the event log show
+// them with a route they are for.
+func caBackends(backends []dcm.Backend) map[string]string {
+	out := map[string]string{}
+	for _, b := range backends {
+		for _, s := range b.Servers {
+			if u := s.Upstream; u != nil && u.Version != "" {
+				if _, ok := out[u.Version]; !ok {
+					out[u.Version] = b.Name
+				}
+			}
+		}
+	}
+	return out
 }
 
 // IsCertOp reports whether an op changes a certificate rather than a server

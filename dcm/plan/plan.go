@@ -18,6 +18,7 @@ import (
 // yields Plan.Next, Next serves exactly the desired endpoints, and
 // Compute(Next, desired, caps) is empty.
 func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
+	desired = servable(desired)
 	var (
 		reasons []dcm.ReloadReason
 		next    = make([]dcm.Backend, 0, len(desired.Backends))
@@ -78,7 +79,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 				a.Retiring = false
 				routing = true
 			}
-			if !sameUpstream(a.Route.Upstream, d.Route.Upstream) && !(pooled && caps.RuntimeCerts) {
+			if !sameUpstream(a.Route.Upstream, d.Route.Upstream) && !(caps.Mode == dcm.ModeDynamic && caps.AddServer && caps.RuntimeCerts) {
 				// New servers with the new CA or name, added next to the
 				// old ones, need add server and runtime CA files.
 				reasons = append(reasons, dcm.ReasonCertChanged)
@@ -171,6 +172,7 @@ func Reload(desired dcm.Desired, caps dcm.Caps, reasons ...dcm.ReloadReason) dcm
 // per backend on top of its endpoints, and with a pool caps.Pool spare
 // backends per kind while every route has a backend of its own name.
 func Fresh(desired dcm.Desired, caps dcm.Caps) dcm.State {
+	desired = servable(desired)
 	backends := make([]dcm.Backend, 0, len(desired.Backends))
 	for _, d := range desired.Backends {
 		b := dcm.Backend{Name: d.Name, Kind: d.Route.Kind, Route: d.Route}
@@ -224,6 +226,27 @@ func serverFor(e dcm.Endpoint, r dcm.Route, origin dcm.Origin) dcm.Server {
 		Name: e.Name, Addr: e.Addr, Port: e.Port, Weight: e.Weight, State: e.State,
 		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Check: r.Check, Upstream: upstreamOf(r), Unobserved: true,
 	}
+}
+
+// servable drops the endpoints of reencrypt routes whose CA is not known:
+// without it their servers could not verify the pods, and a server
+// without TLS would talk in clear text to them. The sources give such
+// routes no endpoints already; this keeps the planner safe on its own.
+func servable(d dcm.Desired) dcm.Desired {
+	var out []dcm.DesiredBackend
+	for i, b := range d.Backends {
+		if b.Route.Kind != dcm.KindReencrypt || upstreamOf(b.Route) != nil || len(b.Endpoints) == 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(d.Backends)
+		}
+		out[i].Endpoints = nil
+	}
+	if out == nil {
+		return d
+	}
+	return dcm.Desired{Backends: out}
 }
 
 // upstreamOf is the TLS a new server of route r connects with: the
@@ -322,6 +345,12 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 			j++
 		default:
 			s, e := servers[i], eps[j]
+			if !sameUpstream(s.Upstream, upstreamOf(d.Route)) {
+				// A server's TLS is fixed when it is added; sources name
+				// servers after it (WithUpstreamNames) so that a new CA
+				// brings new servers. One that did not must reload.
+				out.reason = dcm.ReasonCertChanged
+			}
 			ops, ns := converge(a.Name, s, e)
 			if len(ops) > 0 {
 				changed(i)

@@ -51,6 +51,12 @@ func (g gen) desired() dcm.Desired {
 			r.Kind = dcm.KindEdge
 			r.TLS = &dcm.TLSRef{Secret: "ns/tls" + fmt.Sprint(n), Version: []string{"aa", "bb", "bb", ""}[g.r.IntN(4)]}
 		}
+		if n == 4 && g.r.IntN(2) == 0 {
+			// A reencrypt route: a destination CA rotated now and then,
+			// its servers renamed after it as the sources name them.
+			r.Kind = dcm.KindReencrypt
+			r.Upstream = &dcm.UpstreamTLS{CA: "secret:ns/ca", Version: []string{"c1", "c2", "c2"}[g.r.IntN(3)], ServerName: "svc.ns.svc"}
+		}
 		if r.Kind != dcm.KindHTTP {
 			// What plain HTTP gets: an insecure map's entry that changes
 			// on its own, with the route or with its spare.
@@ -76,7 +82,7 @@ func (g gen) desired() dcm.Desired {
 				Weight: 1 + g.r.IntN(3), State: genStates[g.r.IntN(len(genStates))], Pod: fmt.Sprintf("pod%d", p),
 			})
 		}
-		d.Backends = append(d.Backends, b)
+		d.Backends = append(d.Backends, b.WithUpstreamNames())
 	}
 	// Edge backends (be_edge:…) sort before HTTP ones.
 	slices.SortFunc(d.Backends, func(a, b dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
@@ -244,6 +250,9 @@ func checkPlan(t *testing.T, what string, actual dcm.State, desired dcm.Desired,
 	}
 	if !reflect.DeepEqual(got.Certs, want.Certs) {
 		t.Fatalf("%s: certificates after ops != certificates of next\ngot  %+v\nnext %+v\nops %v", what, got.Certs, want.Certs, opStrings(p.Ops))
+	}
+	if !reflect.DeepEqual(got.CAs, want.CAs) {
+		t.Fatalf("%s: CA files after ops != CA files of next\ngot  %+v\nnext %+v\nops %v", what, got.CAs, want.CAs, opStrings(p.Ops))
 	}
 	if !caps.RuntimeCerts && slices.ContainsFunc(p.Ops, IsCertOp) {
 		t.Fatalf("%s: certificate ops without runtime certificates: %v", what, opStrings(p.Ops))

@@ -129,7 +129,7 @@ func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) 
 	for _, n := range names {
 		a, okA := st.Backend(n)
 		w, okD := d.Backend(n)
-		if !okA || !okD || a.Retiring || !a.Route.SameServing(w.Route) {
+		if !okA || !okD || a.Retiring || !a.Route.SameServing(w.Route) || a.Route.InsecureAction() != w.Route.InsecureAction() {
 			return Compute(st, d, caps)
 		}
 	}
@@ -223,7 +223,9 @@ func phasesFor(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 	return nil, nil, fmt.Errorf("unknown what-if %q", w.Kind)
 }
 
-// rotatePhases gives the edge routes of a Secret a new certificate version.
+// rotatePhases gives the edge and reencrypt routes of a Secret a new
+// certificate version, and the reencrypt routes whose destination CA is
+// the Secret's ca.crt a new CA version.
 // The preview cannot know the new certificate's hash, so it makes one up
 // from the old, deterministically: the ops read the same on every run.
 func rotatePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
@@ -232,20 +234,32 @@ func rotatePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 	}
 	next := dcm.Desired{Backends: slices.Clone(d.Backends)}
 	var names []string
-	for i, b := range next.Backends {
-		if b.Route.TLS == nil || b.Route.TLS.Secret != w.Secret {
-			continue
-		}
-		tls := *b.Route.TLS
+	rotated := func(v string) string {
 		h := fnv.New64a()
-		h.Write([]byte(tls.Version + "/rotated"))
-		tls.Version = fmt.Sprintf("%016x", h.Sum64())
-		b.Route.TLS = &tls
-		next.Backends[i] = b
-		names = append(names, b.Name)
+		h.Write([]byte(v + "/rotated"))
+		return fmt.Sprintf("%016x", h.Sum64())
+	}
+	for i, b := range next.Backends {
+		changed := false
+		if b.Route.TLS != nil && b.Route.TLS.Secret == w.Secret {
+			tls := *b.Route.TLS
+			tls.Version = rotated(tls.Version)
+			b.Route.TLS = &tls
+			changed = true
+		}
+		if u := b.Route.Upstream; u != nil && u.CA == "secret:"+w.Secret && u.Version != "" {
+			nu := *u
+			nu.Version = rotated(u.Version)
+			b = b.WithUpstream(&nu)
+			changed = true
+		}
+		if changed {
+			next.Backends[i] = b
+			names = append(names, b.Name)
+		}
 	}
 	if len(names) == 0 {
-		return nil, nil, fmt.Errorf("rotate-cert: no edge route uses Secret %s", w.Secret)
+		return nil, nil, fmt.Errorf("rotate-cert: no edge or reencrypt route uses Secret %s", w.Secret)
 	}
 	return []phase{{name: "certificate rotated", desired: next}}, names, nil
 }

@@ -51,6 +51,12 @@ type Options struct {
 	// Certs hands the driver the edge certificates (a Source of its own
 	// gives none; the Kubernetes source is used when it runs).
 	Certs haproxy.CertSource
+	// CAs hands the driver the destination CAs of reencrypt routes (the
+	// Kubernetes source is used when it runs and CAs is nil).
+	CAs haproxy.CASource
+	// DefaultBackendCA is the Kubernetes source's --default-backend-ca-file
+	// content.
+	DefaultBackendCA []byte
 	// Namespaces limits what dcm watches, as --namespace does.
 	Namespaces []string
 	// ObserveEvery is the engine's observation pass (default 1s).
@@ -165,7 +171,7 @@ func Start(tb testing.TB, o Options) *Stack {
 	if o.HTTPS {
 		s.HTTPSAddr = testkit.FreeAddr(tb)
 	}
-	certs := &lateCerts{src: o.Certs}
+	certs := &lateCerts{src: o.Certs, cas: o.CAs}
 	s.Driver = haproxy.NewDriver(haproxy.DriverConfig{
 		Binary: bin, WorkDir: s.Dir,
 		Settings: haproxy.Settings{HTTPBind: s.HTTPAddr, HTTPSBind: s.HTTPSAddr, CookieSecret: o.CookieSecret},
@@ -178,6 +184,7 @@ func Start(tb testing.TB, o Options) *Stack {
 			}
 		},
 		Certs:       certs,
+		CAs:         certs,
 		ReadTimeout: o.ReadTimeout, ReloadTimeout: o.ReloadTimeout,
 	}, log.With("part", "haproxy"))
 	if o.ObserveEvery == 0 {
@@ -216,7 +223,7 @@ func Start(tb testing.TB, o Options) *Stack {
 				tb.Fatal(err)
 			}
 		}
-		src := kube.NewSource(s.Client, kube.Options{Namespaces: o.Namespaces}, s.Engine, log.With("part", "kube"))
+		src := kube.NewSource(s.Client, kube.Options{Namespaces: o.Namespaces, DefaultBackendCA: o.DefaultBackendCA}, s.Engine, log.With("part", "kube"))
 		if o.Routes != nil {
 			src.WatchRoutes(*o.Routes)
 		}
@@ -224,6 +231,9 @@ func Start(tb testing.TB, o Options) *Stack {
 		source = src
 		if certs.src == nil {
 			certs.src = src
+		}
+		if certs.cas == nil {
+			certs.cas = src
 		}
 	}
 	goRun("engine", func(ctx context.Context) error { return s.Engine.Run(ctx, source) })
@@ -579,7 +589,17 @@ func (r *Recorder) ReloadReasons() []dcm.ReloadReason {
 
 // lateCerts is the driver's CertSource, known only once the source is
 // built (after the driver, as in main).
-type lateCerts struct{ src haproxy.CertSource }
+type lateCerts struct {
+	src haproxy.CertSource
+	cas haproxy.CASource
+}
+
+func (c *lateCerts) CAPEM(ca, version string) ([]byte, error) {
+	if c.cas == nil {
+		return nil, fmt.Errorf("no CA source for %s", ca)
+	}
+	return c.cas.CAPEM(ca, version)
+}
 
 func (c *lateCerts) CertPEM(secret, version string) ([]byte, error) {
 	if c.src == nil {

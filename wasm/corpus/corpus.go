@@ -12,6 +12,7 @@ package corpus
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -106,8 +107,10 @@ func marshal(r bridge.FeedResult, err error) ([]byte, error) {
 
 // Generate returns n scenarios drawn from seed. Most are small (a handful of
 // routes and pods); every 100th is medium (30 routes, up to 16 pods a
-// workload) and every 250th large (200 routes). About a quarter carry a
-// follow sequence; a few carry malformed JSON on purpose.
+// workload) and every 250th large (200 routes). Every 20th is about
+// certificates: most routes terminate TLS, some share a Secret, modes with
+// and without runtime certificates, and half the what-ifs rotate one. About
+// a quarter carry a follow sequence; a few carry malformed JSON on purpose.
 func Generate(n int, seed uint64) []Scenario {
 	out := make([]Scenario, n)
 	for i := range out {
@@ -211,10 +214,14 @@ func counts(m map[string]int) string {
 func modeName(c dcm.Caps) string {
 	switch c.Mode {
 	case dcm.ModeDynamic:
+		name := "dynamic-noadd"
 		if c.AddServer {
-			return "dynamic"
+			name = "dynamic"
 		}
-		return "dynamic-noadd"
+		if c.RuntimeCerts {
+			name += "-certs"
+		}
+		return name
 	case dcm.ModeSlots:
 		return "slots" + strconv.Itoa(c.Slots)
 	}
@@ -231,6 +238,16 @@ var capsChoices = []dcm.Caps{
 	{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2},
 	{Mode: dcm.ModeDynamic, AddServer: true, Pool: 5},
 	{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true},
+}
+
+// tlsCapsChoices are the modes of the certificate scenarios: a rotation at
+// runtime, and a reload for cert-changed.
+var tlsCapsChoices = []dcm.Caps{
+	{Mode: dcm.ModeDynamic, AddServer: true, RuntimeCerts: true},
+	{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true},
+	{Mode: dcm.ModeDynamic, AddServer: true},
+	{Mode: dcm.ModeSlots, Slots: 3, AddServer: true},
+	{Mode: dcm.ModeReload, AddServer: true},
 }
 
 // base is the clock of every generated time: the planner never reads it,
@@ -261,6 +278,9 @@ type cluster struct {
 type gen struct {
 	r    *rand.Rand
 	addr int
+	// tls draws a scenario about certificates (it draws more than the
+	// others, so it is decided before the first draw).
+	tls bool
 }
 
 var namespaces = []string{"default", "shop", "team-a", "demo", "payments"}
@@ -278,6 +298,14 @@ func (g *gen) word(n int) string {
 }
 
 func (g *gen) pick(s []string) string { return s[g.r.IntN(len(s))] }
+
+// pickBy picks by a hash of key, not from the generator: a choice added
+// this way leaves every other draw of the corpus as it was.
+func pickBy(key string, s []string) string {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return s[h.Sum32()%uint32(len(s))]
+}
 
 func (g *gen) nextAddr() string {
 	g.addr++
@@ -324,6 +352,7 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 		}
 		c.workloads = append(c.workloads, wl)
 	}
+	secrets := map[string]*dcm.TLSRef{} // a namespace's last Secret, to share
 	for i := range routes {
 		wl := c.workloads[g.r.IntN(len(c.workloads))]
 		if i < len(c.workloads) {
@@ -336,15 +365,38 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 			Balance:  g.pick(balances), Check: g.r.IntN(2) == 0,
 		}
 		r.Object = r.Name
-		switch g.r.IntN(10) {
+		kind := g.r.IntN(10)
+		if g.tls && kind >= 5 {
+			kind = 0 // most routes terminate TLS
+		}
+		switch kind {
 		case 0:
 			// An edge route, its certificate valid or not (yet).
 			r.Kind = dcm.KindEdge
 			r.TLS = &dcm.TLSRef{Secret: wl.ns + "/" + r.Name + "-tls", Version: g.pick([]string{"", "0a1b2c", "3d4e5f"})}
+			if g.tls {
+				// Mostly valid, and one Secret for two hosts now and then.
+				if shared := secrets[wl.ns]; shared != nil && g.r.IntN(3) == 0 {
+					r.TLS = shared
+				} else if g.r.IntN(5) != 0 {
+					r.TLS.Version = g.pick([]string{"0a1b2c", "3d4e5f", "7e8f90"})
+				}
+				secrets[wl.ns] = r.TLS
+			}
+			// What plain HTTP gets: the insecure maps, and the empty
+			// policy of an older snapshot.
+			r.Insecure = dcm.InsecurePolicy(pickBy(r.Name, []string{"", "Allow", "Redirect", "None"}))
 		case 1:
 			r.Source, r.Kind = dcm.SourceRoute, dcm.KindPassthrough
+			r.Insecure = dcm.InsecurePolicy(pickBy(r.Name, []string{"", "Redirect", "None"}))
 		case 2:
 			r.Host = "" // any host
+		case 3:
+			// A reencrypt route: the client's TLS ends in HAProxy, which
+			// connects to the pods over TLS, verifying them.
+			r.Kind = dcm.KindReencrypt
+			r.TLS = &dcm.TLSRef{Secret: wl.ns + "/" + r.Name + "-tls", Version: "0a1b2c"}
+			r.Upstream = &dcm.UpstreamTLS{CA: "secret:" + wl.ns + "/" + r.Name + "-ca", Version: "6a7b8c", ServerName: wl.svc + "." + wl.ns + ".svc"}
 		}
 		if g.r.IntN(4) == 0 {
 			r.Path, r.PathType = "/"+g.pick([]string{"api", "v1/items", "static", "login"}), dcm.PathType(g.pick([]string{"Prefix", "Exact"}))
@@ -494,6 +546,9 @@ func markRetired(backends []dcm.Backend, d dcm.Desired) []dcm.Backend {
 }
 
 func (g *gen) caps() dcm.Caps {
+	if g.tls {
+		return tlsCapsChoices[g.r.IntN(len(tlsCapsChoices))]
+	}
 	if g.r.IntN(25) == 0 {
 		// Rarer shapes: slots mode with 2 (or no) spare slots.
 		return dcm.Caps{Mode: dcm.ModeSlots, Slots: g.r.IntN(2) * 2, AddServer: g.r.IntN(2) == 0}
@@ -538,6 +593,7 @@ func (g *gen) scenario(i int) Scenario {
 	case i%100 == 50:
 		routes, maxPods, size = 30, 16, "medium"
 	}
+	g.tls = size == "small" && i%20 == 13
 	c := g.newCluster(routes, maxPods)
 	s := Scenario{}
 
@@ -580,6 +636,9 @@ func (g *gen) scenario(i int) Scenario {
 	}
 
 	name := fmt.Sprintf("%04d-%s-%s-%s", i, size, modeName(ccaps), modeName(caps))
+	if g.tls {
+		name += "-tls"
+	}
 	if follow {
 		s.Follow = g.follow(c, caps, st, d, snap)
 		name += "-follow"
@@ -632,6 +691,9 @@ func replicas(d dcm.Desired, c *cluster, wl *workload) int {
 
 func (g *gen) whatif(c *cluster, d dcm.Desired, k int) dcm.WhatIf {
 	wl := c.workloads[g.r.IntN(len(c.workloads))]
+	if g.tls && g.r.IntN(2) == 0 {
+		return g.rotate(d, wl)
+	}
 	switch n := g.r.IntN(24); {
 	case n < 9: // scale a workload that exists
 		ref := wl.ref
@@ -679,6 +741,14 @@ func (g *gen) whatif(c *cluster, d dcm.Desired, k int) dcm.WhatIf {
 		}
 		if g.r.IntN(3) == 0 {
 			r.Host, r.Path, r.PathType = "", "/new/"+g.word(4), dcm.PathExact
+		} else if k%3 == 1 {
+			// An edge route whose plain HTTP is redirected: an insecure
+			// map's entry comes with it.
+			r.Kind, r.Insecure = dcm.KindEdge, dcm.InsecureRedirect
+			r.TLS = &dcm.TLSRef{Secret: wl.ns + "/" + r.Name + "-tls", Version: "0a1b2c"}
+			if k%2 == 0 {
+				r.RedirectCode = 301
+			}
 		}
 		return dcm.WhatIf{Kind: dcm.WhatIfAddRoute, Route: &r}
 	case n < 19: // a route that cannot be added
@@ -720,15 +790,21 @@ func (g *gen) whatif(c *cluster, d dcm.Desired, k int) dcm.WhatIf {
 		}
 		return dcm.WhatIf{Kind: dcm.WhatIfDeleteRoute, Backend: d.Backends[g.r.IntN(len(d.Backends))].Name}
 	}
-	if g.r.IntN(2) == 0 { // rotate the certificate of an edge route's Secret, or of one none uses
-		for _, i := range g.r.Perm(len(d.Backends)) {
-			if tls := d.Backends[i].Route.TLS; tls != nil {
-				return dcm.WhatIf{Kind: dcm.WhatIfRotateCert, Namespace: wl.ns, Secret: tls.Secret}
-			}
-		}
-		return dcm.WhatIf{Kind: dcm.WhatIfRotateCert, Namespace: wl.ns, Secret: g.pick([]string{wl.ns + "/nobody-tls", "bad", ""})}
+	if g.r.IntN(2) == 0 {
+		return g.rotate(d, wl)
 	}
 	return dcm.WhatIf{Kind: dcm.WhatIfKind(g.pick([]string{"rotate-cert", "", "Scale"})), Namespace: wl.ns}
+}
+
+// rotate rotates the certificate of an edge route's Secret, or of one none
+// uses.
+func (g *gen) rotate(d dcm.Desired, wl *workload) dcm.WhatIf {
+	for _, i := range g.r.Perm(len(d.Backends)) {
+		if tls := d.Backends[i].Route.TLS; tls != nil {
+			return dcm.WhatIf{Kind: dcm.WhatIfRotateCert, Namespace: wl.ns, Secret: tls.Secret}
+		}
+	}
+	return dcm.WhatIf{Kind: dcm.WhatIfRotateCert, Namespace: wl.ns, Secret: g.pick([]string{wl.ns + "/nobody-tls", "bad", ""})}
 }
 
 // feedMessage is one raw message of GET /api/v1/feed.

@@ -1,0 +1,61 @@
+package corpus_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dcm-router/dcm/wasm/corpus"
+	"github.com/dcm-router/dcm/wasm/wasmtest"
+)
+
+// TestCorpusCoversRotations: the parity corpus previews certificate
+// rotations both ways — at runtime (cert-update in a simulation) and by a
+// reload for cert-changed — so the parity tests compare them.
+func TestCorpusCoversRotations(t *testing.T) {
+	var rotated, runtime, reloads int
+	for _, s := range corpus.Generate(wasmtest.Scenarios, wasmtest.Seed) {
+		out, err := corpus.Expected(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The simulateOn answer: the second line.
+		lines := strings.SplitN(out, "\n", 3)
+		if len(lines) < 2 || !strings.Contains(lines[1], `"phase":"certificate rotated"`) {
+			continue
+		}
+		rotated++
+		if strings.Contains(lines[1], `"op":"cert-update"`) {
+			runtime++
+		}
+		if strings.Contains(lines[1], `"cert-changed"`) {
+			reloads++
+		}
+	}
+	t.Logf("%d of %d scenarios preview a rotation: %d with cert-update, %d with a cert-changed reload", rotated, wasmtest.Scenarios, runtime, reloads)
+	if runtime < 10 || reloads < 10 {
+		t.Errorf("the corpus previews %d rotations at runtime and %d by a reload; want 10 or more of each", runtime, reloads)
+	}
+}
+
+// TestCorpusCoversInsecureMaps: the parity corpus carries routes with an
+// insecure policy, and previews replaces of the insecure map, so the
+// parity tests compare them.
+func TestCorpusCoversInsecureMaps(t *testing.T) {
+	var withPolicy, replaces int
+	for _, s := range corpus.Generate(wasmtest.Scenarios, wasmtest.Seed) {
+		out, err := corpus.Expected(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, `"insecure":"Redirect"`) {
+			withPolicy++
+		}
+		if strings.Contains(out, `"map":"insecure"`) {
+			replaces++
+		}
+	}
+	t.Logf("%d of %d scenarios carry a Redirect route, %d preview an insecure map replace", withPolicy, wasmtest.Scenarios, replaces)
+	if withPolicy < 10 || replaces < 10 {
+		t.Errorf("%d scenarios with a Redirect route, %d with an insecure map replace; want 10 or more of each", withPolicy, replaces)
+	}
+}
