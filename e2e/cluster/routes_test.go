@@ -13,11 +13,13 @@ import (
 	"testing"
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/kube"
@@ -565,6 +567,87 @@ func noRouteTrace(t *testing.T, s *harness.Stack) {
 	for _, c := range cmds {
 		if strings.Contains(c, injection.Marker) {
 			t.Errorf("command %q", c)
+		}
+	}
+}
+
+// TestOpenShiftReencryptRoute: a reencrypt Route through the real API
+// server, its certificate, key and destinationCACertificate inline: HTTPS
+// reaches a pod that terminates TLS with a certificate for
+// <service>.<namespace>.svc signed by that CA, which HAProxy verifies;
+// with another CA put in the Route in place, the pod is refused (503), and
+// with the right one back it serves again. The Route created while dcm
+// runs: same worker, no reload throughout.
+func TestOpenShiftReencryptRoute(t *testing.T) {
+	installRouteCRD(t)
+	t.Cleanup(func() { removeRouteCRD(t) })
+	ns := kapitest.Namespace(t, env.admin)
+	ctx := context.Background()
+	host := "secure." + ns + ".test"
+	front, podCA, rogue := testkit.NewCA(t), testkit.NewCA(t), testkit.NewCA(t)
+	pod := testkit.StartTLSBackend(t, "10.244.253.7", "secure-pod", podCA.Leaf(t, "secure."+ns+".svc"))
+	createService(t, ns, "secure", nil)
+	sl := handSlice(ns, []testkit.Backend{pod})
+	sl.Labels[discoveryv1.LabelServiceName] = "secure"
+	sl.Ports[0].Port = ptr.To(int32(pod.Port))
+	if _, err := env.admin.DiscoveryV1().EndpointSlices(ns).Create(ctx, sl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	leaf := front.Leaf(t, host)
+	u := osRoute(ns, "secure", host, "", "secure", 100, nil)
+	spec := u.Object["spec"].(map[string]any)
+	spec["port"] = map[string]any{"targetPort": "http"}
+	spec["tls"] = map[string]any{"termination": "reencrypt", "certificate": string(leaf.CertPEM), "key": string(leaf.KeyPEM),
+		"destinationCACertificate": string(podCA.CertPEM())}
+	// Created once dcm runs: its CA file is added at runtime. (A reencrypt
+	// route already there when dcm starts gets its CA file from the cfg,
+	// and a later CA change then fails "del ssl ca-file" — the reencrypt
+	// driver's, reported; the fallback reload converges.)
+	s := startRouteDCM(t, ns, nil)
+	pid, reloads := s.WorkerPID(), s.Reloads()
+	rec := s.Subscribe(t)
+	routes := adminDynamic(t).Resource(kube.RouteGVR).Namespace(ns)
+	if _, err := routes.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect := func(what string, code int, body string) {
+		t.Helper()
+		s.Eventually(what, 15*time.Second, func() error {
+			got, b, served, err := testkit.HTTPSGet(s.HTTPSAddr, host, "/", front.Pool())
+			switch {
+			case err != nil:
+				return err
+			case served.SerialNumber.Cmp(leaf.Cert.SerialNumber) != 0:
+				return fmt.Errorf("certificate serial %s, not the Route's", served.SerialNumber)
+			case got != code || (body != "" && b != body):
+				return fmt.Errorf("HTTP %d %q", got, b)
+			}
+			return nil
+		})
+	}
+	expect("the verified pod serves", http.StatusOK, "secure-pod")
+	admitted(t, routes, "secure", "True", "")
+	setCA := func(ca *testkit.CA) {
+		t.Helper()
+		cur, err := routes.Get(ctx, "secure", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Object["spec"].(map[string]any)["tls"].(map[string]any)["destinationCACertificate"] = string(ca.CertPEM())
+		if _, err := routes.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setCA(rogue)
+	expect("the pod refused under another CA", http.StatusServiceUnavailable, "")
+	setCA(podCA)
+	expect("the pod verified again", http.StatusOK, "secure-pod")
+	if s.WorkerPID() != pid || s.Reloads() != reloads {
+		t.Errorf("worker %d → %d, reloads %v → %v (reasons %v)", pid, s.WorkerPID(), reloads, s.Reloads(), rec.ReloadReasons())
+		for _, ev := range rec.Events() {
+			if ev.Type == dcm.EventSyncError {
+				t.Logf("sync error: %s %s ops %+v", ev.Reason, ev.Message, ev.Ops)
+			}
 		}
 	}
 }
