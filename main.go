@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -53,6 +54,8 @@ type options struct {
 	eventHistory  int
 	namespaces    []string
 	ingressClass  string
+	routes        bool
+	routeDomain   string
 	authTokenFile string
 	cookieSecret  string // file
 	backendCA     string // file
@@ -60,6 +63,10 @@ type options struct {
 	demoReady     time.Duration
 	demoPreStop   time.Duration
 }
+
+// The engine puts the kube source's notices (the Routes API absent or
+// served) on the portal.
+var _ kube.Noticer = (*engine.Engine)(nil)
 
 // defaultCookieSecret keeps sticky cookies equal across replicas and
 // restarts when no --cookie-secret-file is given. It is public, so anyone
@@ -85,6 +92,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.poolSize, "pool-size", 10, "spare backends per route kind in --mode=dynamic: new routes take one instead of a reload (0: every new route reloads)")
 	fs.StringSliceVar(&o.namespaces, "namespace", nil, "watch only these namespaces (repeatable; default all)")
 	fs.StringVar(&o.ingressClass, "ingress-class", "", "serve only Ingresses of this class (default: all)")
+	fs.BoolVar(&o.routes, "routes", true, "also serve OpenShift Routes (route.openshift.io/v1) when the API server serves them")
+	fs.StringVar(&o.routeDomain, "route-subdomain", "", "give a Route without spec.host the host <name>-<namespace>.<this> (default: such Routes are rejected)")
 	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file holding the API bearer token (default: a random token printed at start)")
 	fs.StringVar(&o.cookieSecret, "cookie-secret-file", "", "file holding the secret sticky routes derive their cookie keys from; every replica must use the same (default: a built-in, public one)")
 	fs.StringVar(&o.backendCA, "default-backend-ca-file", "", "CA (PEM) that reencrypt routes naming none verify their pods with, e.g. /var/run/secrets/kubernetes.io/serviceaccount/service-ca.crt (default: none, such routes are rejected)")
@@ -93,6 +102,11 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.demoPreStop, "demo-prestop-delay", time.Second, "demo: time a terminating pod keeps accepting before it shuts down")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.routeDomain != "" {
+		if err := dcm.ValidateHost("--route-subdomain", o.routeDomain); err != nil {
+			return o, err
+		}
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -149,9 +163,9 @@ func newLogger(level string) (*slog.Logger, error) {
 
 // kubeClient returns a client for the real cluster, or nil when dcm should
 // run the demo.
-func kubeClient(o options) (kubernetes.Interface, error) {
+func kubeClient(o options) (kubernetes.Interface, dynamic.Interface, error) {
 	if o.demo {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var cfg *rest.Config
 	var err error
@@ -163,16 +177,25 @@ func kubeClient(o options) (kubernetes.Interface, error) {
 	default:
 		cfg, err = rest.InClusterConfig()
 		if errors.Is(err, rest.ErrNotInCluster) {
-			return nil, nil
+			return nil, nil, nil
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes config: %w", err)
+		return nil, nil, fmt.Errorf("kubernetes config: %w", err)
 	}
 	cfg.UserAgent = "dcm"
 	// client-go's default of 5 requests a second is for command-line tools.
 	cfg.QPS, cfg.Burst = 50, 100
-	return kubernetes.NewForConfig(cfg)
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	// OpenShift Routes are read as unstructured objects.
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, dyn, nil
 }
 
 func workDir(dir string) (string, error) {
@@ -218,7 +241,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			return fmt.Errorf("cookie secret: %s is empty", o.cookieSecret)
 		}
 	}
-	client, err := kubeClient(o)
+	client, dyn, err := kubeClient(o)
 	if err != nil {
 		return err
 	}
@@ -273,6 +296,10 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}, log.With("part", "haproxy"))
 	eng := engine.New(engine.Config{Caps: caps, EventBuffer: o.eventHistory}, driver, metrics, log.With("part", "engine"))
 	source := kube.NewSource(client, kube.Options{IngressClass: o.ingressClass, Namespaces: o.namespaces, DefaultBackendCA: backendCA}, eng, log.With("part", "kube"))
+	if dyn != nil && o.routes {
+		source.WatchRoutes(kube.RouteWatchOptions{Client: dyn, Discovery: client.Discovery(),
+			Convert: kube.RouteOptions{Subdomain: o.routeDomain}, Status: true})
+	}
 	certs.src = source // before anything runs: the driver asks only once the engine does
 	parts += 2
 	go func() { errs <- wrap("kubernetes", source.Run(ctx)) }()

@@ -23,6 +23,8 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"--event-history=0"}, wantErr: "--event-history"},
 		{args: []string{"--https-redirect-port=443"}},
 		{args: []string{"--https-redirect-port=70000"}, wantErr: "--https-redirect-port"},
+		{args: []string{"--routes=false", "--route-subdomain=apps.example.com"}},
+		{args: []string{"--route-subdomain=Apps;x"}, wantErr: "--route-subdomain"},
 		{args: []string{"extra"}, wantErr: "unexpected arguments"},
 		{args: []string{"--no-such-flag"}, wantErr: "unknown flag"},
 	}

@@ -29,6 +29,10 @@ const (
 	// EventObserved: HAProxy reported a server's admin state or health changed
 	// (a health check failed, someone used the admin socket).
 	EventObserved EventType = "observed"
+	// EventSource: the Kubernetes source says something about what it
+	// watches as a whole: an API it would read is not served (OpenShift
+	// Routes on a cluster without them), or is served now.
+	EventSource EventType = "source"
 	// EventPrediction: a change made from a what-if preview is done; what the
 	// planner predicted and what HAProxy was really asked, side by side.
 	EventPrediction EventType = "prediction"

@@ -92,6 +92,12 @@ type Route struct {
 	RedirectCode int `json:"redirectCode,omitempty"`
 }
 
+// RouteNamePrefix starts the name of a route that comes from an OpenShift
+// Route: route_<name>. No Kubernetes name has a '_', so an Ingress and a
+// Route with the same namespace and name never share a backend name
+// (be_<kind>:<namespace>:<ingress> and be_<kind>:<namespace>:route_<route>).
+const RouteNamePrefix = "route_"
+
 // BackendName is the HAProxy backend that serves a route.
 func (r Route) BackendName() string {
 	return BackendName(r.Kind, r.Namespace, r.Name)

@@ -16,7 +16,8 @@ import (
 
 // TLSRef is the certificate of an edge route.
 type TLSRef struct {
-	// Secret is the kubernetes.io/tls Secret as namespace/name.
+	// Secret is the kubernetes.io/tls Secret as namespace/name, or, for a
+	// certificate written inline in an OpenShift Route, RouteCertRef.
 	Secret string `json:"secret"`
 	// Version identifies the certificate and key (a hash of both); empty
 	// while the Secret is missing or invalid, and then the route is served
@@ -218,9 +219,33 @@ func ValidateCertVersion(field, s string) error {
 	return nil
 }
 
-// ValidateSecretRef checks namespace/name of a Secret.
+// RouteCertPrefix starts the TLSRef.Secret of a certificate written inline
+// in an OpenShift Route (spec.tls.certificate and key):
+// "route:<namespace>/<route>". A Secret's namespace is a DNS label, which
+// has no ':', so an inline certificate and a Secret never share a key in
+// the kube Source's PEM store, in a what-if rotation or on a page.
+const RouteCertPrefix = "route:"
+
+// RouteCertRef is the TLSRef.Secret of the inline certificate of the Route
+// namespace/route.
+func RouteCertRef(namespace, route string) string {
+	return RouteCertPrefix + namespace + "/" + route
+}
+
+// InlineCert reports whether a TLSRef.Secret names a Route's inline
+// certificate rather than a Secret.
+func InlineCert(secret string) bool {
+	return len(secret) > len(RouteCertPrefix) && secret[:len(RouteCertPrefix)] == RouteCertPrefix
+}
+
+// ValidateSecretRef checks namespace/name of a Secret, or
+// RouteCertPrefix+namespace/name of a Route with an inline certificate.
 func ValidateSecretRef(field, s string) error {
-	ns, name, ok := cutSlash(s)
+	ref := s
+	if InlineCert(s) {
+		ref = s[len(RouteCertPrefix):]
+	}
+	ns, name, ok := cutSlash(ref)
 	if !ok {
 		return invalid(RejectInvalidName, field, s)
 	}

@@ -219,7 +219,7 @@ func ValidateRoute(r Route) error {
 	if err := ValidateDNSLabel("namespace", r.Namespace); err != nil {
 		return err
 	}
-	if err := ValidateDNSSubdomain("route name", r.Name); err != nil {
+	if err := ValidateRouteName("route name", r.Name); err != nil {
 		return err
 	}
 	if err := ValidateHost("host", r.Host); err != nil {
@@ -298,6 +298,20 @@ func ValidateRoute(r Route) error {
 		return err
 	}
 	return ValidateBalance("balance", r.Balance)
+}
+
+// ValidateRouteName checks a route's name: an RFC 1123 subdomain (an
+// Ingress's name, or one derived from it), or RouteNamePrefix and one (an
+// OpenShift Route's).
+func ValidateRouteName(field, s string) error {
+	name := s
+	if len(s) > len(RouteNamePrefix) && s[:len(RouteNamePrefix)] == RouteNamePrefix {
+		name = s[len(RouteNamePrefix):]
+	}
+	if ValidateDNSSubdomain(field, name) != nil {
+		return invalid(RejectInvalidName, field, s)
+	}
+	return nil
 }
 
 // ValidateEndpoint checks every field of an endpoint that reaches HAProxy.

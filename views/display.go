@@ -237,7 +237,7 @@ func Reasons(rs []dcm.ReloadReason) string {
 // EventTypes lists the event types in the order the filter offers them.
 func EventTypes() []dcm.EventType {
 	return []dcm.EventType{dcm.EventApplied, dcm.EventReload, dcm.EventRejected, dcm.EventAccepted,
-		dcm.EventSyncError, dcm.EventHAProxy, dcm.EventAction, dcm.EventObserved}
+		dcm.EventSyncError, dcm.EventHAProxy, dcm.EventAction, dcm.EventObserved, dcm.EventSource}
 }
 
 // EventSearch is the text an event filter searches.

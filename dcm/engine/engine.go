@@ -828,6 +828,13 @@ func (e *Engine) Accepted(obj dcm.ObjectRef) {
 	e.hub.Publish(dcm.Event{Type: dcm.EventAccepted, Object: &obj, Message: obj.String() + " is accepted again"})
 }
 
+// Notice records what the kube source says about what it watches (the
+// OpenShift Routes API not served, then served): the source logs it, the
+// event puts it on the portal.
+func (e *Engine) Notice(reason, message string) {
+	e.publish(dcm.Event{Type: dcm.EventSource, Reason: reason, Message: message})
+}
+
 // Action records what someone did through the API or portal.
 func (e *Engine) Action(actor, message string, obj dcm.ObjectRef) {
 	e.log.Info("action", "actor", actor, "message", message)

@@ -40,6 +40,14 @@ func Permissions() []Permission {
 			out = append(out, Permission{Verb: verb, Group: r.group, Resource: r.resource, Required: true})
 		}
 	}
+	// OpenShift Routes (read through the cache only: no get), and their
+	// status.ingress. Granted even where the API is not served: RBAC
+	// allows rules for resources that do not exist, and dcm starts
+	// watching when they appear.
+	for _, verb := range []string{"list", "watch"} {
+		out = append(out, Permission{Verb: verb, Group: RouteGVR.Group, Resource: RouteGVR.Resource, Required: true})
+	}
+	out = append(out, Permission{Verb: "update", Group: RouteGVR.Group, Resource: RouteGVR.Resource, Subresource: "status", Required: true})
 	// Edge routes' certificates: kubernetes.io/tls Secrets only (the
 	// informer's field selector), but RBAC cannot say so.
 	for _, verb := range []string{"get", "list", "watch"} {

@@ -11,6 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/haproxy"
@@ -32,12 +33,12 @@ var fuzzSettings = haproxy.Settings{AdminSocket: "/run/dcm/admin.sock", HTTPBind
 var (
 	cfgLineShapes = []*regexp.Regexp{
 		regexp.MustCompile(`^$`),
-		regexp.MustCompile(`^backend be_http:[a-z0-9-]+:[a-z0-9.-]+$`),
+		regexp.MustCompile(`^backend be_http:[a-z0-9-]+:(route_)?[a-z0-9.-]+$`),
 		regexp.MustCompile(`^    balance (roundrobin|leastconn|random|first)$`),
 		regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)?( disabled)?$`),
 	}
 	mapKey       = regexp.MustCompile(`^[a-z0-9.-]*/[A-Za-z0-9/\-._~%!$&()*+,=:@]*$`)
-	commandShape = regexp.MustCompile(`^(add server|del server|set server|set weight|enable health) be_http:[a-z0-9-]+:[a-z0-9.-]+/[A-Za-z0-9._:-]+` +
+	commandShape = regexp.MustCompile(`^(add server|del server|set server|set weight|enable health) be_http:[a-z0-9-]+:(route_)?[a-z0-9.-]+/[A-Za-z0-9._:-]+` +
 		`( (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)? disabled| addr [0-9A-Fa-f:.]+ port \d{1,5}| state (ready|drain|maint)| \d{1,3})?$`)
 )
 
@@ -145,6 +146,69 @@ func FuzzKubeToHAProxy(f *testing.F) {
 		}
 		p := plan.Compute(plan.Fresh(empty, caps), desired, caps)
 		for _, op := range p.Ops {
+			cmd, err := haproxy.CommandFor(op)
+			if err != nil {
+				t.Fatalf("kube accepted what the command builder refuses: %v", err)
+			}
+			if !commandShape.MatchString(cmd.String()) {
+				t.Fatalf("command %q", cmd)
+			}
+		}
+	})
+}
+
+// FuzzRouteToHAProxy: any strings of an OpenShift Route (namespace, name,
+// host, path, services, target port, balance annotation) are either
+// refused with a reason, or what dcm renders and sends for the Route has
+// the expected shape. Cookies are off: the shapes are a plain backend's.
+func FuzzRouteToHAProxy(f *testing.F) {
+	f.Add("demo", "web", "web.demo.localhost", "/api", "web", "canary", "http", int64(80), "", "10.0.0.1", int32(8080))
+	f.Add("demo", "web", "", "", "web", "", "8080", int64(0), "leastconn", "fd00::1", int32(1))
+	f.Add("de;mo", "w\neb", "A B.example", "/a#b", "s'x", "web", "ht\"tp", int64(-1), "roundrobin;x", "127.0.0.1 check", int32(65536))
+	f.Add("demo", "web", "\u0435xample.com", "/caf\u00e9\u202e", "web", "web", "08080", int64(300), "source", "10.0.0.1\x00", int32(8080))
+	f.Fuzz(func(t *testing.T, ns, name, host, path, to, alt, targetPort string, weight int64, balance, addr string, slicePort int32) {
+		spec := map[string]any{"host": host, "path": path,
+			"to":   map[string]any{"kind": "Service", "name": to, "weight": weight},
+			"port": map[string]any{"targetPort": targetPort}}
+		if alt != "" {
+			spec["alternateBackends"] = []any{map[string]any{"kind": "Service", "name": alt, "weight": int64(20)}}
+		}
+		ann := map[string]any{kube.AnnotationRouteDisableCookies: "true"}
+		if balance != "" {
+			ann[kube.AnnotationRouteBalance] = balance
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "route.openshift.io/v1", "kind": "Route",
+			"metadata": map[string]any{"namespace": ns, "name": name, "annotations": ann}, "spec": spec}}
+		c, err := kube.RouteFromOpenShift(u, kube.RouteOptions{Subdomain: "apps.example.com"})
+		if err != nil {
+			rejectionOK(t, err)
+			return
+		}
+		r := c.Route
+		portName := "http"
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: to},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: portName, Port: 80}}}}
+		at := discoveryv1.AddressTypeIPv4
+		if strings.Contains(addr, ":") {
+			at = discoveryv1.AddressTypeIPv6
+		}
+		sl := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: to + "-abcde"}, AddressType: at,
+			Ports:     []discoveryv1.EndpointPort{{Name: &portName, Port: &slicePort}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{addr}}}}
+		if err := kube.ValidateEndpointSlice(sl); err != nil {
+			rejectionOK(t, err)
+		}
+		desired := dcm.Desired{Backends: []dcm.DesiredBackend{{Name: r.BackendName(), Route: r,
+			Endpoints: kube.ServiceEndpoints(svc, []*discoveryv1.EndpointSlice{sl}, portName)}}}
+		caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
+		files, err := haproxy.Render(fuzzSettings, plan.Fresh(desired, caps))
+		if err != nil {
+			t.Fatalf("kube accepted what the renderer refuses: %v", err)
+		}
+		checkFiles(t, files, desired)
+		empty := dcm.Desired{Backends: slices.Clone(desired.Backends)}
+		empty.Backends[0].Endpoints = nil
+		for _, op := range plan.Compute(plan.Fresh(empty, caps), desired, caps).Ops {
 			cmd, err := haproxy.CommandFor(op)
 			if err != nil {
 				t.Fatalf("kube accepted what the command builder refuses: %v", err)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,9 +31,7 @@ func SecretCert(secret *corev1.Secret) (pem []byte, version string, err error) {
 	if len(key) == 0 {
 		return nil, "", &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "data[" + corev1.TLSPrivateKeyKey + "]", Value: "empty"}
 	}
-	// X509KeyPair parses every certificate block, the key, and checks that
-	// the key is the leaf's. Its error text names the problem, not the data.
-	if _, err := tls.X509KeyPair(crt, key); err != nil {
+	if err := checkKeyPair(crt, key); err != nil {
 		return nil, "", &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "data", Value: err.Error()}
 	}
 	pem = make([]byte, 0, len(crt)+len(key)+1)
@@ -43,6 +42,24 @@ func SecretCert(secret *corev1.Secret) (pem []byte, version string, err error) {
 	pem = append(pem, key...)
 	sum := sha256.Sum256(pem)
 	return pem, hex.EncodeToString(sum[:16]), nil
+}
+
+// checkKeyPair checks a certificate chain and key as HAProxy loads them:
+// X509KeyPair parses the key and the leaf and checks that they belong
+// together, but leaves the rest of the chain unparsed, and HAProxy refuses
+// a file with a broken intermediate. The errors name the problem, never
+// the data.
+func checkKeyPair(crt, key []byte) error {
+	pair, err := tls.X509KeyPair(crt, key)
+	if err != nil {
+		return err
+	}
+	for i, der := range pair.Certificate[1:] {
+		if _, err := x509.ParseCertificate(der); err != nil {
+			return fmt.Errorf("certificate %d of the chain: %w", i+2, err)
+		}
+	}
+	return nil
 }
 
 // CAKey is the key of a Secret that holds a destination CA, as

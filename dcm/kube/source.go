@@ -61,6 +61,25 @@ type Reporter interface {
 	Accepted(obj dcm.ObjectRef)
 }
 
+// Noticer is what a Reporter may also be: it hears what the Source says
+// about what it watches as a whole, once per change (the OpenShift Routes
+// API not served, then served).
+type Noticer interface {
+	Notice(reason, message string)
+}
+
+// Reasons of notices.
+const (
+	NoticeRoutesAbsent = "routes-api-absent"
+	NoticeRoutesServed = "routes-api-served"
+)
+
+func (s *Source) notice(reason, message string) {
+	if n, ok := s.reporter.(Noticer); ok {
+		n.Notice(reason, message)
+	}
+}
+
 type nopReporter struct{}
 
 func (nopReporter) Rejected(dcm.ObjectRef, string, string) {}
@@ -71,6 +90,7 @@ const (
 	prefixIngress = "ingress/"
 	prefixService = "service/"
 	prefixSecret  = "secret/"
+	prefixRoute   = "route/"
 	// indexByService indexes EndpointSlices by "<ns>/<service>".
 	indexByService = "dcm.io/by-service"
 )
@@ -99,9 +119,10 @@ func (id identity) String() string {
 	return fmt.Sprintf("host %q path %q (%s)", hostOrAny(id.host), id.path, id.pathType)
 }
 
-// ingressState is what the Source knows of one Ingress it serves or rejects.
+// ingressState is what the Source knows of one Ingress or OpenShift Route
+// it serves or rejects: both claim host/paths under one rule.
 type ingressState struct {
-	key     string // ns/name
+	key     string // ns/name for an Ingress, routeKey for a Route
 	ref     dcm.ObjectRef
 	created time.Time
 	routes  []dcm.Route // nil when invalid
@@ -149,6 +170,11 @@ type Source struct {
 	byService    map[string]map[string]struct{}   // ns/svc → backend names
 	bySecret     map[string]map[string]struct{}   // ns/secret → backend names of edge routes
 	sliceRejects map[string]map[dcm.ObjectRef]dcm.Rejection
+	// routeListers read OpenShift Routes, by namespace as listers; empty
+	// while the Routes API is not served (or not watched).
+	routeListers map[string]cache.GenericLister
+
+	rw routeWatch
 
 	// pems holds, by Secret, the PEM of its newest versions (newest first,
 	// at most two: the driver may still apply a plan made with the one
@@ -237,6 +263,7 @@ func newSource(opts Options, reporter Reporter, logger *slog.Logger) *Source {
 		pems:         map[string][]versionedPEM{},
 		caPEMs:       map[string][]versionedPEM{},
 		sliceRejects: map[string]map[dcm.ObjectRef]dcm.Rejection{},
+		routeListers: map[string]cache.GenericLister{},
 		backends:     map[string]dcm.DesiredBackend{},
 		rejections:   map[dcm.ObjectRef]dcm.Rejection{},
 	}
@@ -410,12 +437,14 @@ func (s *Source) Run(ctx context.Context) error {
 		for _, f := range s.factories {
 			f.Shutdown()
 		}
+		s.rw.wg.Wait()
 	}()
 	for _, f := range s.factories {
 		f.Start(ctx.Done())
 	}
+	hasSynced := append(slices.Clip(s.hasSynced), s.startRoutes(ctx)...)
 	s.log.Info("waiting for informer caches", "namespaces", s.opts.Namespaces, "ingressClass", s.opts.IngressClass)
-	if !cache.WaitForCacheSync(ctx.Done(), s.hasSynced...) {
+	if !cache.WaitForCacheSync(ctx.Done(), hasSynced...) {
 		return fmt.Errorf("kube: waiting for informer caches: %w", context.Cause(ctx))
 	}
 	start := s.now()
@@ -433,8 +462,14 @@ func (s *Source) Run(ctx context.Context) error {
 	for range s.opts.Workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, s.runWorker, time.Second) })
 	}
+	if s.rw.status != nil {
+		wg.Go(func() { wait.UntilWithContext(ctx, s.runStatusWorker, time.Second) })
+	}
 	<-ctx.Done()
 	s.queue.ShutDown()
+	if s.rw.status != nil {
+		s.rw.status.ShutDown()
+	}
 	wg.Wait()
 	return nil
 }
@@ -451,6 +486,11 @@ func (s *Source) initial() error {
 			if err := s.sync(prefixIngress+ing.Namespace+"/"+ing.Name, time.Time{}); err != nil {
 				return fmt.Errorf("kube: initial sync: %w", err)
 			}
+		}
+	}
+	for _, key := range s.routeKeys() {
+		if err := s.sync(prefixRoute+key, time.Time{}); err != nil {
+			return fmt.Errorf("kube: initial sync: %w", err)
 		}
 	}
 	return nil
@@ -526,6 +566,8 @@ func (s *Source) sync(key string, seen time.Time) error {
 		err = s.syncService(t, ns, name)
 	case prefixSecret:
 		err = s.syncSecret(t, ns, name)
+	case prefixRoute:
+		err = s.syncRoute(t, ns, name)
 	default:
 		s.log.Warn("dropping queue key of unknown kind", "key", key)
 		return nil
@@ -591,7 +633,14 @@ func (s *Source) syncIngress(t *txn, ns, name string) error {
 			st = s.convertIngress(ing)
 		}
 	}
+	s.settle(t, key, ref, st)
+	return nil
+}
 
+// settle puts what the Source now knows of one Ingress or Route (nil: gone
+// or not dcm's) in place and decides again who serves what among the
+// objects it competes with.
+func (s *Source) settle(t *txn, key string, ref dcm.ObjectRef, st *ingressState) {
 	old := s.ingresses[key]
 	start := []string{key}
 	if old != nil {
@@ -611,7 +660,6 @@ func (s *Source) syncIngress(t *txn, ns, name string) error {
 		start = append(start, s.claim(st)...)
 	}
 	s.resolve(t, s.component(start), key)
-	return nil
 }
 
 func (s *Source) convertIngress(ing *networkingv1.Ingress) *ingressState {
@@ -699,15 +747,18 @@ func (s *Source) component(start []string) []*ingressState {
 	return out
 }
 
-// resolve decides who serves what within a component: oldest Ingress first
-// (then namespace/name), each taking its host/paths and backend names unless
-// an older one already has one of them, in which case the whole Ingress is
-// rejected. The answer depends only on the Ingresses, never on event order.
+// resolve decides who serves what within a component: oldest object first
+// (then namespace/name, then Ingress before Route), each taking its
+// host/paths and backend names unless an older one already has one of them,
+// in which case the whole Ingress or Route is rejected — OpenShift's router
+// rule, applied to Ingresses and Routes alike. The answer depends only on
+// the objects, never on event order.
 func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
 	slices.SortFunc(comp, func(a, b *ingressState) int {
-		return cmp.Or(a.created.Compare(b.created), strings.Compare(a.key, b.key))
+		return cmp.Or(a.created.Compare(b.created), strings.Compare(a.ref.Namespace, b.ref.Namespace),
+			strings.Compare(a.ref.Name, b.ref.Name), strings.Compare(a.ref.Kind, b.ref.Kind))
 	})
-	taken := map[identity]string{}
+	taken := map[identity]*ingressState{}
 	for _, st := range comp {
 		if st.invalid != nil {
 			t.reject(*st.invalid)
@@ -718,7 +769,7 @@ func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
 		for _, id := range st.ids {
 			if owner, ok := taken[id]; ok {
 				conflict = &dcm.Rejection{Object: st.ref, Reason: dcm.RejectConflict,
-					Message: fmt.Sprintf("%s is already served by Ingress %s, which is older", id, owner)}
+					Message: fmt.Sprintf("%s is already served by %s %s/%s, which is older", id, owner.ref.Kind, owner.ref.Namespace, owner.ref.Name)}
 				break
 			}
 		}
@@ -728,7 +779,7 @@ func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
 			continue
 		}
 		for _, id := range st.ids {
-			taken[id] = st.key
+			taken[id] = st
 		}
 		t.accept(st.ref)
 		// An Ingress that kept its routes and its place needs no work.
@@ -799,7 +850,8 @@ func (s *Source) unroute(t *txn, name string) {
 // and its destination CA's.
 func routeSecrets(r dcm.Route) []string {
 	var out []string
-	if r.TLS != nil {
+	if r.TLS != nil && !dcm.InlineCert(r.TLS.Secret) {
+		// A Route's inline certificate comes with the Route.
 		out = append(out, r.TLS.Secret)
 	}
 	if r.Upstream != nil {
@@ -994,7 +1046,8 @@ func (s *Source) view(t *txn, ns, name string) *serviceView {
 // missing has no servers: HAProxy answers 503 rather than talk to pods it
 // cannot verify.
 func (s *Source) backendFor(t *txn, r dcm.Route) dcm.DesiredBackend {
-	if r.TLS != nil {
+	if r.TLS != nil && !dcm.InlineCert(r.TLS.Secret) {
+		// An inline certificate's version comes with its Route.
 		tls := *r.TLS // shared with s.routes: never written in place
 		tls.Version = s.certVersion(t, tls.Secret)
 		r.TLS = &tls
@@ -1105,7 +1158,7 @@ func backendFor(r dcm.Route, views []*serviceView) dcm.DesiredBackend {
 		r.Workload = views[0].workload
 	}
 	if len(views) == 1 {
-		eps = append(eps, ServiceEndpoints(views[0].svc, views[0].slices, r.Services[0].Port)...)
+		eps = append(eps, routeEndpoints(r, 0, views[0])...)
 		return dcm.DesiredBackend{Name: r.BackendName(), Route: r, Endpoints: eps}
 	}
 	// Two Services may select the same pods: one server per name and per
@@ -1116,7 +1169,7 @@ func backendFor(r dcm.Route, views []*serviceView) dcm.DesiredBackend {
 	shares, ready := make([]int, len(views)), make([]int, len(views))
 	for i, v := range views {
 		shares[i] = r.Services[i].Weight
-		for _, e := range ServiceEndpoints(v.svc, v.slices, r.Services[i].Port) {
+		for _, e := range routeEndpoints(r, i, v) {
 			addr := net.JoinHostPort(e.Addr, strconv.Itoa(e.Port))
 			if names[e.Name] || addrs[addr] {
 				continue
@@ -1177,6 +1230,10 @@ func (s *Source) commit(t *txn, seen time.Time) {
 		}
 	}
 	for ref, r := range t.rejections {
+		if ref.Kind == KindRoute && s.rw.status != nil {
+			// Its admission may have changed: status.ingress says so.
+			s.rw.status.Add(ref.Namespace + "/" + ref.Name)
+		}
 		old, had := s.rejections[ref]
 		switch {
 		case r == nil && had:

@@ -91,6 +91,10 @@ type Options struct {
 	Cluster *demo.Cluster
 	// CookieSecret is what --cookie-secret-file holds (sticky routes' keys).
 	CookieSecret string
+	// Routes watches OpenShift Routes too, as main does with --routes.
+	Routes *kube.RouteWatchOptions
+	// LogTo also gets dcm's log lines, from level info up.
+	LogTo io.Writer
 }
 
 // Stack is dcm wired as main wires it, with the real haproxy binary.
@@ -135,6 +139,9 @@ func Start(tb testing.TB, o Options) *Stack {
 		o.Caps = dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
 	}
 	log := testkit.Logger(tb)
+	if o.LogTo != nil {
+		log = slog.New(slog.NewTextHandler(io.MultiWriter(testkit.Writer{TB: tb}, o.LogTo), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := o.WorkDir
 	if dir == "" {
@@ -228,6 +235,9 @@ func Start(tb testing.TB, o Options) *Stack {
 			}
 		}
 		src := kube.NewSource(s.Client, kube.Options{Namespaces: o.Namespaces, DefaultBackendCA: o.DefaultBackendCA}, s.Engine, log.With("part", "kube"))
+		if o.Routes != nil {
+			src.WatchRoutes(*o.Routes)
+		}
 		goRun("kube", src.Run)
 		source = src
 		if certs.src == nil {

@@ -175,3 +175,136 @@ func (f Field) Values() []Value {
 	}
 	return out
 }
+
+// An OpenShift Route as dcm reads it: an unstructured object (dcm watches
+// Routes with the dynamic client), so the corpus writes raw values into it.
+type route = map[string]any
+
+// Route is a valid Route of host to the Service web (port name http) with
+// the alternate web-canary: the base the RouteFields write into.
+func Route(ns, name, host string) map[string]any {
+	return route{
+		"apiVersion": "route.openshift.io/v1", "kind": "Route",
+		"metadata": route{"namespace": ns, "name": name, "annotations": route{}},
+		"spec": route{
+			"host": host, "path": "/ok",
+			"to":                route{"kind": "Service", "name": "web", "weight": int64(100)},
+			"alternateBackends": []any{route{"kind": "Service", "name": "web-canary", "weight": int64(0)}},
+			"port":              route{"targetPort": "http"},
+		},
+	}
+}
+
+func spec(r route) route        { return r["spec"].(route) }
+func annotations(r route) route { return r["metadata"].(route)["annotations"].(route) }
+
+// edgeTLS gives a Route spec.tls of the edge kind.
+func edgeTLS(r route) route {
+	t := route{"termination": "edge"}
+	spec(r)["tls"] = t
+	return t
+}
+
+// RouteField is one string field of a Route that can reach HAProxy (or
+// decides how a route is served), in the shape of Field.
+type RouteField struct {
+	Name   string
+	Set    func(r map[string]any, v string)
+	Wrap   func(hostile string) string
+	Long   string
+	Reason string
+	Path   string
+	// Meta fields are the object's name and namespace: the API server
+	// validates them itself, so only the unit corpus writes them.
+	Meta bool
+}
+
+// Values are the hostile values wrapped for f, and f's long value.
+func (f RouteField) Values() []Value {
+	out := []Value{{"long", f.Long}}
+	for _, h := range Hostile {
+		out = append(out, Value{h.Name, f.Wrap(h.Value)})
+	}
+	return out
+}
+
+// pemWith is a PEM block whose base64 holds a hostile value.
+func pemWith(h string) string {
+	return "-----BEGIN CERTIFICATE-----\nMIIB" + h + Marker + "\n-----END CERTIFICATE-----\n"
+}
+
+const (
+	routeBalance = "metadata.annotations[haproxy.router.openshift.io/balance]"
+	routeCookies = "metadata.annotations[haproxy.router.openshift.io/disable_cookies]"
+)
+
+// RouteFields lists every string field of a Route dcm reads.
+var RouteFields = []RouteField{
+	{Name: "route namespace", Set: func(r route, v string) { r["metadata"].(route)["namespace"] = v },
+		Wrap: inName, Long: Marker + strings.Repeat("a", 61), Reason: dcm.RejectInvalidName, Path: "metadata.namespace", Meta: true},
+	{Name: "route name", Set: func(r route, v string) { r["metadata"].(route)["name"] = v },
+		Wrap: inName, Long: Marker + strings.Repeat("a", 251), Reason: dcm.RejectInvalidName, Path: "metadata.name", Meta: true},
+	{Name: "route host", Set: func(r route, v string) { spec(r)["host"] = v },
+		Wrap: func(h string) string { return Marker + h + "x.example.com" }, Long: Marker + strings.Repeat("a", 61) + ".example.com",
+		Reason: dcm.RejectInvalidHost, Path: "spec.host"},
+	{Name: "route path", Set: func(r route, v string) { spec(r)["path"] = v },
+		Wrap: func(h string) string { return "/" + Marker + h + "x" }, Long: "/" + Marker + strings.Repeat("a", 2045),
+		Reason: dcm.RejectInvalidPath, Path: "spec.path"},
+	{Name: "route to name", Set: func(r route, v string) { spec(r)["to"].(route)["name"] = v },
+		Wrap: inName, Long: Marker + strings.Repeat("a", 61), Reason: dcm.RejectInvalidName, Path: "spec.to.name"},
+	{Name: "route to kind", Set: func(r route, v string) { spec(r)["to"].(route)["kind"] = v },
+		Wrap: func(h string) string { return "Service" + h + Marker }, Long: "Service" + Marker + strings.Repeat("a", 300),
+		Reason: dcm.RejectUnsupported, Path: "spec.to.kind"},
+	{Name: "route alternate name", Set: func(r route, v string) { spec(r)["alternateBackends"].([]any)[0].(route)["name"] = v },
+		Wrap: inName, Long: Marker + strings.Repeat("a", 61), Reason: dcm.RejectInvalidName, Path: "spec.alternateBackends[0].name"},
+	{Name: "route target port name", Set: func(r route, v string) { spec(r)["port"].(route)["targetPort"] = v },
+		Wrap: inName, Long: Marker + strings.Repeat("a", 61), Reason: dcm.RejectInvalidPort, Path: "spec.port.targetPort"},
+	{Name: "route wildcard policy", Set: func(r route, v string) { spec(r)["wildcardPolicy"] = v },
+		Wrap: func(h string) string { return "None" + h + Marker }, Long: "None" + Marker + strings.Repeat("e", 300),
+		Reason: dcm.RejectUnsupported, Path: "spec.wildcardPolicy"},
+	{Name: "route balance annotation", Set: func(r route, v string) { annotations(r)["haproxy.router.openshift.io/balance"] = v },
+		Wrap: func(h string) string { return "roundrobin" + h + Marker }, Long: "roundrobin" + Marker + strings.Repeat("a", 300),
+		Reason: dcm.RejectInvalidValue, Path: routeBalance},
+	{Name: "route disable_cookies annotation", Set: func(r route, v string) { annotations(r)["haproxy.router.openshift.io/disable_cookies"] = v },
+		Wrap: func(h string) string { return "true" + h + Marker }, Long: "true" + Marker + strings.Repeat("e", 300),
+		Reason: dcm.RejectInvalidValue, Path: routeCookies},
+	{Name: "route termination", Set: func(r route, v string) { edgeTLS(r)["termination"] = v },
+		Wrap: func(h string) string { return "edge" + h + Marker }, Long: "edge" + Marker + strings.Repeat("e", 300),
+		Reason: dcm.RejectInvalidValue, Path: "spec.tls.termination"},
+	{Name: "route insecure policy", Set: func(r route, v string) { edgeTLS(r)["insecureEdgeTerminationPolicy"] = v },
+		Wrap: func(h string) string { return "Redirect" + h + Marker }, Long: "Redirect" + Marker + strings.Repeat("e", 300),
+		Reason: dcm.RejectInvalidValue, Path: "spec.tls.insecureEdgeTerminationPolicy"},
+	{Name: "route certificate", Set: func(r route, v string) {
+		t := edgeTLS(r)
+		t["certificate"], t["key"] = v, "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"
+	}, Wrap: pemWith, Long: pemWith(strings.Repeat("A", 100000)), Reason: dcm.RejectInvalidValue, Path: "spec.tls"},
+	{Name: "route key", Set: func(r route, v string) {
+		t := edgeTLS(r)
+		t["certificate"], t["key"] = pemWith(""), v
+	}, Wrap: pemWith, Long: pemWith(strings.Repeat("A", 100000)), Reason: dcm.RejectInvalidValue, Path: "spec.tls"},
+	{Name: "route passthrough host", Set: func(r route, v string) {
+		spec(r)["tls"] = route{"termination": "passthrough"}
+		spec(r)["path"] = ""
+		spec(r)["host"] = v
+	}, Wrap: func(h string) string { return Marker + h + "x.example.com" }, Long: Marker + strings.Repeat("a", 61) + ".example.com",
+		Reason: dcm.RejectInvalidHost, Path: "spec.host"},
+}
+
+// RouteNumberField is one number of a Route dcm passes on.
+type RouteNumberField struct {
+	Name   string
+	Set    func(r map[string]any, n int64)
+	Values []int64
+	Reason string
+	Path   string
+}
+
+// RouteNumberFields: a target port no port can be, weights outside 0..256.
+var RouteNumberFields = []RouteNumberField{
+	{"route target port number", func(r route, n int64) { spec(r)["port"].(route)["targetPort"] = n },
+		[]int64{0, -1, 65536, math.MaxInt32}, dcm.RejectInvalidPort, "spec.port.targetPort"},
+	{"route to weight", func(r route, n int64) { spec(r)["to"].(route)["weight"] = n },
+		[]int64{-1, 257, math.MaxInt32}, dcm.RejectInvalidValue, "spec.to.weight"},
+	{"route alternate weight", func(r route, n int64) { spec(r)["alternateBackends"].([]any)[0].(route)["weight"] = n },
+		[]int64{-1, 257, math.MinInt32}, dcm.RejectInvalidValue, "spec.alternateBackends[0].weight"},
+}
