@@ -305,6 +305,49 @@ func WorkloadText(r dcm.Route) string {
 	return r.Workload.Kind + " " + r.Workload.Name
 }
 
+// CertText says which certificate HAProxy serves a TLS route's clients:
+// the Secret (or the Route it is written in) and the first characters of
+// its version, or the default certificate while none is valid; "–" for a
+// route HAProxy does not terminate. web/format.js certText says the same.
+func CertText(r dcm.Route) string {
+	if r.TLS == nil {
+		return "–"
+	}
+	from := "Secret " + r.TLS.Secret
+	if dcm.InlineCert(r.TLS.Secret) {
+		from = "inline in Route " + strings.TrimPrefix(r.TLS.Secret, dcm.RouteCertPrefix)
+	}
+	if r.TLS.Version == "" {
+		return from + " (none valid: the default certificate is served)"
+	}
+	return from + " @" + shortVersion(r.TLS.Version)
+}
+
+// UpstreamText says how a reencrypt route's servers check their pods: the
+// name the pods' certificate must carry and the destination CA it must be
+// signed by; "–" for other kinds. web/format.js upstreamText says the same.
+func UpstreamText(r dcm.Route) string {
+	u := r.Upstream
+	if u == nil {
+		return "–"
+	}
+	ca := u.CA
+	switch {
+	case strings.HasPrefix(ca, "secret:"):
+		ca = "ca.crt of Secret " + strings.TrimPrefix(ca, "secret:")
+	case strings.HasPrefix(ca, "route:"):
+		ca = "destinationCACertificate of Route " + strings.TrimPrefix(ca, "route:")
+	case ca == "file:default":
+		ca = "--default-backend-ca-file"
+	}
+	if u.Version == "" {
+		return "verify " + u.ServerName + " against " + ca + " (none valid: no server)"
+	}
+	return "verify " + u.ServerName + " against " + ca + " @" + shortVersion(u.Version)
+}
+
+func shortVersion(v string) string { return v[:min(len(v), 12)] }
+
 // InsecureText is what plain HTTP requests for a route get: its policy,
 // with the redirect's status; "–" for a plain HTTP route. web/format.js
 // insecureText says the same.

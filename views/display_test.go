@@ -63,6 +63,17 @@ func TestFormats(t *testing.T) {
 		{InsecureText(dcm.Route{Kind: dcm.KindReencrypt, Insecure: dcm.InsecureRedirect, RedirectCode: 308}), "Redirect 308"},
 		{InsecureText(dcm.Route{Kind: dcm.KindEdge, Insecure: dcm.InsecureNone}), "None"},
 		{InsecureText(dcm.Route{Kind: dcm.KindPassthrough}), "None"},
+		{CertText(dcm.Route{Kind: dcm.KindHTTP}), "–"},
+		{CertText(dcm.Route{Kind: dcm.KindEdge, TLS: &dcm.TLSRef{Secret: "demo/web-tls", Version: "0123456789abcdef0123"}}), "Secret demo/web-tls @0123456789ab"},
+		{CertText(dcm.Route{Kind: dcm.KindEdge, TLS: &dcm.TLSRef{Secret: "demo/web-tls"}}), "Secret demo/web-tls (none valid: the default certificate is served)"},
+		{CertText(dcm.Route{Kind: dcm.KindReencrypt, TLS: &dcm.TLSRef{Secret: dcm.RouteCertRef("shop", "api"), Version: "abc"}}), "inline in Route shop/api @abc"},
+		{UpstreamText(dcm.Route{Kind: dcm.KindEdge}), "–"},
+		{UpstreamText(dcm.Route{Kind: dcm.KindReencrypt, Upstream: &dcm.UpstreamTLS{CA: "secret:shop/ca", Version: "ffeeddccbbaa99887766", ServerName: "api.shop.svc"}}),
+			"verify api.shop.svc against ca.crt of Secret shop/ca @ffeeddccbbaa"},
+		{UpstreamText(dcm.Route{Kind: dcm.KindReencrypt, Upstream: &dcm.UpstreamTLS{CA: "route:shop/api", Version: "01", ServerName: "api.shop.svc"}}),
+			"verify api.shop.svc against destinationCACertificate of Route shop/api @01"},
+		{UpstreamText(dcm.Route{Kind: dcm.KindReencrypt, Upstream: &dcm.UpstreamTLS{CA: "file:default", ServerName: "api.shop.svc"}}),
+			"verify api.shop.svc against --default-backend-ca-file (none valid: no server)"},
 	}
 	for i, tt := range tests {
 		if tt.got != tt.want {

@@ -29,6 +29,7 @@ export function start({ status }) {
       namespace: r.namespace, route: r.name, source: f.sourceText(r), kind: b.kind, host: f.or(r.host),
       path: f.pathText(r), services: f.servicesText(r), workload: f.workloadText(r), balance: f.or(r.balance),
       check: f.onOff(r.check), insecure: f.insecureText(r),
+      cert: f.certText(r), upstream: f.upstreamText(r),
     });
     fillChips(root.querySelector('[data-role=chips]'), b);
     syncServers(tbody, b, rendered);

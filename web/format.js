@@ -179,6 +179,28 @@ export function sourceText(r) {
   return `${r.source === 'route' ? 'Route' : 'Ingress'} ${r.namespace}/${r.object}`;
 }
 
+// Which certificate a TLS route's clients get, as views.CertText says it.
+export function certText(r) {
+  const t = r.tls;
+  if (!t) return '–';
+  const from = t.secret.startsWith('route:') && t.secret.length > 6
+    ? `inline in Route ${t.secret.slice(6)}` : `Secret ${t.secret}`;
+  if (!t.version) return `${from} (none valid: the default certificate is served)`;
+  return `${from} @${t.version.slice(0, 12)}`;
+}
+
+// How a reencrypt route's servers check their pods, as views.UpstreamText says it.
+export function upstreamText(r) {
+  const u = r.upstream;
+  if (!u) return '–';
+  let ca = u.ca;
+  if (ca.startsWith('secret:')) ca = `ca.crt of Secret ${ca.slice(7)}`;
+  else if (ca.startsWith('route:')) ca = `destinationCACertificate of Route ${ca.slice(6)}`;
+  else if (ca === 'file:default') ca = '--default-backend-ca-file';
+  if (!u.version) return `verify ${u.serverName} against ${ca} (none valid: no server)`;
+  return `verify ${u.serverName} against ${ca} @${u.version.slice(0, 12)}`;
+}
+
 // What plain HTTP requests for a route get, as views.InsecureText says it.
 export function insecureText(r) {
   if (r.kind === 'http') return '–';

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 // does: plain HTTP then reaches the pods.
 func TestBackendPageInsecurePolicy(t *testing.T) {
 	p := startPortalWith(t, harness.Options{HTTPS: true, Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true}})
-	edgeWeb(t, p)
+	rotate := edgeWeb(t, p)
 	const shown = `document.querySelector('#route-info [data-bind="text=insecure"]').textContent`
 	tab := newTab(t)
 	signIn(t, tab, p.PortalURL, p.admin, "/backends/"+edgeBackend)
@@ -68,4 +69,26 @@ func TestBackendPageInsecurePolicy(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The certificate fact names the Secret and its version, the same
+	// with and without JavaScript, and follows a rotation live; an edge
+	// route has no upstream TLS.
+	const cert = `document.querySelector('#route-info [data-bind="text=cert"]').textContent`
+	const upstream = `document.querySelector('#route-info [data-bind="text=upstream"]').textContent`
+	before := eval[string](t, static, cert)
+	if !strings.HasPrefix(before, "Secret demo/web-tls @") || len(before) != len("Secret demo/web-tls @")+12 {
+		t.Fatalf("without JavaScript the certificate reads %q, want Secret demo/web-tls @<12 hex>", before)
+	}
+	waitFor(t, tab, "the page names the certificate", 5*time.Second, cert+` === '`+before+`'`, cert)
+	for _, tb := range []context.Context{tab, static} {
+		if got := eval[string](t, tb, upstream); got != "–" {
+			t.Errorf("upstream TLS of an edge route: %q, want –", got)
+		}
+	}
+	rotate()
+	waitFor(t, tab, "the page follows the rotation", 10*time.Second, cert+` !== '`+before+`' && `+cert+`.startsWith('Secret demo/web-tls @')`, cert)
+	do(t, static, chromedp.Navigate(p.PortalURL+"/backends/"+edgeBackend))
+	if got, live := eval[string](t, static, cert), eval[string](t, tab, cert); got != live {
+		t.Errorf("after the rotation: without JavaScript %q, live %q", got, live)
+	}
 }
