@@ -88,7 +88,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.mode, "mode", string(dcm.ModeDynamic), "how changes reach HAProxy: dynamic (runtime API), slots (pre-allocated slots, reload when full) or reload (reload on every change)")
 	fs.IntVar(&o.slots, "slots", 8, "free server slots per backend in --mode=slots")
 	fs.IntVar(&o.eventHistory, "event-history", 10000, "events kept for /events and feed clients that resume (memory grows with it until it is full)")
-	fs.IntVar(&o.stickyPool, "sticky-pool-size", 2, "sticky spare backends (rendered with a dynamic cookie) in --mode=dynamic with a pool: new sticky routes take one instead of a reload")
+	fs.IntVar(&o.stickyPool, "sticky-pool-size", 10, "sticky spare backends (rendered with a dynamic cookie) in --mode=dynamic with a pool: new sticky routes (OpenShift Routes by default) take one instead of a reload")
 	fs.IntVar(&o.poolSize, "pool-size", 10, "spare backends per route kind in --mode=dynamic: new routes take one instead of a reload (0: every new route reloads)")
 	fs.StringSliceVar(&o.namespaces, "namespace", nil, "watch only these namespaces (repeatable; default all)")
 	fs.StringVar(&o.ingressClass, "ingress-class", "", "serve only Ingresses of this class (default: all)")
