@@ -394,11 +394,15 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 	err := e.driver.Apply(ctx, p.Ops, p.Next)
 	var busy *haproxy.BusyError
 	if errors.As(err, &busy) {
-		if ops, next, ok := keepBusy(actual, p.Ops, p.Next, busy.Servers); ok {
+		if ops, next, send, ok := keepBusy(actual, p.Ops, p.Next, busy.Servers, busy.Unsent); ok {
 			// A request reached the server after the read-back that found it
 			// idle: the rest applied; it is deleted once idle, no reload.
+			// So is its CA file; the files of CAs no server uses go now.
 			e.log.Debug("del server deferred: connections still attached", "servers", busy.Servers)
 			p.Ops, p.Next, err = ops, next, nil
+			if len(send) > 0 {
+				err = e.driver.Apply(ctx, send, next)
+			}
 		}
 	}
 	if err != nil {
@@ -891,23 +895,26 @@ func (e *Engine) Snapshot() dcm.Snapshot {
 
 // keepBusy puts back into next the servers whose del server HAProxy
 // refused ("<proxy>/<server>"), as they were in actual but in maint and not
-// yet observed idle, and drops their del ops. It reports false when a
-// server's backend is not in next any more (its spare went back to the
-// pool): that state cannot hold the server, and a reload converges.
-func keepBusy(actual dcm.State, ops []dcm.Op, next dcm.State, servers []string) ([]dcm.Op, dcm.State, bool) {
+// yet observed idle, and drops their del ops. Of the ca-del ops the driver
+// did not send (unsent), those of a CA a kept server still uses are dropped
+// too (planned again with its last server's deletion); the others are
+// returned to send. It reports false when a server's backend is not in next
+// any more (its spare went back to the pool): that state cannot hold the
+// server, and a reload converges.
+func keepBusy(actual dcm.State, ops []dcm.Op, next dcm.State, servers []string, unsent []dcm.Op) (_ []dcm.Op, _ dcm.State, send []dcm.Op, ok bool) {
 	next.Backends = slices.Clone(next.Backends)
 	kept := map[[2]string]bool{}
 	for _, ref := range servers {
 		proxy, name, _ := strings.Cut(ref, "/")
 		ai := slices.IndexFunc(actual.Backends, func(b dcm.Backend) bool { return b.ProxyName() == proxy })
 		if ai < 0 {
-			return nil, dcm.State{}, false
+			return nil, dcm.State{}, nil, false
 		}
 		ab := actual.Backends[ai]
 		si := slices.IndexFunc(ab.Servers, func(s dcm.Server) bool { return s.Name == name })
 		ni := slices.IndexFunc(next.Backends, func(b dcm.Backend) bool { return b.Name == ab.Name && b.ProxyName() == proxy })
 		if si < 0 || ni < 0 {
-			return nil, dcm.State{}, false
+			return nil, dcm.State{}, nil, false
 		}
 		srv := ab.Servers[si]
 		srv.State, srv.Unobserved = dcm.StateMaint, true
@@ -918,8 +925,21 @@ func keepBusy(actual dcm.State, ops []dcm.Op, next dcm.State, servers []string) 
 		}
 		kept[[2]string{ab.Name, name}] = true
 	}
+	used := map[string]bool{}
+	for _, c := range dcm.CAsOf(next.Backends) {
+		used[c.Version] = true
+	}
+	held := map[string]bool{} // unsent ca-del ops whose CA a kept server uses
+	for _, o := range unsent {
+		if o.Upstream != nil && used[o.Upstream.Version] {
+			held[o.Upstream.Version] = true
+		} else {
+			send = append(send, o)
+		}
+	}
 	ops = slices.DeleteFunc(slices.Clone(ops), func(o dcm.Op) bool {
-		return o.Kind == dcm.OpDelServer && kept[[2]string{o.Backend, o.Server}]
+		return o.Kind == dcm.OpDelServer && kept[[2]string{o.Backend, o.Server}] ||
+			o.Kind == dcm.OpCADel && o.Upstream != nil && held[o.Upstream.Version]
 	})
-	return ops, next, true
+	return ops, next, send, true
 }

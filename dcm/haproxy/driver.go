@@ -211,7 +211,7 @@ func (d *Driver) Events() <-chan ProcessEvent {
 // its own batch, one SSL transaction at a time, aborted when it fails.
 // Without an HTTPS frontend they are skipped: no certificate is served.
 // A *BusyError says that everything was applied but the del server
-// commands it lists.
+// commands it lists and the CA deletions it returns unsent.
 func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error {
 	certFirst, ops, certLast, err := splitCertOps(ops)
 	if err != nil {
@@ -238,8 +238,21 @@ func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error 
 	}
 	busy := d.applyServersAndMaps(ctx, batch)
 	var be *BusyError
-	if busy != nil && !errors.As(busy, &be) {
-		return busy
+	if busy != nil {
+		if !errors.As(busy, &be) {
+			return busy
+		}
+		// A server HAProxy kept may use a CA file the plan deletes after
+		// it: deleting the file now would leave dcm believing it is still
+		// there (so deleting it again later fails) and a server re-added
+		// with it unable to load it. The caller decides which still go.
+		last = slices.DeleteFunc(last, func(tx certTx) bool {
+			if isCAOp(tx.op) && tx.op.Kind == dcm.OpCADel {
+				be.Unsent = append(be.Unsent, tx.op)
+				return true
+			}
+			return false
+		})
 	}
 	if err := d.runCertTransactions(ctx, last); err != nil {
 		return err
@@ -522,6 +535,10 @@ func (d *Driver) applyServersAndMaps(ctx context.Context, b serverBatch) error {
 type BusyError struct {
 	// Servers are "<proxy>/<server>", as the commands named them.
 	Servers []string
+	// Unsent are the ca-del ops of the plan, not sent: one of Servers may
+	// still use the file. Those whose CA no server uses any more can be
+	// applied on their own.
+	Unsent []dcm.Op
 }
 
 func (e *BusyError) Error() string {

@@ -3,6 +3,8 @@ package haproxy
 import (
 	"context"
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -269,4 +271,77 @@ func TestCACommandText(t *testing.T) {
 			t.Errorf("upstream %+v: accepted", u)
 		}
 	}
+}
+
+// TestApplyBusyKeepsCAFile: when HAProxy refuses the del server of the
+// last server using a CA file (a request in flight on it), the plan's
+// del ssl ca-file of that file is not sent but handed back in the
+// BusyError: the server may come back into use (a rollback), and dcm still
+// lists the file. Once the server is deleted, so is the file, once.
+func TestApplyBusyKeepsCAFile(t *testing.T) {
+	t.Parallel()
+	front, podCA1, podCA2 := testkit.NewCA(t), testkit.NewCA(t), testkit.NewCA(t)
+	store := &testkit.CertStore{}
+	const svcName = "web.ns.svc"
+	podA := testkit.StartTLSBackend(t, "127.0.0.7", "pod-a", podCA1.Leaf(t, svcName))
+	podB := testkit.StartTLSBackend(t, "127.0.0.7", "pod-b", podCA2.Leaf(t, svcName))
+	certV := store.Put("ns/r-tls", front.Leaf(t, "r.test").PEM())
+	up1 := dcm.UpstreamTLS{CA: "secret:ns/r-ca", Version: store.Put("secret:ns/r-ca", podCA1.CertPEM()), ServerName: svcName}
+	up2 := dcm.UpstreamTLS{CA: "secret:ns/r-ca", Version: store.Put("secret:ns/r-ca", podCA2.CertPEM()), ServerName: svcName}
+	https := testkit.FreeAddr(t)
+	r := reencryptRoute("ns", "r", "r.test", certV, up2)
+	sa, sb := tlsServer(podA, dcm.StateReady, up1), tlsServer(podB, dcm.StateMaint, up2)
+	d, _ := startDriver(t, state(backendFor(r, sa, sb)), func(c *DriverConfig) {
+		c.Settings.HTTPSBind = https
+		c.Certs = store
+		c.CAs = store
+	})
+	ctx := context.Background()
+	be := r.BackendName()
+
+	done := make(chan string, 1)
+	go func() {
+		code, body, _, err := testkit.HTTPSGet(https, "r.test", "/?ms=1500", front.Pool())
+		done <- fmt.Sprintf("%d %s %v", code, body, err)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for observeOne(t, d, be)[sa.Name].Sessions == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow request never reached the server")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	caDel := dcm.Op{Kind: dcm.OpCADel, Backend: be, Upstream: &dcm.UpstreamTLS{CA: up1.CA, Version: up1.Version}}
+	sb.State = dcm.StateReady
+	next := state(backendFor(r, sb))
+	err := d.Apply(ctx, []dcm.Op{
+		{Kind: dcm.OpSetState, Backend: be, Server: sb.Name, State: dcm.StateReady},
+		{Kind: dcm.OpSetState, Backend: be, Server: sa.Name, State: dcm.StateMaint},
+		{Kind: dcm.OpDelServer, Backend: be, Server: sa.Name},
+		caDel,
+	}, next)
+	var busy *BusyError
+	if !errors.As(err, &busy) || !slices.Equal(busy.Servers, []string{be + "/" + sa.Name}) {
+		t.Fatalf("apply: %v, want a BusyError for %s", err, sa.Name)
+	}
+	if len(busy.Unsent) != 1 || busy.Unsent[0].Kind != dcm.OpCADel || busy.Unsent[0].Upstream.Version != up1.Version {
+		t.Fatalf("unsent %+v, want the ca-del of %s", busy.Unsent, up1.Version)
+	}
+	if got := <-done; got != "200 pod-a <nil>" {
+		t.Errorf("the request in flight: %s, want 200 pod-a", got)
+	}
+	// The file is still HAProxy's: deleting it after its server goes
+	// through (it would fail "doesn't exist" had it been sent).
+	finished := time.Now()
+	for {
+		err = d.Apply(ctx, []dcm.Op{{Kind: dcm.OpDelServer, Backend: be, Server: sa.Name}}, next)
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &busy) || time.Since(finished) > 30*time.Second {
+			t.Fatalf("del server after the request: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	mustf(t, d.Apply(ctx, []dcm.Op{caDel}, next), "del ssl ca-file after its last server")
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -584,11 +585,25 @@ func noRouteTrace(t *testing.T, s *harness.Stack) {
 // reaches a pod that terminates TLS with a certificate for
 // <service>.<namespace>.svc signed by that CA, which HAProxy verifies;
 // with another CA put in the Route in place, the pod is refused (503), and
-// with the right one back it serves again. The Route created while dcm
-// runs: same worker, no reload throughout.
+// with the right one back it serves again. The Route is created while dcm
+// runs (its CA file added at runtime), or is there when dcm starts (its
+// CA file loaded from the startup configuration, then deleted at runtime):
+// same worker, no reload throughout.
 func TestOpenShiftReencryptRoute(t *testing.T) {
 	installRouteCRD(t)
 	t.Cleanup(func() { removeRouteCRD(t) })
+	for _, tc := range []struct {
+		name    string
+		atStart bool
+	}{
+		{name: "created while dcm runs"},
+		{name: "there when dcm starts", atStart: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testOpenShiftReencryptRoute(t, tc.atStart) })
+	}
+}
+
+func testOpenShiftReencryptRoute(t *testing.T, atStart bool) {
 	ns := kapitest.Namespace(t, env.admin)
 	ctx := context.Background()
 	host := "secure." + ns + ".test"
@@ -607,16 +622,21 @@ func TestOpenShiftReencryptRoute(t *testing.T) {
 	spec["port"] = map[string]any{"targetPort": "http"}
 	spec["tls"] = map[string]any{"termination": "reencrypt", "certificate": string(leaf.CertPEM), "key": string(leaf.KeyPEM),
 		"destinationCACertificate": string(podCA.CertPEM())}
-	// Created once dcm runs: its CA file is added at runtime. (A reencrypt
-	// route already there when dcm starts gets its CA file from the cfg,
-	// and a later CA change then fails "del ssl ca-file" — the reencrypt
-	// driver's, reported; the fallback reload converges.)
+	routes := adminDynamic(t).Resource(kube.RouteGVR).Namespace(ns)
+	create := func() {
+		t.Helper()
+		if _, err := routes.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if atStart {
+		create()
+	}
 	s := startRouteDCM(t, ns, nil)
 	pid, reloads := s.WorkerPID(), s.Reloads()
 	rec := s.Subscribe(t)
-	routes := adminDynamic(t).Resource(kube.RouteGVR).Namespace(ns)
-	if _, err := routes.Create(ctx, u, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	if !atStart {
+		create()
 	}
 	expect := func(what string, code int, body string) {
 		t.Helper()
@@ -635,6 +655,9 @@ func TestOpenShiftReencryptRoute(t *testing.T) {
 	}
 	expect("the verified pod serves", http.StatusOK, "secure-pod")
 	admitted(t, routes, "secure", "True", "")
+	if added := slices.ContainsFunc(s.Commands(), func(c string) bool { return strings.HasPrefix(c, "new ssl ca-file") }); added == atStart {
+		t.Fatalf("CA file added at runtime: %v, want %v", added, !atStart)
+	}
 	setCA := func(ca *testkit.CA) {
 		t.Helper()
 		cur, err := routes.Get(ctx, "secure", metav1.GetOptions{})

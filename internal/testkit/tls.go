@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -202,7 +203,7 @@ func httpsGet(addr, host, path string, cfg *tls.Config) (int, string, *x509.Cert
 
 // StartTLSBackend is StartBackend speaking HTTPS with leaf: a pod that
 // terminates TLS itself, for passthrough and reencrypt routes. It answers
-// its name, as StartBackend does.
+// its name, as StartBackend does, after ?ms= milliseconds when asked.
 func StartTLSBackend(tb testing.TB, ip, name string, leaf Leaf) Backend {
 	tb.Helper()
 	cert, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
@@ -213,7 +214,10 @@ func StartTLSBackend(tb testing.TB, ip, name string, leaf Leaf) Backend {
 	if err != nil {
 		tb.Fatalf("listen on %s: %v", ip, err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ms, err := strconv.Atoi(r.URL.Query().Get("ms")); err == nil {
+			time.Sleep(time.Duration(min(ms, 60000)) * time.Millisecond)
+		}
 		io.WriteString(w, name)
 	}), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(l)
