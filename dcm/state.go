@@ -119,6 +119,10 @@ type Server struct {
 	Sessions int    `json:"sessions"`         // current sessions
 	Queued   int    `json:"queued"`           // requests waiting in the server's queue
 	UsedConn int    `json:"usedConn"`         // connections in use to the server
+	// IdleConn counts the server's idle connections HAProxy keeps for
+	// reuse (idle_conn_cur + safe_conn_cur): HAProxy 2.6 refuses del server
+	// while there is one, even with no session left.
+	IdleConn int `json:"idleConn,omitempty"`
 	// Unobserved is set when dcm changed the server after HAProxy last
 	// reported on it, so its figures cannot prove it idle yet.
 	Unobserved bool `json:"unobserved,omitempty"`
@@ -127,10 +131,11 @@ type Server struct {
 	Retired bool `json:"retired,omitempty"`
 }
 
-// Idle reports whether HAProxy has nothing in flight on the server, so it can
-// be deleted without cutting a request.
+// Idle reports whether HAProxy has nothing in flight on the server and
+// holds no idle connection to it, so it can be deleted without cutting a
+// request and del server is not refused.
 func (s Server) Idle() bool {
-	return !s.Unobserved && s.Sessions == 0 && s.Queued == 0 && s.UsedConn == 0
+	return !s.Unobserved && s.Sessions == 0 && s.Queued == 0 && s.UsedConn == 0 && s.IdleConn == 0
 }
 
 // Backend is an HAProxy backend dcm manages. It is known everywhere (pages,

@@ -78,8 +78,9 @@ func TestRemovedServerDeletedOnlyWhenIdle(t *testing.T) {
 	wg.Wait()
 	// HAProxy 2.6 refuses del server while a kept-alive connection to the
 	// server sits in its idle pool (purged over pool-purge-delay, 5 s by
-	// default, half at a time); dcm keeps b in maint and retries, never
-	// reloads for it.
+	// default, half at a time): dcm reads the pool's size (idle_conn_cur,
+	// safe_conn_cur) and keeps b in maint until it is empty, so it neither
+	// sends a del server HAProxy refuses nor reloads for it.
 	s.Eventually("b is deleted once idle", 25*time.Second, func() error {
 		if _, ok := s.Backend(be).Server("b:http"); ok {
 			return errors.New("b still there")
@@ -95,6 +96,9 @@ func TestRemovedServerDeletedOnlyWhenIdle(t *testing.T) {
 	}
 	if n := s.Reloads(); n != 0 {
 		t.Errorf("%v reloads: a del server refused while busy must wait, not reload", n)
+	}
+	if n := s.Counter("dcm_runtime_errors_total", "command", "del server"); n != 0 {
+		t.Errorf("%v del server refused: dcm must wait for HAProxy's idle connections to the server to go", n)
 	}
 }
 

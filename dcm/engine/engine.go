@@ -679,7 +679,7 @@ func merge(st dcm.State, obs map[string][]dcm.Server, names []string, traffic bo
 			}
 			s.Weight, s.State, s.Health = o.Weight, o.State, o.Health
 			if traffic {
-				s.Sessions, s.Queued, s.UsedConn = o.Sessions, o.Queued, o.UsedConn
+				s.Sessions, s.Queued, s.UsedConn, s.IdleConn = o.Sessions, o.Queued, o.UsedConn, o.IdleConn
 				s.Unobserved = false
 			}
 			servers = append(servers, s)

@@ -887,7 +887,7 @@ func (d *Driver) ObserveBackends(ctx context.Context, names []string) (map[strin
 // address, weight and a health derived from the operational state, from
 // `show servers state` alone. It is several times cheaper than show stat
 // (which walks every proxy for each backend asked), so the periodic drift
-// check uses it; Sessions, Queued and UsedConn are left zero.
+// check uses it; Sessions, Queued, UsedConn and IdleConn are left zero.
 func (d *Driver) ObserveStates(ctx context.Context, names []string) (map[string][]dcm.Server, error) {
 	return d.observeBackends(ctx, names, false)
 }
@@ -983,7 +983,7 @@ func merge(out map[string][]dcm.Server, stateText, statText string, only map[str
 		}
 		srv := dcm.Server{Name: s.Name, Addr: s.Addr, Port: s.Port, Weight: s.Weight, State: s.State}
 		if r, ok := byKey[key{s.Backend, s.Name}]; ok {
-			srv.Health, srv.Sessions, srv.Queued, srv.UsedConn = statusWord(r.Status), r.Sessions, r.Queued, r.UsedConn
+			srv.Health, srv.Sessions, srv.Queued, srv.UsedConn, srv.IdleConn = statusWord(r.Status), r.Sessions, r.Queued, r.UsedConn, r.IdleConn
 		} else {
 			srv.Health = healthOf(s)
 		}

@@ -151,6 +151,7 @@ type StatRow struct {
 	CheckStatus string
 	Addr        string
 	UsedConn    int // used_conn_cur
+	IdleConn    int // idle_conn_cur + safe_conn_cur
 }
 
 // ParseStat parses the CSV of `show stat`; columns are found by header name
@@ -229,6 +230,13 @@ func ParseStat(text string) ([]StatRow, error) {
 			if *f.dst, err = num(f.name); err != nil {
 				return nil, err
 			}
+		}
+		for _, name := range []string{"idle_conn_cur", "safe_conn_cur"} {
+			n, err := num(name)
+			if err != nil {
+				return nil, err
+			}
+			row.IdleConn += n
 		}
 		out = append(out, row)
 	}

@@ -133,6 +133,24 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
+// TestParseStatIdleConns: a server's idle connections are both of
+// HAProxy's idle lists, which keep del server refused until they are empty.
+func TestParseStatIdleConns(t *testing.T) {
+	in := "# pxname,svname,type,status,weight,scur,qcur,used_conn_cur,idle_conn_cur,safe_conn_cur,\n" +
+		"be,a,2,MAINT,1,0,0,0,2,3,\n" +
+		"be,b,2,MAINT,1,0,0,0,0,0,\n"
+	rows, err := ParseStat(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].IdleConn != 5 || rows[1].IdleConn != 0 {
+		t.Fatalf("rows %+v, want idle connections 5 and 0", rows)
+	}
+	if (dcm.Server{IdleConn: 5}).Idle() || !(dcm.Server{}).Idle() {
+		t.Error("a server HAProxy keeps idle connections to counts as idle, or one without does not")
+	}
+}
+
 func TestParseStatErrors(t *testing.T) {
 	for _, in := range []string{
 		"",

@@ -210,7 +210,7 @@ func AfterReload(st dcm.State) dcm.State {
 			if s.State == dcm.StateDrain {
 				s.State = dcm.StateMaint
 			}
-			s.Sessions, s.Queued, s.UsedConn = 0, 0, 0
+			s.Sessions, s.Queued, s.UsedConn, s.IdleConn = 0, 0, 0, 0
 			s.Health = ""
 			s.Unobserved = true
 			servers[k] = s

@@ -97,7 +97,7 @@ func (g gen) observe(st dcm.State) dcm.State {
 		for k := range b.Servers {
 			s := &b.Servers[k]
 			s.Unobserved = false
-			s.Sessions, s.Queued, s.UsedConn = 0, 0, 0
+			s.Sessions, s.Queued, s.UsedConn, s.IdleConn = 0, 0, 0, 0
 			if g.r.IntN(3) == 0 {
 				s.Sessions = 1 + g.r.IntN(3)
 			}

@@ -181,7 +181,7 @@ func idleWhere(st dcm.State, which func(dcm.Backend) bool) dcm.State {
 		b.Servers = slices.Clone(b.Servers)
 		for k := range b.Servers {
 			s := &b.Servers[k]
-			s.Unobserved, s.Sessions, s.Queued, s.UsedConn = false, 0, 0, 0
+			s.Unobserved, s.Sessions, s.Queued, s.UsedConn, s.IdleConn = false, 0, 0, 0, 0
 		}
 		out.Backends[i] = b
 	}
