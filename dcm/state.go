@@ -131,11 +131,18 @@ type Server struct {
 	Retired bool `json:"retired,omitempty"`
 }
 
-// Idle reports whether HAProxy has nothing in flight on the server and
-// holds no idle connection to it, so it can be deleted without cutting a
-// request and del server is not refused.
+// Idle reports whether HAProxy has nothing in flight on the server, so it
+// can be deleted or, in slots mode, given another endpoint without cutting
+// a request.
 func (s Server) Idle() bool {
-	return !s.Unobserved && s.Sessions == 0 && s.Queued == 0 && s.UsedConn == 0 && s.IdleConn == 0
+	return !s.Unobserved && s.Sessions == 0 && s.Queued == 0 && s.UsedConn == 0
+}
+
+// Deletable reports whether del server would succeed: idle, and no
+// connection kept in HAProxy's pool for reuse either (2.6 refuses the
+// delete while one is, and purges them over pool-purge-delay).
+func (s Server) Deletable() bool {
+	return s.Idle() && s.IdleConn == 0
 }
 
 // Backend is an HAProxy backend dcm manages. It is known everywhere (pages,

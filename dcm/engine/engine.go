@@ -531,7 +531,7 @@ func (e *Engine) waitingBackends() []string {
 		db, desired := e.desired.Backend(b.Name)
 		for _, s := range b.Servers {
 			retired := s.Endpoint != "" && (!desired || !hasEndpoint(db, s.Endpoint))
-			if retired && s.State == dcm.StateMaint && !s.Idle() {
+			if retired && s.State == dcm.StateMaint && !s.Deletable() {
 				names = append(names, b.ProxyName())
 				break
 			}

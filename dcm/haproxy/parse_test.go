@@ -146,8 +146,8 @@ func TestParseStatIdleConns(t *testing.T) {
 	if len(rows) != 2 || rows[0].IdleConn != 5 || rows[1].IdleConn != 0 {
 		t.Fatalf("rows %+v, want idle connections 5 and 0", rows)
 	}
-	if (dcm.Server{IdleConn: 5}).Idle() || !(dcm.Server{}).Idle() {
-		t.Error("a server HAProxy keeps idle connections to counts as idle, or one without does not")
+	if (dcm.Server{IdleConn: 5}).Deletable() || !(dcm.Server{}).Deletable() || !(dcm.Server{IdleConn: 5}).Idle() {
+		t.Error("a server HAProxy keeps idle connections to counts as deletable, or one without does not")
 	}
 }
 

@@ -326,7 +326,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 				s.Unobserved = true
 				next = append(next, s)
 				out.waiting++
-			case !s.Idle():
+			case !s.Deletable():
 				out.waiting++
 				if next != nil {
 					next = append(next, s)
