@@ -296,9 +296,14 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}, log.With("part", "haproxy"))
 	eng := engine.New(engine.Config{Caps: caps, EventBuffer: o.eventHistory}, driver, metrics, log.With("part", "engine"))
 	source := kube.NewSource(client, kube.Options{IngressClass: o.ingressClass, Namespaces: o.namespaces, DefaultBackendCA: backendCA}, eng, log.With("part", "kube"))
-	if dyn != nil && o.routes {
+	switch {
+	case dyn != nil && o.routes:
 		source.WatchRoutes(kube.RouteWatchOptions{Client: dyn, Discovery: client.Discovery(),
 			Convert: kube.RouteOptions{Subdomain: o.routeDomain}, Status: true})
+	case o.routes:
+		// The demo's in-memory cluster has no API server to serve the
+		// Route CRD: say so, as a cluster without it is told.
+		log.Info("OpenShift Routes are not served by the embedded demo cluster; Ingresses are")
 	}
 	certs.src = source // before anything runs: the driver asks only once the engine does
 	parts += 2
