@@ -73,11 +73,12 @@ func passthroughRoute(name, host string) dcm.Route {
 	return r
 }
 
-// passesThrough waits until a TLS client for host, verifying against ca,
-// reaches the pod named want with the pod's own certificate (serial of
-// leaf): the connection went through HAProxy undecrypted.
-func passesThrough(s *harness.Stack, host, want string, ca *testkit.CA, leaf testkit.Leaf) {
-	s.Eventually(host+" passes through to "+want, 5*time.Second, func() error {
+// servedWith waits until a TLS client for host, verifying against ca,
+// gets 200 from the pod named want with leaf as the served certificate:
+// the pod's own for a passthrough route (the connection went through
+// HAProxy undecrypted), the route's for edge and reencrypt.
+func servedWith(s *harness.Stack, host, want string, ca *testkit.CA, leaf testkit.Leaf) {
+	s.Eventually(host+" serves "+want+" with its certificate", 5*time.Second, func() error {
 		code, body, got, err := testkit.HTTPSGet(s.HTTPSAddr, host, "/", ca.Pool())
 		switch {
 		case err != nil:
@@ -85,22 +86,22 @@ func passesThrough(s *harness.Stack, host, want string, ca *testkit.CA, leaf tes
 		case code != http.StatusOK || body != want:
 			return fmt.Errorf("HTTP %d %q", code, body)
 		case got.SerialNumber.Cmp(leaf.Cert.SerialNumber) != 0:
-			return fmt.Errorf("certificate serial %s, not the pod's", got.SerialNumber)
+			return fmt.Errorf("certificate serial %s, not the expected one", got.SerialNumber)
 		}
 		return nil
 	})
 }
 
-// terminatedHere checks that a TLS connection for host is not passed
-// through: HAProxy terminates it with another certificate than the pod's
-// and answers 404 (no route).
-func terminatedHere(s *harness.Stack, host string, leaf testkit.Leaf) error {
+// notServedWith checks that host has no TLS route any more: HAProxy
+// terminates the connection with another certificate than leaf (the
+// default one) and answers 404 (no route).
+func notServedWith(s *harness.Stack, host string, leaf testkit.Leaf) error {
 	code, body, got, err := testkit.InsecureHTTPSGet(s.HTTPSAddr, host, "/")
 	switch {
 	case err != nil:
 		return err
 	case got.SerialNumber.Cmp(leaf.Cert.SerialNumber) == 0:
-		return fmt.Errorf("the pod's certificate is still served")
+		return fmt.Errorf("certificate %s is still served", got.SerialNumber)
 	case code != http.StatusNotFound:
 		return fmt.Errorf("HTTP %d %q", code, body)
 	}
@@ -135,7 +136,7 @@ func TestRoutesWithoutReload(t *testing.T) {
 		r, tr := poolRoute(name, host, "/"), passthroughRoute(tname, thost)
 		src.Set(withRoutes(base, []dcm.Route{r, tr}, []pod{p, tp}))
 		answers(s, host, "/", p.Name)
-		passesThrough(s, thost, tp.Name, ca, leaf)
+		servedWith(s, thost, tp.Name, ca, leaf)
 		for _, want := range []struct {
 			route dcm.Route
 			kind  string
@@ -149,7 +150,7 @@ func TestRoutesWithoutReload(t *testing.T) {
 
 		src.Set(base)
 		s.Eventually(host+" is gone", 5*time.Second, func() error { return s.ExpectStatus(host, "/", http.StatusNotFound) })
-		s.Eventually(thost+" is gone", 5*time.Second, func() error { return terminatedHere(s, thost, leaf) })
+		s.Eventually(thost+" is gone", 5*time.Second, func() error { return notServedWith(s, thost, leaf) })
 		s.Eventually(name+"'s and "+tname+"'s spares are back", 5*time.Second, func() error {
 			if n := len(s.Engine.Snapshot().Pool); n != spares {
 				return fmt.Errorf("%d spares free", n)
@@ -371,7 +372,7 @@ func TestPassthroughAcrossReload(t *testing.T) {
 		leaves = append(leaves, leaf)
 	}
 	src.Set(withRoutes(base, routes[:1], pods[:1]))
-	passesThrough(s, "p0.test", pods[0].Name, ca, leaves[0])
+	servedWith(s, "p0.test", pods[0].Name, ca, leaves[0])
 	if s.Reloads() != 0 || s.WorkerPID() != pid {
 		t.Fatalf("%v reloads for a route that fits the pool", s.Reloads())
 	}
@@ -383,13 +384,13 @@ func TestPassthroughAcrossReload(t *testing.T) {
 		return nil
 	})
 	for i := range routes {
-		passesThrough(s, routes[i].Host, pods[i].Name, ca, leaves[i])
+		servedWith(s, routes[i].Host, pods[i].Name, ca, leaves[i])
 	}
 	if s.WorkerPID() == pid {
 		t.Error("the worker did not change")
 	}
 	s.Eventually("a host of no route is terminated by HAProxy", 5*time.Second, func() error {
-		return terminatedHere(s, "nothing.test", leaves[0])
+		return notServedWith(s, "nothing.test", leaves[0])
 	})
 	answers(s, "app.test", "/", app.Name)
 	filesEqualRuntime(t, s)

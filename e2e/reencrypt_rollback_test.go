@@ -87,7 +87,7 @@ func TestReencryptCARollback(t *testing.T) {
 					}
 				}
 			})
-			servesTLS(s, "shop.test", "shop", k.front, leaf)
+			servedWith(s, "shop.test", "shop", k.front, leaf)
 			pid, reloads := s.WorkerPID(), s.Reloads()
 			onlyUpstream(t, s, v1)
 

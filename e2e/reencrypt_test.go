@@ -64,39 +64,6 @@ func withTLSRoutes(base dcm.Desired, routes []dcm.Route, pods []pod) dcm.Desired
 	return d
 }
 
-// servesTLS waits until a TLS client for host, verifying the frontend's
-// certificate against ca, gets 200 from the pod named want, with leaf as
-// the served certificate.
-func servesTLS(s *harness.Stack, host, want string, ca *testkit.CA, leaf testkit.Leaf) {
-	s.Eventually(host+" serves "+want+" over TLS", 5*time.Second, func() error {
-		code, body, got, err := testkit.HTTPSGet(s.HTTPSAddr, host, "/", ca.Pool())
-		switch {
-		case err != nil:
-			return err
-		case code != http.StatusOK || body != want:
-			return fmt.Errorf("HTTP %d %q", code, body)
-		case got.SerialNumber.Cmp(leaf.Cert.SerialNumber) != 0:
-			return fmt.Errorf("certificate serial %s, not the route's", got.SerialNumber)
-		}
-		return nil
-	})
-}
-
-// goneTLS checks that host has no route any more: its certificate is no
-// longer served (the default one is) and HAProxy answers 404.
-func goneTLS(s *harness.Stack, host string, leaf testkit.Leaf) error {
-	code, body, got, err := testkit.InsecureHTTPSGet(s.HTTPSAddr, host, "/")
-	switch {
-	case err != nil:
-		return err
-	case got.SerialNumber.Cmp(leaf.Cert.SerialNumber) == 0:
-		return fmt.Errorf("the route's certificate is still served")
-	case code != http.StatusNotFound:
-		return fmt.Errorf("HTTP %d %q", code, body)
-	}
-	return nil
-}
-
 // caFiles lists the CA files in HAProxy's work directory.
 func caFiles(t *testing.T, s *harness.Stack) []string {
 	t.Helper()
@@ -144,8 +111,8 @@ func TestTLSRoutesWithoutReload(t *testing.T) {
 		rr, rleaf := k.reencryptRouteFor(t, rname, rhost, k.pods.CertPEM())
 		caFile = haproxy.CAFile(rr.Upstream.Version)
 		src.Set(withTLSRoutes(base, []dcm.Route{er, rr}, []pod{ep, rp}))
-		servesTLS(s, ehost, ep.Name, k.front, eleaf)
-		servesTLS(s, rhost, rp.Name, k.front, rleaf)
+		servedWith(s, ehost, ep.Name, k.front, eleaf)
+		servedWith(s, rhost, rp.Name, k.front, rleaf)
 		for _, want := range []struct {
 			route      dcm.Route
 			kind, pool string
@@ -161,8 +128,8 @@ func TestTLSRoutesWithoutReload(t *testing.T) {
 		filesEqualRuntime(t, s)
 
 		src.Set(base)
-		s.Eventually(ehost+" is gone", 5*time.Second, func() error { return goneTLS(s, ehost, eleaf) })
-		s.Eventually(rhost+" is gone", 5*time.Second, func() error { return goneTLS(s, rhost, rleaf) })
+		s.Eventually(ehost+" is gone", 5*time.Second, func() error { return notServedWith(s, ehost, eleaf) })
+		s.Eventually(rhost+" is gone", 5*time.Second, func() error { return notServedWith(s, rhost, rleaf) })
 		s.Eventually(ename+"'s and "+rname+"'s spares are back", 5*time.Second, func() error {
 			if n := len(s.Engine.Snapshot().Pool); n != spares {
 				return fmt.Errorf("%d spares free", n)
@@ -206,13 +173,13 @@ func TestReencryptPoolExhausted(t *testing.T) {
 		pods = append(pods, pod(testkit.StartTLSBackend(t, fmt.Sprintf("127.0.7.%d", 10+i), "pod-"+name, k.pods.Leaf(t, name+".test.svc"))))
 	}
 	src.Set(withTLSRoutes(base, routes[:2], pods[:2]))
-	servesTLS(s, "rx0.test", pods[0].Name, k.front, leaves[0])
-	servesTLS(s, "rx1.test", pods[1].Name, k.front, leaves[1])
+	servedWith(s, "rx0.test", pods[0].Name, k.front, leaves[0])
+	servedWith(s, "rx1.test", pods[1].Name, k.front, leaves[1])
 	if s.Reloads() != 0 || s.WorkerPID() != pid {
 		t.Fatalf("%v reloads for routes that fit the pool", s.Reloads())
 	}
 	src.Set(withTLSRoutes(base, routes, pods))
-	servesTLS(s, "rx2.test", pods[2].Name, k.front, leaves[2])
+	servedWith(s, "rx2.test", pods[2].Name, k.front, leaves[2])
 	s.Eventually("one reload", 5*time.Second, func() error {
 		if n := s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonPoolExhausted)); n != 1 {
 			return fmt.Errorf("%v pool-exhausted reloads", n)
@@ -220,7 +187,7 @@ func TestReencryptPoolExhausted(t *testing.T) {
 		return nil
 	})
 	for i := range 3 {
-		servesTLS(s, routes[i].Host, pods[i].Name, k.front, leaves[i])
+		servedWith(s, routes[i].Host, pods[i].Name, k.front, leaves[i])
 	}
 	if n := s.Reloads(); n != 1 {
 		t.Errorf("%v reloads in all, want the one pool-exhausted", n)
@@ -250,7 +217,7 @@ func TestReencryptVerifiesPods(t *testing.T) {
 		pod(testkit.StartTLSBackend(t, "127.0.7.22", "pod-misnamed", k.pods.Leaf(t, "other.test.svc"))),
 	}
 	src.Set(withTLSRoutes(base, []dcm.Route{good, unsigned, misnamed}, pods))
-	servesTLS(s, "good.test", "pod-good", k.front, goodLeaf)
+	servedWith(s, "good.test", "pod-good", k.front, goodLeaf)
 	for _, bad := range []struct {
 		host string
 		leaf testkit.Leaf
@@ -303,7 +270,7 @@ func TestReencryptCARotation(t *testing.T) {
 		return d
 	}
 	src.Set(withShop(shop))
-	servesTLS(s, "shop.test", "shop", k.front, leaf)
+	servedWith(s, "shop.test", "shop", k.front, leaf)
 	oldFile := haproxy.CAFile(shop.Upstream.Version)
 
 	load := startHTTPSLoad(s, "shop.test", k.front, 3)
@@ -394,7 +361,7 @@ func TestIngressReencrypt(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := dcm.BackendName(dcm.KindReencrypt, "demo", "secure")
-	servesTLS(s, host, "secure-pod", k.front, leaf)
+	servedWith(s, host, "secure-pod", k.front, leaf)
 	b := s.Backend(name)
 	if !strings.HasPrefix(b.Slot, "be_reencrypt:_pool:") || len(b.Servers) != 1 || b.Servers[0].Upstream == nil ||
 		b.Servers[0].Upstream.ServerName != "secure.demo.svc" || b.Servers[0].Upstream.CA != "secret:demo/secure-tls" {
@@ -413,7 +380,7 @@ func TestIngressReencrypt(t *testing.T) {
 		}
 		return nil
 	})
-	servesTLS(s, host, "secure-pod", k.front, leaf)
+	servedWith(s, host, "secure-pod", k.front, leaf)
 	second := s.Backend(name).Servers[0].Upstream.Version
 
 	// A ca.crt that is no CA: rejected, the last valid CA stays.
@@ -427,7 +394,7 @@ func TestIngressReencrypt(t *testing.T) {
 		}
 		return nil
 	})
-	servesTLS(s, host, "secure-pod", k.front, leaf)
+	servedWith(s, host, "secure-pod", k.front, leaf)
 	if b := s.Backend(name); len(b.Servers) != 1 || b.Servers[0].Upstream.Version != second {
 		t.Errorf("after a bad CA: servers %+v, want the CA %s kept", b.Servers, second)
 	}

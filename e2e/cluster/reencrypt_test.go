@@ -62,21 +62,7 @@ func TestIngressReencryptThroughAPIServer(t *testing.T) {
 	}
 	s := harness.Start(t, harness.Options{Client: dcmClient(t), Namespaces: []string{ns}, HTTPS: true,
 		Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4, RuntimeCerts: true}})
-	expect := func(what string, code int, body string) {
-		t.Helper()
-		s.Eventually(what, 15*time.Second, func() error {
-			got, b, served, err := testkit.HTTPSGet(s.HTTPSAddr, host, "/", front.Pool())
-			switch {
-			case err != nil:
-				return err
-			case served.SerialNumber.Cmp(leaf.Cert.SerialNumber) != 0:
-				return fmt.Errorf("certificate serial %s, not the Secret's", served.SerialNumber)
-			case got != code || (body != "" && b != body):
-				return fmt.Errorf("HTTP %d %q", got, b)
-			}
-			return nil
-		})
-	}
+	expect := expectBehindTLS(s, host, front, leaf)
 	expect("the verified pod serves", 200, "secure-good")
 	pid, reloads := s.WorkerPID(), s.Reloads()
 
@@ -88,5 +74,25 @@ func TestIngressReencryptThroughAPIServer(t *testing.T) {
 	expect("a pod of another CA gets nothing", 503, "")
 	if s.WorkerPID() != pid || s.Reloads() != reloads {
 		t.Errorf("worker %d → %d, reloads %v → %v", pid, s.WorkerPID(), reloads, s.Reloads())
+	}
+}
+
+// expectBehindTLS returns a check that waits until HTTPS to host, served
+// with leaf (verified against front), answers code and, unless empty, body:
+// what a reencrypt route's pods give once HAProxy verified them, or 503.
+func expectBehindTLS(s *harness.Stack, host string, front *testkit.CA, leaf testkit.Leaf) func(what string, code int, body string) {
+	return func(what string, code int, body string) {
+		s.Eventually(what, 15*time.Second, func() error {
+			got, b, served, err := testkit.HTTPSGet(s.HTTPSAddr, host, "/", front.Pool())
+			switch {
+			case err != nil:
+				return err
+			case served.SerialNumber.Cmp(leaf.Cert.SerialNumber) != 0:
+				return fmt.Errorf("certificate serial %s, not the route's", served.SerialNumber)
+			case got != code || (body != "" && b != body):
+				return fmt.Errorf("HTTP %d %q", got, b)
+			}
+			return nil
+		})
 	}
 }

@@ -638,21 +638,7 @@ func testOpenShiftReencryptRoute(t *testing.T, atStart bool) {
 	if !atStart {
 		create()
 	}
-	expect := func(what string, code int, body string) {
-		t.Helper()
-		s.Eventually(what, 15*time.Second, func() error {
-			got, b, served, err := testkit.HTTPSGet(s.HTTPSAddr, host, "/", front.Pool())
-			switch {
-			case err != nil:
-				return err
-			case served.SerialNumber.Cmp(leaf.Cert.SerialNumber) != 0:
-				return fmt.Errorf("certificate serial %s, not the Route's", served.SerialNumber)
-			case got != code || (body != "" && b != body):
-				return fmt.Errorf("HTTP %d %q", got, b)
-			}
-			return nil
-		})
-	}
+	expect := expectBehindTLS(s, host, front, leaf)
 	expect("the verified pod serves", http.StatusOK, "secure-pod")
 	admitted(t, routes, "secure", "True", "")
 	if added := slices.ContainsFunc(s.Commands(), func(c string) bool { return strings.HasPrefix(c, "new ssl ca-file") }); added == atStart {

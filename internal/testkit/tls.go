@@ -17,7 +17,6 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -214,16 +213,7 @@ func StartTLSBackend(tb testing.TB, ip, name string, leaf Leaf) Backend {
 	if err != nil {
 		tb.Fatalf("listen on %s: %v", ip, err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ms, err := strconv.Atoi(r.URL.Query().Get("ms")); err == nil {
-			time.Sleep(time.Duration(min(ms, 60000)) * time.Millisecond)
-		}
-		io.WriteString(w, name)
-	}), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(l)
-	tb.Cleanup(func() { srv.Close() })
-	a := l.Addr().(*net.TCPAddr)
-	return Backend{Name: name, Addr: a.IP.String(), Port: a.Port}
+	return serveName(tb, l, name)
 }
 
 // InsecureHTTPSGet is HTTPSGet without verifying the certificate, to see
