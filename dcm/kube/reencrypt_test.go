@@ -161,14 +161,14 @@ func TestSourceReencrypt(t *testing.T) {
 	u1 := dcm.UpstreamTLS{CA: "secret:demo/web-ca", Version: v1, ServerName: "web.demo.svc"}
 	want1 := v1 + " web-7d9f8c6b5-aaaaa:http." + dcm.UpstreamTag(&u1)
 	eventually(t, "the CA's version", func() bool { return upstream("be_reencrypt:demo:web") == want1 })
-	if p, err := s.CAPEM("secret:demo/web-ca", v1); err != nil || string(p) != string(ca1.CertPEM()) {
+	if p, err := s.PEMs().CAPEM("secret:demo/web-ca", v1); err != nil || string(p) != string(ca1.CertPEM()) {
 		t.Fatalf("CAPEM: %v", err)
 	}
 	ud := dcm.UpstreamTLS{CA: CADefault, Version: v2, ServerName: "web.demo.svc"}
 	if got, want := upstream("be_reencrypt:demo:dflt"), v2+" web-7d9f8c6b5-aaaaa:http."+dcm.UpstreamTag(&ud); got != want {
 		t.Errorf("default CA: %q, want %q", got, want)
 	}
-	if _, err := s.CAPEM(CADefault, v2); err != nil {
+	if _, err := s.PEMs().CAPEM(CADefault, v2); err != nil {
 		t.Errorf("CAPEM of the default CA: %v", err)
 	}
 

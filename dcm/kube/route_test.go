@@ -399,11 +399,11 @@ func TestRouteSourceInlineCert(t *testing.T) {
 	if b.Route.TLS == nil || b.Route.TLS.Version == "" {
 		t.Fatalf("tls %+v", b.Route.TLS)
 	}
-	pem, err := s.CertPEM("route:demo/web", b.Route.TLS.Version)
+	pem, err := s.PEMs().CertPEM("route:demo/web", b.Route.TLS.Version)
 	if err != nil || !strings.Contains(string(pem), string(leaf.KeyPEM)) {
 		t.Fatalf("CertPEM: %v", err)
 	}
-	if _, err := s.CertPEM("demo/web", b.Route.TLS.Version); err == nil {
+	if _, err := s.PEMs().CertPEM("demo/web", b.Route.TLS.Version); err == nil {
 		t.Error("the inline certificate is also under a Secret's key")
 	}
 	if rej := s.Rejections(); len(rej) != 0 {
@@ -411,7 +411,7 @@ func TestRouteSourceInlineCert(t *testing.T) {
 	}
 	_ = routes.Delete(rt)
 	mustSync(t, s, "route/demo/web")
-	if _, err := s.CertPEM("route:demo/web", b.Route.TLS.Version); err == nil {
+	if _, err := s.PEMs().CertPEM("route:demo/web", b.Route.TLS.Version); err == nil {
 		t.Error("the key of a deleted Route is kept")
 	}
 }
@@ -439,12 +439,12 @@ func TestRouteSourceReencrypt(t *testing.T) {
 	if b.Route.Upstream == nil || b.Route.Upstream.CA != "route:demo/web" || b.Route.Upstream.Version == "" {
 		t.Fatalf("upstream %+v", b.Route.Upstream)
 	}
-	if p, err := s.CAPEM("route:demo/web", b.Route.Upstream.Version); err != nil || string(p) != string(destCA.CertPEM()) {
+	if p, err := s.PEMs().CAPEM("route:demo/web", b.Route.Upstream.Version); err != nil || string(p) != string(destCA.CertPEM()) {
 		t.Fatalf("CAPEM: %v", err)
 	}
 	_ = routes.Delete(rt)
 	mustSync(t, s, "route/demo/web")
-	if _, err := s.CAPEM("route:demo/web", b.Route.Upstream.Version); err == nil {
+	if _, err := s.PEMs().CAPEM("route:demo/web", b.Route.Upstream.Version); err == nil {
 		t.Error("the CA of a deleted Route is kept")
 	}
 

@@ -249,10 +249,10 @@ func (s *Source) convertRoute(u *unstructured.Unstructured) *ingressState {
 	// Kept before the route is committed: the driver asks for the PEMs as
 	// soon as the engine sees their versions.
 	if c.CertPEM != nil {
-		s.keepPEM(r.TLS.Secret, r.TLS.Version, c.CertPEM)
+		s.pems.keepCert(r.TLS.Secret, r.TLS.Version, c.CertPEM)
 	}
 	if c.CAPEM != nil {
-		s.KeepCA(r.Upstream.CA, r.Upstream.Version, c.CAPEM)
+		s.pems.keepCA(r.Upstream.CA, r.Upstream.Version, c.CAPEM)
 	}
 	st.routes = []dcm.Route{r}
 	st.ids = []identity{{host: r.Host, path: r.Path, pathType: r.PathType}, {backend: r.BackendName()}}
@@ -261,10 +261,7 @@ func (s *Source) convertRoute(u *unstructured.Unstructured) *ingressState {
 
 // forgetPEMs drops a deleted Route's inline certificate and CA.
 func (s *Source) forgetPEMs(key string) {
-	s.pemMu.Lock()
-	defer s.pemMu.Unlock()
-	delete(s.pems, key)
-	delete(s.caPEMs, key)
+	s.pems.forget(key, key)
 }
 
 // routeEndpoints are the endpoints of the i-th service of r. An OpenShift

@@ -47,6 +47,9 @@ type Options struct {
 	// of reencrypt routes that name none (--default-backend-ca-file);
 	// nil rejects such routes.
 	DefaultBackendCA []byte
+	// PEMs receives the certificates and CAs the routes name, for the
+	// HAProxy driver; nil: a store of the Source's own (Source.PEMs).
+	PEMs *PEMStore
 }
 
 // Reporter hears about objects dcm refuses to serve. Rejected is called once
@@ -176,15 +179,8 @@ type Source struct {
 
 	rw routeWatch
 
-	// pems holds, by Secret, the PEM of its newest versions (newest first,
-	// at most two: the driver may still apply a plan made with the one
-	// before). It is the only place dcm keeps a key, and CertPEM the only
-	// way out.
-	pemMu sync.Mutex
-	pems  map[string][]versionedPEM
-	// caPEMs holds, by CA source (dcm.UpstreamTLS.CA), the newest
-	// versions of destination CAs, as pems does for certificates.
-	caPEMs map[string][]versionedPEM
+	// pems receives the PEM of certificates and CAs for the driver.
+	pems *PEMStore
 
 	mu       sync.Mutex // guards the snapshot below
 	backends map[string]dcm.DesiredBackend
@@ -243,6 +239,9 @@ func newSource(opts Options, reporter Reporter, logger *slog.Logger) *Source {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.PEMs == nil {
+		opts.PEMs = NewPEMStore()
+	}
 	if opts.Workers <= 0 {
 		opts.Workers = 2
 	}
@@ -252,6 +251,7 @@ func newSource(opts Options, reporter Reporter, logger *slog.Logger) *Source {
 		log:          logger,
 		listers:      map[string]listerSet{},
 		queue:        workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		pems:         opts.PEMs,
 		changed:      make(chan struct{}, 1),
 		now:          time.Now,
 		seen:         map[string]time.Time{},
@@ -260,8 +260,6 @@ func newSource(opts Options, reporter Reporter, logger *slog.Logger) *Source {
 		routes:       map[string]servedRoute{},
 		byService:    map[string]map[string]struct{}{},
 		bySecret:     map[string]map[string]struct{}{},
-		pems:         map[string][]versionedPEM{},
-		caPEMs:       map[string][]versionedPEM{},
 		sliceRejects: map[string]map[dcm.ObjectRef]dcm.Rejection{},
 		routeListers: map[string]cache.GenericLister{},
 		backends:     map[string]dcm.DesiredBackend{},
@@ -369,6 +367,9 @@ func (s *Source) putBackSeen(key string, t time.Time) {
 		s.seen[key] = t
 	}
 }
+
+// PEMs is where the Source keeps the PEM the HAProxy driver asks for.
+func (s *Source) PEMs() *PEMStore { return s.pems }
 
 // Changed signals that Desired has changed. The channel holds one signal, so
 // a burst of changes reads as one and a lone change is seen at once.
@@ -596,10 +597,7 @@ func (s *Source) sync(key string, seen time.Time) error {
 			delete(s.bySecret, sec)
 			ns, name, _ := strings.Cut(sec, "/")
 			t.accept(dcm.ObjectRef{Kind: KindSecret, Namespace: ns, Name: name})
-			s.pemMu.Lock()
-			delete(s.pems, sec)
-			delete(s.caPEMs, CASecretPrefix+sec)
-			s.pemMu.Unlock()
+			s.pems.forget(sec, CASecretPrefix+sec)
 		}
 	}
 	// Commit even after an error: what was computed is consistent with the
@@ -897,12 +895,6 @@ func (s *Source) syncSecret(t *txn, ns, name string) error {
 // secretSelector keeps the Secret informer to TLS Secrets.
 const secretSelector = "type=" + string(corev1.SecretTypeTLS)
 
-// versionedPEM is one version of a Secret's certificate and key.
-type versionedPEM struct {
-	version string
-	pem     []byte
-}
-
 // certVersion reads a route's Secret (once per sync) and returns the
 // version of its certificate. A missing Secret gives "": its hosts get the
 // default certificate. An invalid one is rejected with its reason and its
@@ -929,43 +921,16 @@ func (s *Source) certVersion(t *txn, secret string) string {
 			pem, v, err := SecretCert(sec)
 			if err != nil {
 				t.reject(dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: RejectMessage(err)})
-				s.pemMu.Lock()
-				if last := s.pems[secret]; len(last) > 0 {
-					version = last[0].version
-				}
-				s.pemMu.Unlock()
+				version = s.pems.newestCert(secret)
 				break
 			}
 			t.accept(ref)
 			version = v
-			s.keepPEM(secret, v, pem)
+			s.pems.keepCert(secret, v, pem)
 		}
 	}
 	t.certs[secret] = version
 	return version
-}
-
-func (s *Source) keepPEM(secret, version string, pem []byte) {
-	s.pemMu.Lock()
-	defer s.pemMu.Unlock()
-	old := s.pems[secret]
-	if len(old) > 0 && old[0].version == version {
-		return
-	}
-	s.pems[secret] = append([]versionedPEM{{version: version, pem: pem}}, old[:min(len(old), 1)]...)
-}
-
-// CertPEM hands the HAProxy driver the certificate and key of a Secret's
-// version (the newest or the one before).
-func (s *Source) CertPEM(secret, version string) ([]byte, error) {
-	s.pemMu.Lock()
-	defer s.pemMu.Unlock()
-	for _, p := range s.pems[secret] {
-		if p.version == version {
-			return p.pem, nil
-		}
-	}
-	return nil, fmt.Errorf("kube: no certificate of Secret %s at version %.12s", secret, version)
 }
 
 // serviceView is a Service and its usable slices, read once per sync.
@@ -1074,7 +1039,7 @@ func (s *Source) backendFor(t *txn, r dcm.Route) dcm.DesiredBackend {
 // reason and the route keeps the last valid version dcm has seen of it,
 // as certVersion does. The default CA is the one checked at start. Other
 // sources (an OpenShift Route's inline CA) bring their version along and
-// register their PEM with KeepCA.
+// register their PEM in the PEMStore.
 func (s *Source) caVersion(t *txn, ca, given string) string {
 	if v, ok := t.cas[ca]; ok {
 		return v
@@ -1086,7 +1051,7 @@ func (s *Source) caVersion(t *txn, ca, given string) string {
 		if len(s.opts.DefaultBackendCA) > 0 {
 			if v, err := ParseCA(s.opts.DefaultBackendCA); err == nil {
 				version = v
-				s.KeepCA(ca, v, s.opts.DefaultBackendCA)
+				s.pems.keepCA(ca, v, s.opts.DefaultBackendCA)
 			}
 		}
 	case strings.HasPrefix(ca, CASecretPrefix):
@@ -1107,45 +1072,19 @@ func (s *Source) caVersion(t *txn, ca, given string) string {
 				pem, v, err := SecretCA(sec)
 				if err != nil {
 					t.reject(dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: "destination CA: " + RejectMessage(err)})
-					s.pemMu.Lock()
-					if last := s.caPEMs[ca]; len(last) > 0 {
-						version = last[0].version
+					if last := s.pems.newestCA(ca); last != "" {
+						version = last
 					}
-					s.pemMu.Unlock()
 					break
 				}
 				t.accept(ref)
 				version = v
-				s.KeepCA(ca, v, pem)
+				s.pems.keepCA(ca, v, pem)
 			}
 		}
 	}
 	t.cas[ca] = version
 	return version
-}
-
-// KeepCA remembers a destination CA's PEM for CAPEM: the newest two
-// versions per source, as certificates are kept.
-func (s *Source) KeepCA(ca, version string, pem []byte) {
-	s.pemMu.Lock()
-	defer s.pemMu.Unlock()
-	old := s.caPEMs[ca]
-	if len(old) > 0 && old[0].version == version {
-		return
-	}
-	s.caPEMs[ca] = append([]versionedPEM{{version: version, pem: pem}}, old[:min(len(old), 1)]...)
-}
-
-// CAPEM hands the HAProxy driver the PEM of a destination CA's version.
-func (s *Source) CAPEM(ca, version string) ([]byte, error) {
-	s.pemMu.Lock()
-	defer s.pemMu.Unlock()
-	for _, p := range s.caPEMs[ca] {
-		if p.version == version {
-			return p.pem, nil
-		}
-	}
-	return nil, fmt.Errorf("kube: no CA %s at version %.12s", ca, version)
 }
 
 // backendFor builds a route's backend from the views of its services, in

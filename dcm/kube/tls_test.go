@@ -198,7 +198,7 @@ func TestSourceSecrets(t *testing.T) {
 	if got := version(); got != v1 {
 		t.Fatalf("version %q, want %q", got, v1)
 	}
-	if p, err := s.CertPEM("demo/a-tls", v1); err != nil || !strings.Contains(string(p), string(one.KeyPEM)) {
+	if p, err := s.PEMs().CertPEM("demo/a-tls", v1); err != nil || !strings.Contains(string(p), string(one.KeyPEM)) {
 		t.Fatalf("CertPEM: %v", err)
 	}
 
@@ -209,7 +209,7 @@ func TestSourceSecrets(t *testing.T) {
 	_, v2, _ := SecretCert(tlsSecret("a-tls", two.CertPEM, two.KeyPEM))
 	eventually(t, "the rotated version", func() bool { return version() == v2 })
 	for _, v := range []string{v1, v2} {
-		if _, err := s.CertPEM("demo/a-tls", v); err != nil {
+		if _, err := s.PEMs().CertPEM("demo/a-tls", v); err != nil {
 			t.Errorf("CertPEM %s after the rotation: %v", v, err)
 		}
 	}
@@ -235,7 +235,7 @@ func TestSourceSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the route gone", func() bool { return version() == "<none>" })
-	if _, err := s.CertPEM("demo/a-tls", v2); err == nil {
+	if _, err := s.PEMs().CertPEM("demo/a-tls", v2); err == nil {
 		t.Error("the key of a Secret no route uses is kept")
 	}
 }
