@@ -5,8 +5,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/dcm-router/dcm/system"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -54,8 +57,8 @@ func TestRedirectPort(t *testing.T) {
 		if err != nil {
 			t.Fatalf("parseFlags(%q): %v", tt.args, err)
 		}
-		if got := redirectPort(o); got != tt.want {
-			t.Errorf("redirectPort(%q) = %d, want %d", tt.args, got, tt.want)
+		if got := o.RedirectPort(); got != tt.want {
+			t.Errorf("RedirectPort(%q) = %d, want %d", tt.args, got, tt.want)
 		}
 	}
 }
@@ -88,5 +91,17 @@ func TestRunNeedsUsableHAProxy(t *testing.T) {
 				t.Errorf("error %q does not mention %q", err, w)
 			}
 		}
+	}
+}
+
+// TestFlagDefaultsAreSystemDefaults: dcm without flags runs
+// system.Defaults, which the e2e harness starts from too.
+func TestFlagDefaultsAreSystemDefaults(t *testing.T) {
+	got, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := system.Defaults(); !reflect.DeepEqual(got, want) {
+		t.Errorf("flags give %+v\nsystem.Defaults is %+v", got, want)
 	}
 }

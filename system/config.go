@@ -1,0 +1,162 @@
+// Package system assembles the running dcm from a Config: the Kubernetes
+// client (or the embedded demo cluster), the HAProxy driver, the engine,
+// the Kubernetes source and the portal. It is the one place that wires
+// them: main fills a Config from its flags and calls it, and so does the
+// e2e harness, so that end-to-end tests run what ships.
+package system
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/haproxy"
+)
+
+// Config is everything dcm runs with. main fills it from flags, each
+// flag's default the field's value in Defaults; the e2e harness starts
+// from Defaults too and changes only what a test names.
+type Config struct {
+	// Where Kubernetes is: a kubeconfig (--kubeconfig; else $KUBECONFIG,
+	// then the in-cluster config, else the demo), or the demo (--demo).
+	Kubeconfig string
+	Demo       bool
+
+	// What dcm serves.
+	Namespaces     []string // --namespace; empty: all
+	IngressClass   string   // --ingress-class; "": every Ingress
+	Routes         bool     // --routes: OpenShift Routes too, when served
+	RouteSubdomain string   // --route-subdomain
+	// DefaultBackendCAFile is --default-backend-ca-file, read once at start.
+	DefaultBackendCAFile string
+
+	// HAProxy.
+	HAProxyBin   string // --haproxy-bin
+	MasterSocket string // --haproxy-master-socket
+	// WorkDir is --work-dir; "": a directory under the user cache.
+	WorkDir   string
+	HTTPBind  string // --http-bind
+	HTTPSBind string // --https-bind
+	// HTTPSRedirectPort is --https-redirect-port; 0: HTTPSBind's port.
+	HTTPSRedirectPort int
+	// CookieSecretFile is --cookie-secret-file; "": DefaultCookieSecret.
+	CookieSecretFile string
+	Mode             dcm.Mode // --mode
+	Slots            int      // --slots, in slots mode
+	PoolSize         int      // --pool-size, in dynamic mode
+	StickyPoolSize   int      // --sticky-pool-size, with a pool
+
+	// The portal.
+	Listen        string // --listen
+	AuthTokenFile string // --auth-token-file
+	EventHistory  int    // --event-history
+	LogLevel      string // --log-level
+
+	// The demo's pods.
+	DemoReadinessDelay time.Duration // --demo-readiness-delay
+	DemoPreStopDelay   time.Duration // --demo-prestop-delay
+
+	// Timing that no flag sets: what dcm ships with, changed only by a test
+	// that is about it.
+	ObserveEvery     time.Duration // one pass reading all of HAProxy's state back
+	IdlePollEvery    time.Duration // reading back servers waiting to be deleted
+	RetryReloadAfter time.Duration // the first retry of a failed reload
+	AdminReadTimeout time.Duration // each admin socket read
+	ReloadTimeout    time.Duration // the wait for a reloaded worker
+	// RoutesRecheck is the first wait before asking again whether the
+	// Routes API is served; it doubles up to RoutesMaxRecheck.
+	RoutesRecheck, RoutesMaxRecheck time.Duration
+}
+
+// DefaultCookieSecret keeps sticky cookies equal across replicas and
+// restarts when no --cookie-secret-file is given. It is public, so anyone
+// can compute which cookie names which pod address; a private one hides it.
+const DefaultCookieSecret = "dcm-default-cookie-secret"
+
+// Defaults is the configuration dcm runs with when no flag is given.
+func Defaults() Config {
+	return Config{
+		Routes:             true,
+		HAProxyBin:         "haproxy",
+		HTTPBind:           "127.0.0.1:8000",
+		HTTPSBind:          "127.0.0.1:8443",
+		Mode:               dcm.ModeDynamic,
+		Slots:              8,
+		PoolSize:           10,
+		StickyPoolSize:     10,
+		Listen:             "127.0.0.1:8080",
+		EventHistory:       10000,
+		LogLevel:           "info",
+		DemoReadinessDelay: 500 * time.Millisecond,
+		DemoPreStopDelay:   time.Second,
+		ObserveEvery:       10 * time.Second,
+		IdlePollEvery:      200 * time.Millisecond,
+		RetryReloadAfter:   time.Second,
+		AdminReadTimeout:   haproxy.DefaultReadTimeout,
+		ReloadTimeout:      30 * time.Second,
+		RoutesRecheck:      10 * time.Second,
+		RoutesMaxRecheck:   5 * time.Minute,
+	}
+}
+
+// Validate says what is wrong with c, naming the flag.
+func (c Config) Validate() error {
+	if c.RouteSubdomain != "" {
+		if err := dcm.ValidateHost("--route-subdomain", c.RouteSubdomain); err != nil {
+			return err
+		}
+	}
+	if _, err := dcm.ParseMode(string(c.Mode)); err != nil {
+		return err
+	}
+	switch {
+	case c.HTTPSRedirectPort < 0 || c.HTTPSRedirectPort > 65535:
+		return fmt.Errorf("--https-redirect-port %d: want 0 to 65535", c.HTTPSRedirectPort)
+	case c.Mode == dcm.ModeSlots && c.Slots < 1:
+		return errors.New("--slots must be at least 1 in --mode=slots")
+	case c.PoolSize < 0 || c.PoolSize > 10000:
+		return errors.New("--pool-size must be between 0 and 10000")
+	case c.StickyPoolSize < 0 || c.StickyPoolSize > 10000:
+		return errors.New("--sticky-pool-size must be between 0 and 10000")
+	case c.EventHistory < 1 || c.EventHistory > 1000000:
+		return errors.New("--event-history must be between 1 and 1000000")
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"ObserveEvery", c.ObserveEvery}, {"IdlePollEvery", c.IdlePollEvery}, {"RetryReloadAfter", c.RetryReloadAfter},
+		{"AdminReadTimeout", c.AdminReadTimeout}, {"ReloadTimeout", c.ReloadTimeout},
+		{"RoutesRecheck", c.RoutesRecheck}, {"RoutesMaxRecheck", c.RoutesMaxRecheck}} {
+		if d.d <= 0 {
+			return fmt.Errorf("%s %s: want a positive duration", d.name, d.d)
+		}
+	}
+	return nil
+}
+
+// caps is what this HAProxy and the configured mode allow.
+func (c Config) caps(v haproxy.Version) dcm.Caps {
+	caps := haproxy.CapsFor(v, c.Mode, c.Slots, c.PoolSize)
+	if caps.Pool > 0 {
+		caps.StickyPool = c.StickyPoolSize
+	}
+	return caps
+}
+
+// RedirectPort is the port HTTP→HTTPS redirects name: the flag's, else
+// HTTPSBind's, so a redirect from the demo or a bare-metal HAProxy lands
+// where HTTPS is served.
+func (c Config) RedirectPort() int {
+	if c.HTTPSRedirectPort != 0 || c.HTTPSBind == "" {
+		return c.HTTPSRedirectPort
+	}
+	_, port, err := net.SplitHostPort(c.HTTPSBind)
+	if err != nil {
+		return 0 // the renderer reports the bad bind
+	}
+	n, _ := strconv.Atoi(port)
+	return n
+}
