@@ -21,6 +21,7 @@ import (
 	"github.com/dcm-router/dcm/dcm/kube"
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/internal/testkit"
+	"github.com/dcm-router/dcm/system"
 )
 
 // seenSource passes the kube source through and keeps the informer time of
@@ -118,7 +119,7 @@ func BenchmarkEventToHAProxy1000Routes(b *testing.B) {
 	srcDone := make(chan struct{})
 	go func() { defer close(srcDone); _ = src.Source.Run(runCtx) }()
 	b.Cleanup(func() { cancel(); <-srcDone })
-	s := harness.Start(b, harness.Options{Source: src, ObserveEvery: benchObserveEvery()})
+	s := harness.Start(b, harness.Options{Source: src, Config: func(c *system.Config) { c.ObserveEvery = benchObserveEvery() }})
 	pid := s.WorkerPID()
 	_, _, sub := s.Engine.Hub().Subscribe(s.Engine.Hub().Seq(), 1000)
 	defer sub.Close()

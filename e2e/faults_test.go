@@ -21,6 +21,7 @@ import (
 	"github.com/dcm-router/dcm/dcm/haproxy"
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/internal/testkit"
+	"github.com/dcm-router/dcm/system"
 )
 
 // recoverWithin is how soon after HAProxy is killed requests must be served
@@ -265,7 +266,7 @@ func TestDriftRepaired(t *testing.T) {
 			heavy.Weight = 3
 			src := harness.NewStaticSource(desiredApp(a.endpoint(dcm.StateReady), heavy))
 			// A slow read-back leaves time to look at the drift before the repair.
-			s := harness.Start(t, harness.Options{Source: src, ObserveEvery: 2 * time.Second})
+			s := harness.Start(t, harness.Options{Source: src, Config: func(c *system.Config) { c.ObserveEvery = 2 * time.Second }})
 			before, err := observed(s)
 			if err != nil {
 				t.Fatal(err)
@@ -399,8 +400,9 @@ func TestReloadRefusedIsRetried(t *testing.T) {
 	b := startPod(t, "127.0.5.2", "b")
 	src := harness.NewStaticSource(desiredApp(a.endpoint(dcm.StateReady), b.endpoint(dcm.StateReady)))
 	const first = 200 * time.Millisecond
-	s := harness.Start(t, harness.Options{Source: src, Binary: bin, RetryReloadAfter: first,
-		PortalTokens: whatifToken + " admin alice"})
+	s := harness.Start(t, harness.WithTokens(t, harness.Options{Source: src, Config: func(c *system.Config) {
+		c.HAProxyBin, c.RetryReloadAfter = bin, first
+	}}, whatifToken+" admin alice"))
 	be := appRoute.BackendName()
 	if err := s.ServesExactly("app.test", "/", []string{"a", "b"}, 10); err != nil {
 		t.Fatal(err)
@@ -583,8 +585,9 @@ func TestAdminSocketStalls(t *testing.T) {
 	c := startPod(t, "127.0.6.3", "c")
 	src := harness.NewStaticSource(desiredApp(a.endpoint(dcm.StateReady), b.endpoint(dcm.StateReady)))
 	const readTimeout = 300 * time.Millisecond
-	s := harness.Start(t, harness.Options{Source: src, ReadTimeout: readTimeout, ReloadTimeout: 2 * time.Second,
-		PortalTokens: whatifToken + " admin alice"})
+	s := harness.Start(t, harness.WithTokens(t, harness.Options{Source: src, Config: func(c *system.Config) {
+		c.AdminReadTimeout, c.ReloadTimeout = readTimeout, 2*time.Second
+	}}, whatifToken+" admin alice"))
 	if err := s.ServesExactly("app.test", "/", []string{"a", "b"}, 10); err != nil {
 		t.Fatal(err)
 	}
@@ -700,7 +703,9 @@ func TestDiskFull(t *testing.T) {
 	b := startPod(t, "127.0.7.2", "b")
 	c := startPod(t, "127.0.7.3", "c")
 	src := harness.NewStaticSource(desiredApp(a.endpoint(dcm.StateReady), b.endpoint(dcm.StateReady)))
-	s := harness.Start(t, harness.Options{Source: src, WorkDir: dir, RetryReloadAfter: 200 * time.Millisecond})
+	s := harness.Start(t, harness.Options{Source: src, Config: func(c *system.Config) {
+		c.WorkDir, c.RetryReloadAfter = dir, 200*time.Millisecond
+	}})
 	if err := s.ServesExactly("app.test", "/", []string{"a", "b"}, 10); err != nil {
 		t.Fatal(err)
 	}

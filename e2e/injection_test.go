@@ -118,7 +118,7 @@ func noTrace(t *testing.T, s *harness.Stack) {
 // names and hosts, unknown annotations, the workload annotation) leave no
 // trace either, and their objects are served.
 func TestInjectionCorpus(t *testing.T) {
-	s := harness.Start(t, harness.Options{RecordCommands: true})
+	s := harness.Start(t, harness.Options{})
 	s.DemoServes(webHost, "/", "demo", "web", 2)
 	rec := s.Subscribe(t)
 	pid, reloads := s.WorkerPID(), s.Reloads()

@@ -15,6 +15,7 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/haproxy"
 	"github.com/dcm-router/dcm/e2e/harness"
+	"github.com/dcm-router/dcm/system"
 )
 
 // TestForcedReloadServesTheSame: after a sequence of runtime changes, a
@@ -58,7 +59,7 @@ func TestForcedReloadServesTheSame(t *testing.T) {
 // TestSlotsMode: with one free slot per backend, dcm reloads exactly when a
 // backend runs out of slots, with reason slots-exhausted, and serves right.
 func TestSlotsMode(t *testing.T) {
-	s := harness.Start(t, harness.Options{Caps: dcm.Caps{Mode: dcm.ModeSlots, Slots: 1, AddServer: true}})
+	s := harness.Start(t, harness.Options{Config: func(c *system.Config) { c.Mode, c.Slots = dcm.ModeSlots, 1 }})
 	s.Scale("demo", "web", 1)
 	s.DemoServes(webHost, "/", "demo", "web", 1)
 	s.Eventually("the retired slot is idle and free", 10*time.Second, func() error {
@@ -122,7 +123,7 @@ func TestSlotsMode(t *testing.T) {
 // TestReloadMode: the router without DCM reloads on every endpoint change,
 // each with its reason.
 func TestReloadMode(t *testing.T) {
-	s := harness.Start(t, harness.Options{Caps: dcm.Caps{Mode: dcm.ModeReload, AddServer: true}})
+	s := harness.Start(t, harness.Options{Config: func(c *system.Config) { c.Mode = dcm.ModeReload }})
 	s.DemoServes(webHost, "/", "demo", "web", 2)
 	rec := s.Subscribe(t)
 	pid := s.WorkerPID()

@@ -15,8 +15,6 @@ import (
 	"github.com/dcm-router/dcm/internal/testkit"
 )
 
-var pooled = dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4}
-
 // poolRoute is a route of namespace test on host, served by one pod.
 func poolRoute(name, host, path string) dcm.Route {
 	return dcm.Route{Namespace: "test", Name: name, Source: dcm.SourceIngress, Object: name, Kind: dcm.KindHTTP,
@@ -119,10 +117,10 @@ func TestRoutesWithoutReload(t *testing.T) {
 	ca := testkit.NewCA(t)
 	app := startPod(t, "127.0.4.1", "app")
 	src := harness.NewStaticSource(desiredApp(app.endpoint(dcm.StateReady)))
-	s := harness.Start(t, harness.Options{Source: src, Caps: pooled, HTTPS: true})
+	s := harness.Start(t, harness.Options{Source: src})
 	base := desiredApp(app.endpoint(dcm.StateReady))
 	pid, reloads := s.WorkerPID(), s.Reloads()
-	spares := pooled.Pool * len(dcm.PoolKinds)
+	spares := s.Spares()
 	if got := len(s.Engine.Snapshot().Pool); got != spares {
 		t.Fatalf("%d free spares at start, want %d", got, spares)
 	}
@@ -175,9 +173,7 @@ func TestPoolExhausted(t *testing.T) {
 	app := startPod(t, "127.0.5.1", "app")
 	base := desiredApp(app.endpoint(dcm.StateReady))
 	src := harness.NewStaticSource(base)
-	caps := pooled
-	caps.Pool = 2
-	s := harness.Start(t, harness.Options{Source: src, Caps: caps})
+	s := harness.Start(t, harness.Options{Source: src, Config: harness.PoolSize(2)})
 	pid := s.WorkerPID()
 	var routes []dcm.Route
 	var pods []pod
@@ -211,8 +207,8 @@ func TestPoolExhausted(t *testing.T) {
 			t.Errorf("%s still in spare %s after the reload", b.Name, b.Slot)
 		}
 	}
-	if got := s.Engine.Snapshot().Pool; len(got) != caps.Pool*len(dcm.PoolKinds) {
-		t.Errorf("pool after the reload %v, want %d spares of each kind", got, caps.Pool)
+	if got := s.Engine.Snapshot().Pool; len(got) != s.Spares() {
+		t.Errorf("pool after the reload %v, want %d spares", got, s.Spares())
 	}
 	filesEqualRuntime(t, s)
 }
@@ -225,8 +221,6 @@ func TestPoolExhausted(t *testing.T) {
 func TestDeletedRoutesRefillThePool(t *testing.T) {
 	app := startPod(t, "127.0.5.101", "app")
 	base := desiredApp(app.endpoint(dcm.StateReady))
-	caps := pooled
-	caps.Pool = 1
 	var old []dcm.Route
 	var oldPods []pod
 	for i := range 3 {
@@ -235,7 +229,7 @@ func TestDeletedRoutesRefillThePool(t *testing.T) {
 		oldPods = append(oldPods, startPod(t, fmt.Sprintf("127.0.5.%d", 110+i), "pod-"+name))
 	}
 	src := harness.NewStaticSource(withRoutes(base, old, oldPods))
-	s := harness.Start(t, harness.Options{Source: src, Caps: caps})
+	s := harness.Start(t, harness.Options{Source: src, Config: harness.PoolSize(1)})
 	pid, reloads := s.WorkerPID(), s.Reloads()
 	for i, r := range old {
 		answers(s, r.Host, "/", oldPods[i].Name)
@@ -246,7 +240,7 @@ func TestDeletedRoutesRefillThePool(t *testing.T) {
 
 	src.Set(base)
 	s.Eventually("the deleted routes' backends are spares", 10*time.Second, func() error {
-		if got := s.Engine.Snapshot().Pool; len(got) != caps.Pool*len(dcm.PoolKinds)+len(old) {
+		if got := s.Engine.Snapshot().Pool; len(got) != s.Spares()+len(old) {
 			return fmt.Errorf("pool %v", got)
 		}
 		return nil
@@ -305,7 +299,7 @@ func TestOverlappingPathsInSpares(t *testing.T) {
 	app := startPod(t, "127.0.6.1", "app")
 	base := desiredApp(app.endpoint(dcm.StateReady))
 	src := harness.NewStaticSource(base)
-	s := harness.Start(t, harness.Options{Source: src, Caps: pooled})
+	s := harness.Start(t, harness.Options{Source: src})
 	paths := []string{"/", "/api", "/api/v1"}
 	routes := make([]dcm.Route, len(paths))
 	pods := make([]pod, len(paths))
@@ -357,9 +351,7 @@ func TestPassthroughAcrossReload(t *testing.T) {
 	app := startPod(t, "127.0.6.1", "app")
 	base := desiredApp(app.endpoint(dcm.StateReady))
 	src := harness.NewStaticSource(base)
-	caps := pooled
-	caps.Pool = 1
-	s := harness.Start(t, harness.Options{Source: src, Caps: caps, HTTPS: true})
+	s := harness.Start(t, harness.Options{Source: src, Config: harness.PoolSize(1)})
 	pid := s.WorkerPID()
 	var routes []dcm.Route
 	var pods []pod

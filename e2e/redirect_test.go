@@ -15,6 +15,7 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/internal/testkit"
+	"github.com/dcm-router/dcm/system"
 )
 
 // plainAnswer is what one plain HTTP request gets, redirects not followed.
@@ -93,8 +94,9 @@ func TestInsecurePolicy(t *testing.T) {
 	apiPod := startPod(t, "127.0.11.3", "api")
 	base := desiredApp(app.endpoint(dcm.StateReady))
 	src := harness.NewStaticSource(base)
-	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4, RuntimeCerts: true}
-	s := harness.Start(t, harness.Options{Source: src, Caps: caps, HTTPS: true, Certs: store})
+	// Behind a Service that maps 443 to HAProxy's HTTPS port, as deploy/
+	// runs it: the location names no port.
+	s := harness.Start(t, harness.Options{Source: src, Certs: store, Config: func(c *system.Config) { c.HTTPSRedirectPort = 443 }})
 	pid, reloads := s.WorkerPID(), s.Reloads()
 	steady := func(step string) {
 		t.Helper()
@@ -205,8 +207,7 @@ func TestRedirectLandsOnHTTPS(t *testing.T) {
 	shopPod := startPod(t, "127.0.11.5", "shop")
 	base := desiredApp(app.endpoint(dcm.StateReady))
 	src := harness.NewStaticSource(base)
-	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true}
-	s := harness.Start(t, harness.Options{Source: src, Caps: caps, HTTPS: true, Certs: store, RedirectToHTTPSPort: true})
+	s := harness.Start(t, harness.Options{Source: src, Certs: store})
 	_, port, err := net.SplitHostPort(s.HTTPSAddr)
 	if err != nil {
 		t.Fatal(err)

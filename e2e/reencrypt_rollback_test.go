@@ -77,7 +77,7 @@ func TestReencryptCARollback(t *testing.T) {
 				return d
 			}
 			src := harness.NewStaticSource(withShop(v1))
-			s := harness.Start(t, harness.Options{Source: src, Caps: tlsPooled, HTTPS: true, Certs: k.store, CAs: k.store, RecordCommands: true})
+			s := harness.Start(t, harness.Options{Source: src, Certs: k.store, CAs: k.store})
 			t.Cleanup(func() {
 				if t.Failed() {
 					for _, c := range s.Commands() {

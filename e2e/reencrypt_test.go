@@ -78,8 +78,6 @@ func caFiles(t *testing.T, s *harness.Stack) []string {
 	return out
 }
 
-var tlsPooled = dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4, RuntimeCerts: true}
-
 // TestTLSRoutesWithoutReload: 16 times an edge route and a reencrypt route
 // are created and answer from their pods through real TLS — the client
 // verifies the route's certificate; for reencrypt HAProxy connects to a
@@ -94,9 +92,9 @@ func TestTLSRoutesWithoutReload(t *testing.T) {
 	app := startPod(t, "127.0.6.1", "app")
 	base := desiredApp(app.endpoint(dcm.StateReady))
 	src := harness.NewStaticSource(base)
-	s := harness.Start(t, harness.Options{Source: src, Caps: tlsPooled, HTTPS: true, Certs: k.store, CAs: k.store})
+	s := harness.Start(t, harness.Options{Source: src, Certs: k.store, CAs: k.store})
 	pid, reloads := s.WorkerPID(), s.Reloads()
-	spares := tlsPooled.Pool * len(dcm.PoolKinds)
+	spares := s.Spares()
 	if got := len(s.Engine.Snapshot().Pool); got != spares {
 		t.Fatalf("%d free spares at start, want %d", got, spares)
 	}
@@ -159,9 +157,7 @@ func TestReencryptPoolExhausted(t *testing.T) {
 	app := startPod(t, "127.0.7.1", "app")
 	base := desiredApp(app.endpoint(dcm.StateReady))
 	src := harness.NewStaticSource(base)
-	caps := tlsPooled
-	caps.Pool = 2
-	s := harness.Start(t, harness.Options{Source: src, Caps: caps, HTTPS: true, Certs: k.store, CAs: k.store})
+	s := harness.Start(t, harness.Options{Source: src, Certs: k.store, CAs: k.store, Config: harness.PoolSize(2)})
 	pid := s.WorkerPID()
 	var routes []dcm.Route
 	var leaves []testkit.Leaf
@@ -207,7 +203,7 @@ func TestReencryptVerifiesPods(t *testing.T) {
 	app := startPod(t, "127.0.7.1", "app")
 	base := desiredApp(app.endpoint(dcm.StateReady))
 	src := harness.NewStaticSource(base)
-	s := harness.Start(t, harness.Options{Source: src, Caps: tlsPooled, HTTPS: true, Certs: k.store, CAs: k.store})
+	s := harness.Start(t, harness.Options{Source: src, Certs: k.store, CAs: k.store})
 	good, goodLeaf := k.reencryptRouteFor(t, "good", "good.test", k.pods.CertPEM())
 	unsigned, unsignedLeaf := k.reencryptRouteFor(t, "unsigned", "unsigned.test", k.pods.CertPEM())
 	misnamed, misnamedLeaf := k.reencryptRouteFor(t, "misnamed", "misnamed.test", k.pods.CertPEM())
@@ -252,7 +248,7 @@ func TestReencryptCARotation(t *testing.T) {
 	app := startPod(t, "127.0.7.1", "app")
 	base := desiredApp(app.endpoint(dcm.StateReady))
 	src := harness.NewStaticSource(base)
-	s := harness.Start(t, harness.Options{Source: src, Caps: tlsPooled, HTTPS: true, Certs: k.store, CAs: k.store})
+	s := harness.Start(t, harness.Options{Source: src, Certs: k.store, CAs: k.store})
 	pid, reloads := s.WorkerPID(), s.Reloads()
 	pods := []pod{
 		pod(testkit.StartTLSBackend(t, "127.0.7.30", "shop", k.pods.Leaf(t, "shop.test.svc"))),
@@ -323,7 +319,7 @@ func TestReencryptCARotation(t *testing.T) {
 func TestIngressReencrypt(t *testing.T) {
 	k := newTLSPKI(t)
 	next := testkit.NewCA(t)
-	s := harness.Start(t, harness.Options{HTTPS: true, Caps: tlsPooled})
+	s := harness.Start(t, harness.Options{})
 	s.DemoServes("web.demo.localhost", "/", "demo", "web", 2)
 	pid, reloads := s.WorkerPID(), s.Reloads()
 	ctx := t.Context()

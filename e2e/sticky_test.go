@@ -12,11 +12,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/demo"
 	"github.com/dcm-router/dcm/dcm/haproxy"
 	"github.com/dcm-router/dcm/dcm/kube"
 	"github.com/dcm-router/dcm/e2e/harness"
+	"github.com/dcm-router/dcm/system"
 )
 
 // stickyGet sends one request to HAProxy at addr with the sticky cookie
@@ -101,8 +101,9 @@ func pinned(addr, host, cookie, pod string, n int) error {
 // gets the key B renders into its cfg for it.
 func TestStickyCookies(t *testing.T) {
 	const secret = "e2e-cluster-secret"
-	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, StickyPool: 2}
-	a := harness.Start(t, harness.Options{CookieSecret: secret, Caps: caps, Apps: []demo.App{
+	secretFile := harness.File(t, "cookie-secret", secret)
+	sameSecret := func(c *system.Config) { c.CookieSecretFile = secretFile }
+	a := harness.Start(t, harness.Options{Config: sameSecret, Apps: []demo.App{
 		{Namespace: "demo", Name: "web", Host: webHost, Path: "/", Replicas: 2},
 		{Namespace: "demo", Name: "shop", Host: shopHost, Path: "/", Replicas: 2},
 	}})
@@ -206,7 +207,7 @@ func TestStickyCookies(t *testing.T) {
 
 	// Replica B: another dcm and HAProxy on their own port, same cluster.
 	// It renders both routes in its cfg under their own names.
-	b := harness.Start(t, harness.Options{CookieSecret: secret, Caps: caps, Cluster: a.Cluster})
+	b := harness.Start(t, harness.Options{Config: sameSecret, Cluster: a.Cluster})
 	b.DemoServes(webHost, "/", "demo", "web", 5)
 	for pod, c := range all {
 		if err := pinned(b.HTTPAddr, webHost, c, pod, 10); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/dcm-router/dcm/dcm/kube"
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/internal/testkit"
+	"github.com/dcm-router/dcm/system"
 )
 
 // TestIngressTLSFromSecret: the Kubernetes path end to end, against the demo
@@ -26,8 +27,7 @@ import (
 // certificate stays. No reload, the same worker throughout.
 func TestIngressTLSFromSecret(t *testing.T) {
 	ca := testkit.NewCA(t)
-	s := harness.Start(t, harness.Options{HTTPS: true,
-		Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4, RuntimeCerts: true}})
+	s := harness.Start(t, harness.Options{})
 	s.DemoServes("web.demo.localhost", "/", "demo", "web", 2)
 	pid, reloads := s.WorkerPID(), s.Reloads()
 	ctx := context.Background()
@@ -101,7 +101,7 @@ func TestIngressTLSFromSecret(t *testing.T) {
 // handshake with its default certificate). Deleted, the host's TLS is terminated by HAProxy
 // again (404, no route). No reload, the same worker throughout.
 func TestIngressPassthrough(t *testing.T) {
-	s := harness.Start(t, harness.Options{HTTPS: true, Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4}})
+	s := harness.Start(t, harness.Options{})
 	s.DemoServes("web.demo.localhost", "/", "demo", "web", 2)
 	pid, reloads := s.WorkerPID(), s.Reloads()
 	ctx := context.Background()
@@ -147,8 +147,9 @@ func TestIngressPassthrough(t *testing.T) {
 // touched. No reload, the same worker throughout.
 func TestIngressSSLRedirect(t *testing.T) {
 	ca := testkit.NewCA(t)
-	s := harness.Start(t, harness.Options{HTTPS: true,
-		Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4, RuntimeCerts: true}})
+	// Behind a Service that maps 443 to HAProxy's HTTPS port, as deploy/
+	// runs it: the location names no port.
+	s := harness.Start(t, harness.Options{Config: func(c *system.Config) { c.HTTPSRedirectPort = 443 }})
 	s.DemoServes("web.demo.localhost", "/", "demo", "web", 2)
 	s.DemoServes("shop.demo.localhost", "/", "demo", "shop", 2)
 	s.DemoServes("shop.demo.localhost", "/api", "demo", "api", 1)

@@ -76,8 +76,7 @@ func TestEdgeCertRotation(t *testing.T) {
 	shopPod := startPod(t, "127.0.10.2", "shop")
 	base := desiredApp(app.endpoint(dcm.StateReady))
 	src := harness.NewStaticSource(base)
-	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4, RuntimeCerts: true}
-	s := harness.Start(t, harness.Options{Source: src, Caps: caps, HTTPS: true, Certs: store})
+	s := harness.Start(t, harness.Options{Source: src, Certs: store})
 	pid, reloads := s.WorkerPID(), s.Reloads()
 	steady := func(step string) {
 		t.Helper()
@@ -243,8 +242,7 @@ func TestRefusedCertificate(t *testing.T) {
 		return withRoutes(dcm.Desired{}, []dcm.Route{r}, []pod{shopPod})
 	}
 	src := harness.NewStaticSource(shop(store.Put("test/shop-tls", one.PEM())))
-	s := harness.Start(t, harness.Options{Source: src, HTTPS: true, Certs: store,
-		Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true}})
+	s := harness.Start(t, harness.Options{Source: src, Certs: store})
 	serves := func(step string, want testkit.Leaf) {
 		t.Helper()
 		s.Eventually(step, 10*time.Second, func() error {

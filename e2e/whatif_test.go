@@ -60,7 +60,7 @@ func prediction(t *testing.T, s *harness.Stack, rec *harness.Recorder) dcm.Predi
 // what was predicted and HAProxy serves the 5 pods; a preview made stale by
 // another change is refused with 409 and nothing is scaled.
 func TestPreviewThenApply(t *testing.T) {
-	s := harness.Start(t, harness.Options{PortalTokens: whatifToken + " admin alice"})
+	s := harness.Start(t, harness.WithTokens(t, harness.Options{}, whatifToken+" admin alice"))
 	s.DemoServes(webHost, "/", "demo", "web", 2)
 	rec := s.Subscribe(t)
 
@@ -113,7 +113,7 @@ func TestPreviewThenApply(t *testing.T) {
 // backend while a change runs, what is applied differs from the preview: an
 // event says so and dcm_prediction_mismatch_total counts it.
 func TestPredictionMismatchIsCounted(t *testing.T) {
-	s := harness.Start(t, harness.Options{PortalTokens: whatifToken + " admin alice"})
+	s := harness.Start(t, harness.WithTokens(t, harness.Options{}, whatifToken+" admin alice"))
 	s.DemoServes(webHost, "/", "demo", "web", 2)
 	rec := s.Subscribe(t)
 	if code := apiCall(t, s, "POST", "/api/v1/scale", map[string]any{"namespace": "demo", "kind": "Deployment", "name": "web", "replicas": 3}, nil); code != http.StatusAccepted {
@@ -136,7 +136,7 @@ func TestPredictionMismatchIsCounted(t *testing.T) {
 // TestPreviewStaysValidWhenOthersChange: events about other backends after
 // the preview do not make it stale.
 func TestPreviewStaysValidWhenOthersChange(t *testing.T) {
-	s := harness.Start(t, harness.Options{PortalTokens: whatifToken + " admin alice"})
+	s := harness.Start(t, harness.WithTokens(t, harness.Options{}, whatifToken+" admin alice"))
 	s.DemoServes(webHost, "/", "demo", "web", 2)
 	var sim dcm.Simulation
 	if code := apiCall(t, s, "POST", "/api/v1/plan", map[string]any{"whatifs": scaleWeb(3)}, &sim); code != 200 {

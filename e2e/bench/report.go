@@ -17,6 +17,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/dcm-router/dcm/system"
 )
 
 // Report is one comparison run, as docs/bench.md shows it.
@@ -286,7 +288,7 @@ func (rep Report) notAhead(b *strings.Builder) {
 			"backends (`--pool-size`, %d per kind) could take between reloads. A deleted route's backend (its spare, or "+
 			"its own for a route rendered at the last reload) joins the pool only once its servers are deleted, after "+
 			"HAProxy reports them idle.",
-			n, dyn.PeakOld, Modes()[len(Modes())-1].Caps.Pool))
+			n, dyn.PeakOld, system.Defaults().PoolSize))
 	}
 	if len(lines) == 0 {
 		return

@@ -14,24 +14,26 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/internal/testkit"
+	"github.com/dcm-router/dcm/system"
 )
 
 // Mode is one of the strategies compared.
 type Mode struct {
 	Name string // as the table heads it
 	Test string // the subtest's name: it names directories, so no spaces or '='
-	Caps dcm.Caps
+	// Flags are the mode's flags, as the dcm binary would be given them.
+	Flags func(*system.Config)
 }
 
 // Modes are the four runs, in the order they run: the router without DCM,
 // the classic DCM as the seed's tech preview sets it and with more slots,
-// and dcm. Caps are what haproxy.CapsFor gives main for these flags on 2.6.
+// and dcm with its defaults.
 func Modes() []Mode {
 	return []Mode{
-		{"reload", "reload", dcm.Caps{Mode: dcm.ModeReload, AddServer: true}},
-		{"slots --slots=1", "slots-1", dcm.Caps{Mode: dcm.ModeSlots, AddServer: true, Slots: 1}},
-		{"slots --slots=8", "slots-8", dcm.Caps{Mode: dcm.ModeSlots, AddServer: true, Slots: 8}},
-		{"dynamic", "dynamic", dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10, RuntimeCerts: true}},
+		{"reload", "reload", func(c *system.Config) { c.Mode = dcm.ModeReload }},
+		{"slots --slots=1", "slots-1", func(c *system.Config) { c.Mode, c.Slots = dcm.ModeSlots, 1 }},
+		{"slots --slots=8", "slots-8", func(c *system.Config) { c.Mode, c.Slots = dcm.ModeSlots, 8 }},
+		{"dynamic", "dynamic", func(*system.Config) {}},
 	}
 }
 
@@ -156,9 +158,8 @@ func RunMode(t *testing.T, cfg Config, mode Mode, script Script, certs *certs) R
 		}
 	}
 	cl.publish()
-	// The production read-back pass (10s); harness.Start waits until the
-	// first complete state is served.
-	s := harness.Start(t, harness.Options{Source: src, Caps: mode.Caps, ObserveEvery: 10 * time.Second, HTTPS: true, Certs: certs.store()})
+	// harness.Start waits until the first complete state is served.
+	s := harness.Start(t, harness.Options{Source: src, Config: mode.Flags, Certs: certs.store()})
 	ctx := context.Background()
 	procs, err := s.Driver.Procs(ctx)
 	if err != nil {

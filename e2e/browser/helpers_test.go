@@ -54,8 +54,7 @@ func startPortalWith(t testing.TB, o harness.Options) portal {
 	t.Helper()
 	needBrowser(t)
 	p := portal{admin: randomToken(t), viewer: randomToken(t)}
-	o.PortalTokens = p.admin + " admin alice\n" + p.viewer + " viewer victor\n"
-	p.Stack = harness.Start(t, o)
+	p.Stack = harness.Start(t, harness.WithTokens(t, o, p.admin+" admin alice\n"+p.viewer+" viewer victor\n"))
 	p.DemoServes(webHost, "/", "demo", "web", 2)
 	p.DemoServes("shop.demo.localhost", "/", "demo", "shop", 2)
 	p.DemoServes("shop.demo.localhost", "/api", "demo", "api", 1)

@@ -11,7 +11,6 @@ import (
 	"github.com/chromedp/chromedp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/kube"
 	"github.com/dcm-router/dcm/e2e/harness"
 )
@@ -21,7 +20,7 @@ import (
 // spec.tls alone — and follows dcm.io/ssl-redirect "false" live, as HAProxy
 // does: plain HTTP then reaches the pods.
 func TestBackendPageInsecurePolicy(t *testing.T) {
-	p := startPortalWith(t, harness.Options{HTTPS: true, Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true}})
+	p := startPortalWith(t, harness.Options{})
 	rotate := edgeWeb(t, p)
 	const shown = `document.querySelector('#route-info [data-bind="text=insecure"]').textContent`
 	tab := newTab(t)

@@ -20,6 +20,7 @@ import (
 	"github.com/dcm-router/dcm/dcm/plan"
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/internal/testkit"
+	"github.com/dcm-router/dcm/system"
 )
 
 const (
@@ -151,7 +152,7 @@ func noJSShows(t testing.TB, tab context.Context, p portal, q url.Values) shown 
 // for it. Updating the Secret then makes exactly that command, without a
 // reload.
 func TestWhatIfRotateCert(t *testing.T) {
-	p := startPortalWith(t, harness.Options{HTTPS: true, Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, RuntimeCerts: true}})
+	p := startPortalWith(t, harness.Options{})
 	rotate := edgeWeb(t, p)
 	tab := openWhatIf(t, p)
 	static := siblingTab(t, tab.Context)
@@ -248,7 +249,7 @@ func TestWhatIfRotateCert(t *testing.T) {
 // and no certificate command, in both planners; updating the Secret then
 // reloads for that reason.
 func TestWhatIfRotateCertReloads(t *testing.T) {
-	p := startPortalWith(t, harness.Options{HTTPS: true, Caps: dcm.Caps{Mode: dcm.ModeSlots, Slots: 2, AddServer: true}})
+	p := startPortalWith(t, harness.Options{Config: func(c *system.Config) { c.Mode, c.Slots = dcm.ModeSlots, 2 }})
 	rotate := edgeWeb(t, p)
 	tab := openWhatIf(t, p)
 	chooseCert(t, tab, edgeBackend)

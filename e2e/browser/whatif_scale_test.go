@@ -49,8 +49,7 @@ func bigWhatIf(t testing.TB) (whatifTab, portal, time.Duration) {
 	t.Helper()
 	needBrowser(t)
 	p := portal{admin: randomToken(t)}
-	p.Stack = harness.Start(t, harness.Options{Source: harness.NewStaticSource(bigDesired(1000, 10)),
-		PortalTokens: p.admin + " admin alice\n", ObserveEvery: 10 * time.Second})
+	p.Stack = harness.Start(t, harness.WithTokens(t, harness.Options{Source: harness.NewStaticSource(bigDesired(1000, 10))}, p.admin+" admin alice\n"))
 	tab := whatifTab{newTab(t)}
 	signIn(t, tab.Context, p.PortalURL, p.admin, "/whatif")
 	do(t, tab.Context, chromedp.Navigate(p.PortalURL+"/whatif?workload=big/Deployment/app-0001&replicas=12"))

@@ -12,6 +12,7 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/static"
+	"github.com/dcm-router/dcm/system"
 )
 
 const webWorkload = "demo/Deployment/web"
@@ -126,8 +127,9 @@ func TestWhatIfSlotsPredictsReload(t *testing.T) {
 	// first sees them reach the reload's files ready, and then fewer
 	// set-state commands follow than the preview shows: the page and
 	// dcm_prediction_mismatch_total report that difference.)
-	p := startPortalWith(t, harness.Options{Caps: dcm.Caps{Mode: dcm.ModeSlots, Slots: 1, AddServer: true},
-		ReadinessDelay: 2 * time.Second})
+	p := startPortalWith(t, harness.Options{Config: func(c *system.Config) {
+		c.Mode, c.Slots, c.DemoReadinessDelay = dcm.ModeSlots, 1, 2*time.Second
+	}})
 	t.Cleanup(func() {
 		if t.Failed() {
 			evs, _ := p.Engine.Events(0)

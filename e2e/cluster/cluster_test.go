@@ -24,7 +24,7 @@ import (
 // startDCM runs dcm on the deploy/ ServiceAccount's token, watching ns.
 func startDCM(t *testing.T, ns string) *harness.Stack {
 	t.Helper()
-	return harness.Start(t, harness.Options{Client: dcmClient(t), Namespaces: []string{ns}})
+	return harness.Start(t, dcmOptions(t, ns))
 }
 
 // served deploys one app in a fresh namespace, starts dcm and waits until
@@ -213,8 +213,7 @@ func TestIngressesThroughSpares(t *testing.T) {
 	ns := kapitest.Namespace(t, env.admin)
 	host := "front." + ns + ".test"
 	createApp(t, ns, "front", 1, host, "/")
-	s := harness.Start(t, harness.Options{Client: dcmClient(t), Namespaces: []string{ns},
-		Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4}})
+	s := harness.Start(t, dcmOptions(t, ns))
 	s.Serves(host, "/", 1, readyPods(ns, "front"))
 	pid, reloads := s.WorkerPID(), s.Reloads()
 

@@ -210,7 +210,7 @@ func TestEndpointSliceStorm(t *testing.T) {
 		}
 		current[i] = created
 	}
-	s := harness.Start(t, harness.Options{Client: dcmClient(t), Namespaces: []string{ns}, RecordCommands: true})
+	s := harness.Start(t, dcmOptions(t, ns))
 	backend := dcm.BackendName(dcm.KindHTTP, ns, "storm")
 	names := func(bs []testkit.Backend) []string {
 		var out []string

@@ -20,7 +20,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/e2e/kapitest"
+	"github.com/dcm-router/dcm/system"
 )
 
 // env is what the tests of this package share: one control plane, its
@@ -73,6 +75,16 @@ func serviceAccountConfig(t *testing.T, ns, name string) *rest.Config {
 	}
 	return &rest.Config{Host: env.cp.Host, BearerToken: tr.Status.Token,
 		TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 50, Burst: 100, Timeout: 30 * time.Second}
+}
+
+// dcmOptions run dcm as deploy/ runs it — on its ServiceAccount's token,
+// redirecting to HTTPS on 443 (its Service's port) — watching only ns (the
+// tests of this package share one control plane), with the pods of the
+// test kubelet's network.
+func dcmOptions(t *testing.T, ns string) harness.Options {
+	t.Helper()
+	return harness.Options{Kubernetes: serviceAccountConfig(t, "dcm-system", "dcm"), PodNetwork: kapitest.PodNetwork,
+		Config: func(c *system.Config) { c.Namespaces, c.HTTPSRedirectPort = []string{ns}, 443 }}
 }
 
 // dcmClient is dcm's client: the deploy/ ServiceAccount's token.

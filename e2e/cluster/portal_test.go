@@ -13,10 +13,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/dcm-router/dcm/dcm/kube"
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/e2e/kapitest"
-	"github.com/dcm-router/dcm/server"
 )
 
 // TestPortalWithKubernetesTokens: in a cluster, Kubernetes decides who uses
@@ -49,10 +47,9 @@ func TestPortalWithKubernetesTokens(t *testing.T) {
 	bind("nobody", "")
 	token := func(sa string) string { return serviceAccountConfig(t, ns, sa).BearerToken }
 
-	dcm := dcmClient(t)
-	reviewer := kube.NewReviewer(dcm)
-	s := harness.Start(t, harness.Options{Client: dcm, Namespaces: []string{ns},
-		PortalAuthenticator: server.Authenticators{reviewer}, PortalAuthorizer: server.RoleAuthorizer{Kubernetes: reviewer}})
+	// No token file: in a cluster dcm asks Kubernetes who a token is and
+	// what it may do (TokenReview, SubjectAccessReview).
+	s := harness.Start(t, dcmOptions(t, ns))
 	s.Serves(host, "/", 1, readyPods(ns, "portal"))
 	pods, _ := readyPods(ns, "portal")()
 	drain := "/api/v1/backends/be_http:" + ns + ":portal/servers/" + pods[0] + ":http/state"

@@ -49,8 +49,7 @@ func TestIngressSSLRedirect(t *testing.T) {
 	ns := kapitest.Namespace(t, env.admin)
 	host := "shop." + ns + ".test"
 	createApp(t, ns, "shop", 1, host, "/")
-	s := harness.Start(t, harness.Options{Client: dcmClient(t), Namespaces: []string{ns}, HTTPS: true,
-		Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4, RuntimeCerts: true}})
+	s := harness.Start(t, dcmOptions(t, ns))
 	s.Serves(host, "/", 1, readyPods(ns, "shop"))
 	pid, reloads := s.WorkerPID(), s.Reloads()
 	ctx := context.Background()

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/kube"
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/e2e/kapitest"
@@ -60,8 +59,7 @@ func TestIngressReencryptThroughAPIServer(t *testing.T) {
 	if _, err := env.admin.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s := harness.Start(t, harness.Options{Client: dcmClient(t), Namespaces: []string{ns}, HTTPS: true,
-		Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4, RuntimeCerts: true}})
+	s := harness.Start(t, dcmOptions(t, ns))
 	expect := expectBehindTLS(s, host, front, leaf)
 	expect("the verified pod serves", 200, "secure-good")
 	pid, reloads := s.WorkerPID(), s.Reloads()

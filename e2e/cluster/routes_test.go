@@ -28,6 +28,7 @@ import (
 	"github.com/dcm-router/dcm/e2e/kapitest"
 	"github.com/dcm-router/dcm/internal/injection"
 	"github.com/dcm-router/dcm/internal/testkit"
+	"github.com/dcm-router/dcm/system"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -132,20 +133,17 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// startRouteDCM runs dcm on the deploy/ ServiceAccount's token with the
-// Routes source, spares for new routes (no reload) and an HTTPS frontend.
+// startRouteDCM runs dcm as dcmOptions does, its log also to logTo.
 func startRouteDCM(t *testing.T, ns string, logTo *lockedBuffer) *harness.Stack {
 	t.Helper()
-	cfg := serviceAccountConfig(t, "dcm-system", "dcm")
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
+	o := dcmOptions(t, ns)
+	// The tests install the Route CRD while dcm runs: ask again soon
+	// whether it is served.
+	watchNS := o.Config
+	o.Config = func(c *system.Config) {
+		watchNS(c)
+		c.RoutesRecheck, c.RoutesMaxRecheck = 200*time.Millisecond, time.Second
 	}
-	client := dcmClient(t)
-	o := harness.Options{Client: client, Namespaces: []string{ns}, HTTPS: true, RecordCommands: true,
-		Caps: dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 4, StickyPool: 4, RuntimeCerts: true},
-		Routes: &kube.RouteWatchOptions{Client: dyn, Discovery: client.Discovery(), Status: true,
-			Recheck: 200 * time.Millisecond, MaxRecheck: time.Second}}
 	if logTo != nil {
 		o.LogTo = logTo
 	}

@@ -11,8 +11,10 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -23,276 +25,174 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/demo"
 	"github.com/dcm-router/dcm/dcm/engine"
 	"github.com/dcm-router/dcm/dcm/haproxy"
-	"github.com/dcm-router/dcm/dcm/kube"
 	"github.com/dcm-router/dcm/internal/testkit"
-	"github.com/dcm-router/dcm/server"
+	"github.com/dcm-router/dcm/system"
 )
 
-// Options choose what a test runs.
+// Options choose what a test runs. What dcm itself runs with is
+// system.Defaults — dcm with no flags — changed only by Config, and by the
+// environment a test needs (see EffectiveConfig).
 type Options struct {
-	// Caps default to dynamic mode.
-	Caps dcm.Caps
-	// Apps run in a demo cluster (default: the demo's); ignored when Source or Client is set.
+	// Config changes the shipped configuration as flags would: a test sets
+	// only what it is about. The changes are logged, and Start fails the
+	// test if anything else differs from the defaults.
+	Config func(*system.Config)
+	// Apps run in a demo cluster of the stack's own (default: the demo's);
+	// unused with Source, Kubernetes or Cluster.
 	Apps []demo.App
-	// ReadinessDelay is how long the demo's pods take to turn ready (default 100ms).
-	ReadinessDelay time.Duration
-	// Source replaces Kubernetes with a source the test controls.
+	// Source replaces Kubernetes with a source the test controls; Certs
+	// and CAs hand HAProxy its routes' PEM.
 	Source engine.Source
-	// Client replaces the demo cluster with another Kubernetes client.
-	Client kubernetes.Interface
-	// HTTPS serves an HTTPS frontend on a free loopback port
-	// (Stack.HTTPSAddr), as --https-bind does.
-	HTTPS bool
-	// RedirectToHTTPSPort puts the HTTPS frontend's port in HTTP→HTTPS
-	// redirects, as main's --https-redirect-port default does.
-	RedirectToHTTPSPort bool
-	// Certs hands the driver the edge certificates (a Source of its own
-	// gives none; the Kubernetes source is used when it runs).
-	Certs haproxy.CertSource
-	// CAs hands the driver the destination CAs of reencrypt routes (the
-	// Kubernetes source is used when it runs and CAs is nil).
-	CAs haproxy.CASource
-	// DefaultBackendCA is the Kubernetes source's --default-backend-ca-file
-	// content.
-	DefaultBackendCA []byte
-	// Namespaces limits what dcm watches, as --namespace does.
-	Namespaces []string
-	// ObserveEvery is the engine's observation pass (default 1s).
-	ObserveEvery time.Duration
-	// PortalTokens serves the portal and API, wired as main wires them, on
-	// a free loopback port (Stack.PortalURL) for these tokens, in the
-	// format of --auth-token-file; empty: no portal.
-	PortalTokens string
-	// PortalAuthenticator and PortalAuthorizer serve the portal with these
-	// instead (for Kubernetes tokens, as main does in a cluster).
-	PortalAuthenticator server.Authenticator
-	PortalAuthorizer    server.Authorizer
-	// Binary replaces the haproxy binary (a test's wrapper around it), as
-	// --haproxy-bin does.
-	Binary string
-	// ReadTimeout bounds each admin socket read (default: the driver's).
-	ReadTimeout time.Duration
-	// ReloadTimeout bounds the wait for a new worker (default: the driver's).
-	ReloadTimeout time.Duration
-	// WorkDir is HAProxy's work directory (default: a fresh temporary one).
-	WorkDir string
-	// RetryReloadAfter is the engine's first delay before a failed reload is
-	// retried (default: the engine's).
-	RetryReloadAfter time.Duration
-	// RecordCommands keeps every admin-socket command dcm sends (Stack.Commands).
-	RecordCommands bool
+	Certs  haproxy.CertSource
+	CAs    haproxy.CASource
+	// Kubernetes is a real API server's client configuration (default:
+	// the demo cluster).
+	Kubernetes *rest.Config
 	// Cluster watches the demo cluster another Stack runs, as a second dcm
 	// replica would (the other Stack keeps running it).
 	Cluster *demo.Cluster
-	// CookieSecret is what --cookie-secret-file holds (sticky routes' keys).
-	CookieSecret string
-	// Routes watches OpenShift Routes too, as main does with --routes.
-	Routes *kube.RouteWatchOptions
+	// PodNetwork is the test's own network namespace: HAProxy may be
+	// handed its addresses besides 127.0.0.0/8 (see AddressGuard).
+	PodNetwork netip.Prefix
 	// LogTo also gets dcm's log lines, from level info up.
 	LogTo io.Writer
 }
 
-// Stack is dcm wired as main wires it, with the real haproxy binary.
+// Stack is dcm assembled by system.New, as main assembles it, with the
+// real haproxy binary.
 type Stack struct {
-	t        testing.TB
+	t testing.TB
+	// System is the running dcm; the fields below are its parts.
+	System   *system.System
 	Cluster  *demo.Cluster // nil unless the demo runs
 	Client   kubernetes.Interface
 	Driver   *haproxy.Driver
 	Engine   *engine.Engine
 	Registry *prometheus.Registry
 	HTTPAddr string // HAProxy's frontend
-	// HTTPSAddr is HAProxy's HTTPS frontend with Options.HTTPS.
+	// HTTPSAddr is HAProxy's HTTPS frontend.
 	HTTPSAddr string
 	Dir       string // HAProxy's files and sockets
 	HTTP      *http.Client
-	// PortalURL is the portal's http://host:port when Options.PortalTokens is set.
+	// PortalURL is the portal's http://host:port.
 	PortalURL string
 	// ConvergeWithin bounds how long Serves waits (default 15s).
 	ConvergeWithin time.Duration
 
+	guard    *AddressGuard
 	cmdMu    sync.Mutex
 	commands []string
 }
 
-// Commands lists the admin-socket commands sent so far, in order, when
-// Options.RecordCommands is set.
+// Commands lists the admin-socket commands sent so far, in order.
 func (s *Stack) Commands() []string {
 	s.cmdMu.Lock()
 	defer s.cmdMu.Unlock()
 	return slices.Clone(s.commands)
 }
 
-// Start runs the stack until the test ends and waits until HAProxy serves
-// the first complete state.
+func (s *Stack) record(command string, _ time.Duration, _ error) {
+	s.cmdMu.Lock()
+	s.commands = append(s.commands, command)
+	s.cmdMu.Unlock()
+	s.guard.Command(command)
+}
+
+// Start runs dcm until the test ends and waits until HAProxy serves the
+// first complete state.
 func Start(tb testing.TB, o Options) *Stack {
 	tb.Helper()
-	bin := testkit.HAProxy(tb)
-	if o.Binary != "" {
-		bin = o.Binary
-	}
-	if o.Caps.Mode == "" {
-		o.Caps = dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
-	}
+	testkit.HAProxy(tb) // skips, saying why, where there is none
+	cfg := EffectiveConfig(tb, o)
 	log := testkit.Logger(tb)
 	if o.LogTo != nil {
 		log = slog.New(slog.NewTextHandler(io.MultiWriter(testkit.Writer{TB: tb}, o.LogTo), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	dir := o.WorkDir
-	if dir == "" {
-		dir = testkit.ShortDir(tb)
-	}
-	s := &Stack{t: tb, Dir: dir, HTTPAddr: testkit.FreeAddr(tb), Registry: prometheus.NewRegistry(), ConvergeWithin: 15 * time.Second,
+	s := &Stack{t: tb, ConvergeWithin: 15 * time.Second, guard: NewAddressGuard(o.PodNetwork),
 		HTTP: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
-	var wg sync.WaitGroup
-	tb.Cleanup(func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	sys, err := system.New(ctx, cfg, system.Deps{Log: log, Kubernetes: o.Kubernetes, Cluster: o.Cluster, DemoApps: o.Apps,
+		Source: o.Source, Certs: o.Certs, CAs: o.CAs, Commands: s.record})
+	if err != nil {
 		cancel()
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			tb.Error("the stack did not stop within 20s")
-		}
-	})
-	goRun := func(name string, f func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(ctx); err != nil && ctx.Err() == nil {
-				tb.Errorf("%s: %v", name, err)
-			}
-		}()
+		tb.Fatalf("assemble dcm: %v", err)
 	}
-
-	metrics := engine.NewMetrics(s.Registry)
-	if o.HTTPS {
-		s.HTTPSAddr = testkit.FreeAddr(tb)
+	s.System, s.Cluster, s.Client = sys, sys.Cluster(), sys.Client()
+	s.Driver, s.Engine, s.Registry = sys.Driver(), sys.Engine(), sys.Registry()
+	s.HTTPAddr, s.HTTPSAddr, s.Dir = cfg.HTTPBind, cfg.HTTPSBind, sys.WorkDir()
+	s.PortalURL = "http://" + sys.PortalAddr()
+	done := make(chan error, 1)
+	go func() { done <- sys.Run(ctx) }()
+	tb.Cleanup(func() { s.stop(cancel, done) })
+	go s.guardEvents(ctx)
+	select {
+	case <-sys.Ready():
+	case err := <-done:
+		done <- err // for the cleanup
+		tb.Fatalf("dcm stopped before it was ready: %v", err)
+	case <-time.After(20 * time.Second):
+		tb.Fatal("dcm not ready within 20s")
 	}
-	certs := &lateCerts{src: o.Certs, cas: o.CAs}
-	redirectPort := 0
-	if o.RedirectToHTTPSPort && s.HTTPSAddr != "" {
-		_, port, err := net.SplitHostPort(s.HTTPSAddr)
-		if err != nil {
-			tb.Fatalf("https address %q: %v", s.HTTPSAddr, err)
-		}
-		redirectPort, _ = strconv.Atoi(port)
-	}
-	s.Driver = haproxy.NewDriver(haproxy.DriverConfig{
-		Binary: bin, WorkDir: s.Dir,
-		Settings: haproxy.Settings{HTTPBind: s.HTTPAddr, HTTPSBind: s.HTTPSAddr, HTTPSRedirectPort: redirectPort, CookieSecret: o.CookieSecret},
-		Observer: func(command string, d time.Duration, err error) {
-			metrics.ObserveCommand(command, d, err)
-			if o.RecordCommands {
-				s.cmdMu.Lock()
-				s.commands = append(s.commands, command)
-				s.cmdMu.Unlock()
-			}
-		},
-		Certs:       certs,
-		CAs:         certs,
-		ReadTimeout: o.ReadTimeout, ReloadTimeout: o.ReloadTimeout,
-	}, log.With("part", "haproxy"))
-	if o.ObserveEvery == 0 {
-		o.ObserveEvery = time.Second
-	}
-	s.Engine = engine.New(engine.Config{Caps: o.Caps, IdlePollEvery: 50 * time.Millisecond, ObserveEvery: o.ObserveEvery,
-		RetryReloadAfter: o.RetryReloadAfter},
-		s.Driver, metrics, log.With("part", "engine"))
-
-	source := o.Source
-	if source == nil {
-		s.Client = o.Client
-		if o.Cluster != nil {
-			s.Cluster, s.Client = o.Cluster, o.Cluster.Client()
-		}
-		if s.Client == nil {
-			apps := o.Apps
-			if apps == nil {
-				apps = demo.DefaultApps()
-			}
-			ready := o.ReadinessDelay
-			if ready == 0 {
-				ready = 100 * time.Millisecond
-			}
-			cluster, err := demo.New(demo.Options{Apps: apps, ReadinessDelay: ready,
-				PreStopDelay: 300 * time.Millisecond}, log.With("part", "demo"))
-			if err != nil {
-				tb.Fatal(err)
-			}
-			s.Cluster, s.Client = cluster, cluster.Client()
-			goRun("demo", cluster.Run)
-		}
-		if s.Cluster == nil {
-			// As main does against a real cluster.
-			if _, err := kube.CheckAccess(ctx, s.Client, o.Namespaces); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		src := kube.NewSource(s.Client, kube.Options{Namespaces: o.Namespaces, DefaultBackendCA: o.DefaultBackendCA}, s.Engine, log.With("part", "kube"))
-		if o.Routes != nil {
-			src.WatchRoutes(*o.Routes)
-		}
-		goRun("kube", src.Run)
-		source = src
-		if certs.src == nil {
-			certs.src = src
-		}
-		if certs.cas == nil {
-			certs.cas = src
-		}
-	}
-	goRun("engine", func(ctx context.Context) error { return s.Engine.Run(ctx, source) })
-	if o.PortalTokens != "" || o.PortalAuthenticator != nil {
-		s.servePortal(ctx, o, metrics, log)
-	}
-	s.Eventually("the engine is ready", 20*time.Second, func() error {
-		if !s.Engine.Ready() {
-			return fmt.Errorf("not ready")
-		}
-		return nil
-	})
+	s.guard.Snapshot(s.Engine.Snapshot())
 	return s
 }
 
-// servePortal starts server.New as main does, until the test ends (ctx
-// ends its requests, the feed's websockets among them).
-func (s *Stack) servePortal(ctx context.Context, o Options, metrics *engine.Metrics, log *slog.Logger) {
-	s.t.Helper()
-	authn, authz := o.PortalAuthenticator, o.PortalAuthorizer
-	if authn == nil {
-		tokens, err := server.ParseTokens(strings.NewReader(o.PortalTokens))
+// stop ends dcm at the end of the test, bounded, after a last look at the
+// addresses HAProxy was handed.
+func (s *Stack) stop(cancel context.CancelFunc, done <-chan error) {
+	s.guard.Snapshot(s.Engine.Snapshot())
+	s.guard.ConfigFile(filepath.Join(s.Dir, haproxy.ConfigName))
+	cancel()
+	select {
+	case err := <-done:
 		if err != nil {
-			s.t.Fatalf("portal tokens: %v", err)
+			s.t.Errorf("dcm: %v", err)
 		}
-		authn, authz = tokens, server.RoleAuthorizer{}
+	case <-time.After(20 * time.Second):
+		s.t.Error("dcm did not stop within 20s")
 	}
-	var scaler server.Scaler
-	if s.Client != nil {
-		scaler = kube.NewScaler(s.Client)
+	if err := s.guard.Err(); err != nil {
+		s.t.Error(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		s.t.Fatal(err)
+}
+
+// guardEvents checks the whole state HAProxy runs after every reload and
+// restart, when servers reach it through the configuration file rather
+// than through commands.
+func (s *Stack) guardEvents(ctx context.Context) {
+	hub := s.Engine.Hub()
+	_, _, sub := hub.Subscribe(hub.Seq(), 10000)
+	defer sub.Close()
+	for {
+		select {
+		case ev := <-sub.C:
+			if ev.Type == dcm.EventReload || ev.Type == dcm.EventHAProxy {
+				s.guard.Snapshot(s.Engine.Snapshot())
+			}
+		case <-sub.Done():
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
-	srv := &http.Server{
-		Handler: server.New(server.Deps{
-			Engine: s.Engine, Scaler: scaler, Gatherer: s.Registry,
-			Authenticator: authn, Authorizer: authz,
-			FeedClients: metrics.FeedClients, FeedDropped: metrics.FeedDropped,
-			Log: log.With("part", "server"),
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+}
+
+// File writes content into a file of the test's own, for the options
+// that name a file (AuthTokenFile, CookieSecretFile,
+// DefaultBackendCAFile), and returns its path.
+func File(tb testing.TB, name, content string) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		tb.Fatal(err)
 	}
-	go func() { _ = srv.Serve(ln) }() // ErrServerClosed at cleanup
-	s.t.Cleanup(func() { _ = srv.Close() })
-	s.PortalURL = "http://" + ln.Addr().String()
+	return path
 }
 
 // Eventually retries check until it passes or the timeout ends.
@@ -598,27 +498,6 @@ func (r *Recorder) ReloadReasons() []dcm.ReloadReason {
 	return out
 }
 
-// lateCerts is the driver's CertSource, known only once the source is
-// built (after the driver, as in main).
-type lateCerts struct {
-	src haproxy.CertSource
-	cas haproxy.CASource
-}
-
-func (c *lateCerts) CAPEM(ca, version string) ([]byte, error) {
-	if c.cas == nil {
-		return nil, fmt.Errorf("no CA source for %s", ca)
-	}
-	return c.cas.CAPEM(ca, version)
-}
-
-func (c *lateCerts) CertPEM(secret, version string) ([]byte, error) {
-	if c.src == nil {
-		return nil, fmt.Errorf("no certificate source for %s", secret)
-	}
-	return c.src.CertPEM(secret, version)
-}
-
 // StaticSource is a desired state the test sets by hand: it stands in for
 // Kubernetes so a test can remove an endpoint while its pod keeps serving,
 // which only dcm can then explain.
@@ -670,4 +549,31 @@ func (s *Stack) Observed(t *testing.T) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// WithTokens is o serving the portal to these tokens, in the format of
+// --auth-token-file, as that flag does (on top of o's Config).
+func WithTokens(tb testing.TB, o Options, tokens string) Options {
+	tb.Helper()
+	file := File(tb, "tokens", tokens)
+	named := o.Config
+	o.Config = func(c *system.Config) {
+		if named != nil {
+			named(c)
+		}
+		c.AuthTokenFile = file
+	}
+	return o
+}
+
+// Spares is the number of spare backends dcm renders at a reload: the
+// pool of each kind and the sticky ones.
+func (s *Stack) Spares() int {
+	caps := s.Engine.Snapshot().Caps
+	return caps.Pool*len(dcm.PoolKinds) + caps.StickyPool
+}
+
+// PoolSize is an Options.Config that sets --pool-size only.
+func PoolSize(n int) func(*system.Config) {
+	return func(c *system.Config) { c.PoolSize = n }
 }
