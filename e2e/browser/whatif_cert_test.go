@@ -221,24 +221,29 @@ func TestWhatIfRotateCert(t *testing.T) {
 	}
 	seq, pid, reloads := p.Engine.Snapshot().Seq, p.WorkerPID(), p.Reloads()
 	rotate()
-	evs, _ := p.Engine.Events(seq)
-	var did []string
-	for _, ev := range evs {
-		for _, o := range ev.Ops {
-			if plan.IsCertOp(o) {
-				did = append(did, fmt.Sprintf("%s %s %s", o.Kind, o.Cert.Host, o.Cert.Secret))
-			}
-		}
-	}
 	var want []string
 	for _, st := range sim.Steps {
 		for _, o := range st.Ops {
 			want = append(want, fmt.Sprintf("%s %s %s", o.Kind, o.Cert.Host, o.Cert.Secret))
 		}
 	}
-	if !reflect.DeepEqual(did, want) {
-		t.Errorf("updating the Secret made the certificate commands %q, the preview showed %q", did, want)
-	}
+	// HAProxy serves the new certificate once the commands are acknowledged,
+	// a moment before the engine has written the files and published them.
+	p.Eventually("the rotation's commands are published", 5*time.Second, func() error {
+		evs, _ := p.Engine.Events(seq)
+		var did []string
+		for _, ev := range evs {
+			for _, o := range ev.Ops {
+				if plan.IsCertOp(o) {
+					did = append(did, fmt.Sprintf("%s %s %s", o.Kind, o.Cert.Host, o.Cert.Secret))
+				}
+			}
+		}
+		if !reflect.DeepEqual(did, want) {
+			return fmt.Errorf("updating the Secret made the certificate commands %q, the preview showed %q", did, want)
+		}
+		return nil
+	})
 	if p.WorkerPID() != pid || p.Reloads() != reloads {
 		t.Errorf("HAProxy reloaded: worker %d → %d, dcm_reloads_total %v → %v", pid, p.WorkerPID(), reloads, p.Reloads())
 	}
