@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dcm-router/dcm/system"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -170,13 +172,18 @@ func handSlice(ns string, backends []testkit.Backend) *discoveryv1.EndpointSlice
 
 // TestTwoIngressesOneHostAndRouteChanges: two Ingresses share a host with
 // different paths, each path reaches its own pods; an Ingress added and
-// deleted takes effect (with a reload that says why, until pooled backends).
+// deleted takes effect. Without spare backends (--pool-size=0, the option
+// this test is about) each is a reload that says why; TestIngressesThroughSpares
+// is the same change as shipped, without one.
 func TestTwoIngressesOneHostAndRouteChanges(t *testing.T) {
 	ns := kapitest.Namespace(t, env.admin)
 	host := "shared." + ns + ".test"
 	createApp(t, ns, "front", 1, host, "/")
 	createApp(t, ns, "api", 2, host, "/api")
-	s := startDCM(t, ns)
+	o := dcmOptions(t, ns)
+	namespaced := o.Config
+	o.Config = func(c *system.Config) { namespaced(c); c.PoolSize, c.StickyPoolSize = 0, 0 }
+	s := harness.Start(t, o)
 	rec := s.Subscribe(t)
 	s.Serves(host, "/", 1, readyPods(ns, "front"))
 	s.Serves(host, "/api", 2, readyPods(ns, "api"))
