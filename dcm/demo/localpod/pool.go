@@ -62,6 +62,7 @@ func ParsePrefix(s string) ([2]byte, error) {
 // addresses added to the loopback interface first.
 type Pool struct {
 	prefix [2]byte
+	listen ListenFunc
 
 	mu    sync.Mutex
 	used  map[int]bool
@@ -73,9 +74,20 @@ type Pool struct {
 // poolSize counts the addresses x in 1..255, y in 1..254.
 const poolSize = 255 * 254
 
-// NewPool returns an empty pool of the addresses prefix.x.y.
+// ListenFunc opens a listener the way net.ListenConfig.Listen does.
+type ListenFunc func(ctx context.Context, network, address string) (net.Listener, error)
+
+// NewPool returns an empty pool of the addresses prefix.x.y, bound in this
+// process's network namespace.
 func NewPool(prefix [2]byte) *Pool {
-	return &Pool{prefix: prefix, used: map[int]bool{}, avoid: map[int]time.Time{}}
+	return NewPoolWith(prefix, (&net.ListenConfig{}).Listen)
+}
+
+// NewPoolWith is NewPool binding through listen: pods in a network
+// namespace of their own (e2e/podnet's Network.Listen), on addresses only
+// that namespace has.
+func NewPoolWith(prefix [2]byte, listen ListenFunc) *Pool {
+	return &Pool{prefix: prefix, listen: listen, used: map[int]bool{}, avoid: map[int]time.Time{}}
 }
 
 func (p *Pool) addr(i int) netip.Addr {
@@ -160,7 +172,6 @@ func (p *Pool) Listen(ctx context.Context, port int, cancel <-chan struct{}, log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var lc net.ListenConfig
 	for {
 		for range bindAttempts {
 			if err := ctx.Err(); err != nil {
@@ -171,7 +182,7 @@ func (p *Pool) Listen(ctx context.Context, port int, cancel <-chan struct{}, log
 				break
 			}
 			addr := p.addr(i)
-			ln, err := lc.Listen(ctx, "tcp", netip.AddrPortFrom(addr, uint16(port)).String())
+			ln, err := p.listen(ctx, "tcp", netip.AddrPortFrom(addr, uint16(port)).String())
 			if err == nil {
 				var once sync.Once
 				return ln, addr, func() { once.Do(func() { p.release(i) }) }, nil

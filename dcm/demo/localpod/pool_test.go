@@ -277,3 +277,23 @@ func TestListenConcurrent(t *testing.T) {
 		seen[a] = true
 	}
 }
+
+// TestNewPoolWith: the pool binds through the function it was given (a
+// network namespace's, in e2e), with the address it picked.
+func TestNewPoolWith(t *testing.T) {
+	var got []string
+	listen := func(ctx context.Context, network, address string) (net.Listener, error) {
+		got = append(got, network+" "+address)
+		return (&net.ListenConfig{}).Listen(ctx, network, address)
+	}
+	p := NewPoolWith(testPrefix, listen)
+	ln, addr, release, err := p.Listen(context.Background(), 0, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	defer ln.Close()
+	if want := []string{"tcp " + addr.String() + ":0"}; !slices.Equal(got, want) {
+		t.Errorf("listen called with %q, want %q", got, want)
+	}
+}
