@@ -92,12 +92,15 @@ func StartBackendOn(tb testing.TB, ip string, port int, name string) Backend {
 	if err != nil {
 		tb.Fatalf("listen on %s: %v", ip, err)
 	}
-	return serveName(tb, l, name)
+	return ServeBackend(tb, l, name)
 }
 
-// serveName answers every request on l with name, after ?ms= milliseconds
-// when asked, until the test ends.
-func serveName(tb testing.TB, l net.Listener, name string) Backend {
+// ServeBackend is StartBackend on a listener the caller opened, such as
+// one inside a test's network namespace (e2e/podnet): it answers every
+// request on l with name, after ?ms= milliseconds when asked, until the
+// test ends, and then closes l.
+func ServeBackend(tb testing.TB, l net.Listener, name string) Backend {
+	tb.Helper()
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ms, err := strconv.Atoi(r.URL.Query().Get("ms")); err == nil {
 			time.Sleep(time.Duration(min(ms, 60000)) * time.Millisecond)

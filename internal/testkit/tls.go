@@ -205,15 +205,23 @@ func httpsGet(addr, host, path string, cfg *tls.Config) (int, string, *x509.Cert
 // its name, as StartBackend does, after ?ms= milliseconds when asked.
 func StartTLSBackend(tb testing.TB, ip, name string, leaf Leaf) Backend {
 	tb.Helper()
-	cert, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
-	if err != nil {
-		tb.Fatalf("TLS backend %s: %v", name, err)
-	}
-	l, err := tls.Listen("tcp", net.JoinHostPort(ip, "0"), &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		tb.Fatalf("listen on %s: %v", ip, err)
 	}
-	return serveName(tb, l, name)
+	return ServeTLSBackend(tb, l, name, leaf)
+}
+
+// ServeTLSBackend is StartTLSBackend on a listener the caller opened (plain
+// TCP; TLS is added here), as ServeBackend is StartBackend's.
+func ServeTLSBackend(tb testing.TB, l net.Listener, name string, leaf Leaf) Backend {
+	tb.Helper()
+	cert, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
+	if err != nil {
+		l.Close()
+		tb.Fatalf("TLS backend %s: %v", name, err)
+	}
+	return ServeBackend(tb, tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), name)
 }
 
 // InsecureHTTPSGet is HTTPSGet without verifying the certificate, to see
