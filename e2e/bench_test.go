@@ -61,7 +61,8 @@ func benchObjects(routes, endpoints int) []any {
 			},
 			benchSlice(name, r, endpoints, true),
 			&networkingv1.Ingress{
-				// Health checks off: 10,000 servers at unroutable addresses need no probing.
+				// Health checks off: 10,000 servers at loopback addresses nothing
+				// listens on need no probing.
 				ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name, Annotations: map[string]string{kube.AnnotationHealthCheck: "false"}},
 				Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{
 					Host: name + ".bench",
@@ -84,7 +85,9 @@ func benchSlice(svc string, r, endpoints int, firstReady bool) *discoveryv1.Endp
 	}
 	for e := range endpoints {
 		sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{
-			Addresses:  []string{fmt.Sprintf("10.%d.%d.%d", r/250, r%250, e+1)},
+			// Loopback (127.120–127.123 for 1,000 routes): HAProxy is never
+			// handed an address outside the host.
+			Addresses:  []string{fmt.Sprintf("127.%d.%d.%d", 120+r/250, r%250, e+1)},
 			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(e != 0 || firstReady)},
 			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: "bench", Name: fmt.Sprintf("%s-%d", svc, e)},
 		})
