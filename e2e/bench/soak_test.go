@@ -38,6 +38,7 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/haproxy"
 	"github.com/dcm-router/dcm/e2e/kapitest"
+	"github.com/dcm-router/dcm/e2e/podnet"
 	"github.com/dcm-router/dcm/internal/testkit"
 )
 
@@ -74,11 +75,19 @@ func TestSoak(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cp.Stop() })
 	admin := cp.Client(t)
-	if err := kapitest.EnsurePodNetwork(); err != nil {
+	pods, err := podnet.Setup()
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := pods.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Cleanup(pods.CloseOnSignal())
+	t.Logf("pods in %s", pods)
 	kctx, stopKubelet := context.WithCancel(ctx)
-	kubelet, err := kapitest.StartKubelet(kctx, admin, kapitest.KubeletOptions{},
+	kubelet, err := kapitest.StartKubelet(kctx, admin, kapitest.KubeletOptions{Pods: pods},
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})).With("part", "kubelet"))
 	if err != nil {
 		t.Fatal(err)

@@ -107,9 +107,9 @@ func TestSelectorlessServiceHandEditedSlice(t *testing.T) {
 	createService(t, ns, "manual", nil)
 	createIngress(t, ns, "manual", host, "/", "manual")
 	backends := []testkit.Backend{
-		testkit.StartBackendOn(t, "10.244.250.1", 8080, "m-a"),
-		testkit.StartBackendOn(t, "10.244.250.2", 8080, "m-b"),
-		testkit.StartBackendOn(t, "10.244.250.3", 8080, "m-c"),
+		startPod(t, 250, 1, 8080, "m-a"),
+		startPod(t, 250, 2, 8080, "m-b"),
+		startPod(t, 250, 3, 8080, "m-c"),
 	}
 	slices := env.admin.DiscoveryV1().EndpointSlices(ns)
 	slice := handSlice(ns, backends)

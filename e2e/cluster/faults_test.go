@@ -198,7 +198,7 @@ func TestEndpointSliceStorm(t *testing.T) {
 	createIngress(t, ns, "storm", host, "/", "storm")
 	backends := make([]testkit.Backend, nSlices*perSlice)
 	for i := range backends {
-		backends[i] = testkit.StartBackendOn(t, fmt.Sprintf("10.244.251.%d", i+1), 8080, fmt.Sprintf("storm-%02d", i))
+		backends[i] = startPod(t, 251, byte(i+1), 8080, fmt.Sprintf("storm-%02d", i))
 	}
 	client := env.admin.DiscoveryV1().EndpointSlices(ns)
 	current := make([]*discoveryv1.EndpointSlice, nSlices)

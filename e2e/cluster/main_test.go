@@ -9,6 +9,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -22,6 +24,8 @@ import (
 
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/e2e/kapitest"
+	"github.com/dcm-router/dcm/e2e/podnet"
+	"github.com/dcm-router/dcm/internal/testkit"
 	"github.com/dcm-router/dcm/system"
 )
 
@@ -31,23 +35,23 @@ var env struct {
 	cp      *kapitest.ControlPlane
 	admin   kubernetes.Interface
 	kubelet *kapitest.Kubelet
+	// pods is the package's pod network: the kubelet's pods and those the
+	// tests start by hand (startPod) listen inside its namespace.
+	pods *podnet.Network
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(kapitest.Main(m, func(ctx context.Context, cp *kapitest.ControlPlane) (func(), error) {
+	os.Exit(kapitest.Main(m, func(ctx context.Context, cp *kapitest.ControlPlane, pods *podnet.Network) (func(), error) {
 		admin, err := kubernetes.NewForConfig(cp.Admin)
 		if err != nil {
 			return nil, err
 		}
-		env.cp, env.admin = cp, admin
+		env.cp, env.admin, env.pods = cp, admin, pods
 		if err := kapitest.Apply(ctx, admin, deployFile("rbac.yaml"), deployFile("dcm.yaml")); err != nil {
 			return nil, fmt.Errorf("apply deploy/: %w", err)
 		}
-		if err := kapitest.EnsurePodNetwork(); err != nil {
-			return nil, err
-		}
 		kctx, cancel := context.WithCancel(ctx)
-		kubelet, err := kapitest.StartKubelet(kctx, admin, kapitest.KubeletOptions{},
+		kubelet, err := kapitest.StartKubelet(kctx, admin, kapitest.KubeletOptions{Pods: pods},
 			slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("part", "kubelet"))
 		if err != nil {
 			cancel()
@@ -56,6 +60,33 @@ func TestMain(m *testing.M) {
 		env.kubelet = kubelet
 		return func() { cancel(); kubelet.Wait() }, nil
 	}))
+}
+
+// podListener opens a listener at the pod address 10.X.x.y:port inside the
+// package's pod network (the kubelet's pool starts at x = 1, so tests take
+// x ≥ 250).
+func podListener(t *testing.T, x, y byte, port int) net.Listener {
+	t.Helper()
+	at := netip.AddrPortFrom(env.pods.Addr(x, y), uint16(port))
+	l, err := env.pods.Listen(context.Background(), "tcp", at.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// startPod is testkit.StartBackendOn for a pod at 10.X.x.y:port in the pod
+// network.
+func startPod(t *testing.T, x, y byte, port int, name string) testkit.Backend {
+	t.Helper()
+	return testkit.ServeBackend(t, podListener(t, x, y, port), name)
+}
+
+// startTLSPod is testkit.StartTLSBackend for a pod at 10.X.x.y (any port)
+// in the pod network.
+func startTLSPod(t *testing.T, x, y byte, name string, leaf testkit.Leaf) testkit.Backend {
+	t.Helper()
+	return testkit.ServeTLSBackend(t, podListener(t, x, y, 0), name, leaf)
 }
 
 func deployFile(name string) string {
@@ -83,7 +114,7 @@ func serviceAccountConfig(t *testing.T, ns, name string) *rest.Config {
 // test kubelet's network.
 func dcmOptions(t *testing.T, ns string) harness.Options {
 	t.Helper()
-	return harness.Options{Kubernetes: serviceAccountConfig(t, "dcm-system", "dcm"), PodNetwork: kapitest.PodNetwork,
+	return harness.Options{Kubernetes: serviceAccountConfig(t, "dcm-system", "dcm"), PodNetwork: env.pods.Prefix(),
 		Config: func(c *system.Config) { c.Namespaces, c.HTTPSRedirectPort = []string{ns}, 443 }}
 }
 

@@ -29,8 +29,8 @@ func TestIngressReencryptThroughAPIServer(t *testing.T) {
 	ns := kapitest.Namespace(t, env.admin)
 	host := "secure." + ns + ".test"
 	front, podCA, rogue := testkit.NewCA(t), testkit.NewCA(t), testkit.NewCA(t)
-	good := testkit.StartTLSBackend(t, "10.244.252.7", "secure-good", podCA.Leaf(t, "secure."+ns+".svc"))
-	bad := testkit.StartTLSBackend(t, "10.244.252.8", "secure-bad", rogue.Leaf(t, "secure."+ns+".svc"))
+	good := startTLSPod(t, 252, 7, "secure-good", podCA.Leaf(t, "secure."+ns+".svc"))
+	bad := startTLSPod(t, 252, 8, "secure-bad", rogue.Leaf(t, "secure."+ns+".svc"))
 	createService(t, ns, "secure", nil)
 	ctx := context.Background()
 	slice := func(b testkit.Backend) *discoveryv1.EndpointSlice {

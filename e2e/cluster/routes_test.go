@@ -606,7 +606,7 @@ func testOpenShiftReencryptRoute(t *testing.T, atStart bool) {
 	ctx := context.Background()
 	host := "secure." + ns + ".test"
 	front, podCA, rogue := testkit.NewCA(t), testkit.NewCA(t), testkit.NewCA(t)
-	pod := testkit.StartTLSBackend(t, "10.244.253.7", "secure-pod", podCA.Leaf(t, "secure."+ns+".svc"))
+	pod := startTLSPod(t, 253, 7, "secure-pod", podCA.Leaf(t, "secure."+ns+".svc"))
 	createService(t, ns, "secure", nil)
 	sl := handSlice(ns, []testkit.Backend{pod})
 	sl.Labels[discoveryv1.LabelServiceName] = "secure"

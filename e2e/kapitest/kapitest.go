@@ -1,7 +1,8 @@
 // Package kapitest runs the control plane of e2e/kapi (embedded etcd, the
 // real kube-apiserver with RBAC, the real endpointslice, deployment and
-// replicaset controllers) for a test package, and gives each test its own
-// namespace.
+// replicaset controllers) for a test package, with a test kubelet whose
+// pods listen in the package's own pod network (e2e/podnet), and gives each
+// test its own namespace.
 package kapitest
 
 import (
@@ -24,6 +25,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/dcm-router/dcm/e2e/podnet"
 )
 
 // Binary builds the control plane with e2e/kapi/build.sh (as make kapi
@@ -148,12 +151,27 @@ func (cp *ControlPlane) Client(tb testing.TB) kubernetes.Interface {
 	return c
 }
 
-// Main is a TestMain: it builds and starts one control plane for the test
-// package, runs setup (which may start what the tests share and returns how
-// to stop it), runs the tests, then always stops everything it started.
-func Main(m *testing.M, setup func(ctx context.Context, cp *ControlPlane) (stop func(), err error)) int {
+// Main is a TestMain: it sets up the pods' network (e2e/podnet) and builds
+// and starts one control plane for the test package, runs setup (which may
+// start what the tests share and returns how to stop it), runs the tests,
+// then always stops everything it started. SIGINT or SIGTERM tears the
+// pods' network down before the signal ends the process; a harder end
+// (kill -9, the test timeout's panic) leaves it to the next run to sweep.
+func Main(m *testing.M, setup func(ctx context.Context, cp *ControlPlane, pods *podnet.Network) (stop func(), err error)) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
+	pods, err := podnet.Setup()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := pods.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	defer pods.CloseOnSignal()()
+	fmt.Fprintf(os.Stderr, "kapitest: pods in %s\n", pods)
 	bin, err := Binary(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -171,7 +189,7 @@ func Main(m *testing.M, setup func(ctx context.Context, cp *ControlPlane) (stop 
 		return 1
 	}
 	defer cp.Stop()
-	stop, err := setup(ctx, cp)
+	stop, err := setup(ctx, cp, pods)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "setup:", err)
 		return 1

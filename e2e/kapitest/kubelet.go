@@ -2,6 +2,7 @@ package kapitest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/dcm-router/dcm/dcm/demo/localpod"
+	"github.com/dcm-router/dcm/e2e/podnet"
 )
 
 // NodeName is the one node of the test cluster.
@@ -30,14 +32,14 @@ type KubeletOptions struct {
 	// PreStopDelay is how long a terminating pod keeps accepting, as a
 	// preStop hook would while endpoints propagate (default 300ms).
 	PreStopDelay time.Duration
-	// Prefix of the pod addresses, prefix.x.y (default: PodNetwork's, which
-	// EnsurePodNetwork routes to this host).
-	Prefix [2]byte
+	// Pods is the network the pods listen in (required): their addresses
+	// are its 10.X.x.y, bound inside its namespace.
+	Pods *podnet.Network
 }
 
 // Kubelet stands in for the scheduler and the kubelet of one node: it binds
 // unscheduled Pods to its node and turns each into a real HTTP server on
-// its own loopback address answering with the pod name, then reports the
+// its own address in the test's pod network answering with the pod name, then reports the
 // Pod Running and Ready with that IP, so that the real endpointslice
 // controller writes real EndpointSlices. A deleted Pod terminates
 // gracefully: it stays serving (terminating) for the preStop delay, shuts
@@ -77,11 +79,12 @@ func StartKubelet(ctx context.Context, client kubernetes.Interface, opts Kubelet
 	if opts.PreStopDelay == 0 {
 		opts.PreStopDelay = 300 * time.Millisecond
 	}
-	if opts.Prefix == [2]byte{} {
-		a := PodNetwork.Addr().As4()
-		opts.Prefix = [2]byte{a[0], a[1]}
+	if opts.Pods == nil {
+		return nil, errors.New("kubelet: KubeletOptions.Pods is required (podnet.Setup)")
 	}
-	k := &Kubelet{client: client, opts: opts, pool: localpod.NewPool(opts.Prefix), log: log, pods: map[types.UID]*runningPod{}, dead: map[types.UID]bool{}}
+	a := opts.Pods.Prefix().Addr().As4()
+	pool := localpod.NewPoolWith([2]byte{a[0], a[1]}, opts.Pods.Listen)
+	k := &Kubelet{client: client, opts: opts, pool: pool, log: log, pods: map[types.UID]*runningPod{}, dead: map[types.UID]bool{}}
 	if err := k.registerNode(ctx); err != nil {
 		return nil, err
 	}
