@@ -56,7 +56,7 @@ func BenchmarkMemoryCosts(b *testing.B) {
 	var ops []dcm.Op
 	for i, be := range backends.Backends {
 		ops = append(ops, dcm.Op{Kind: dcm.OpAddServer, Backend: be.Name, Server: "dyn:http",
-			Addr: fmt.Sprintf("10.9.%d.%d", i/250, i%250+1), Port: 8080, Weight: 1})
+			Addr: fmt.Sprintf("127.9.%d.%d", i/250, i%250+1), Port: 8080, Weight: 1})
 	}
 	if err := d.Apply(context.Background(), ops, dcm.State{}); err != nil {
 		b.Fatal(err)

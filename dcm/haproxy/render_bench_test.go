@@ -19,7 +19,8 @@ func bigState(routes, servers int) dcm.State {
 		be := dcm.Backend{Name: rt.BackendName(), Kind: dcm.KindHTTP, Route: rt}
 		for e := range servers {
 			be.Servers = append(be.Servers, dcm.Server{Name: fmt.Sprintf("app%04d-%d:http", r, e),
-				Addr: fmt.Sprintf("10.%d.%d.%d", r/250, r%250, e+1), Port: 8080, Weight: 1, State: dcm.StateReady})
+				// Loopback: BenchmarkMemoryCosts hands these to a running HAProxy.
+				Addr: fmt.Sprintf("127.%d.%d.%d", 100+r/250, r%250, e+1), Port: 8080, Weight: 1, State: dcm.StateReady})
 		}
 		st.Backends = append(st.Backends, be)
 	}
