@@ -448,7 +448,7 @@ func (e *Engine) reload(ctx context.Context, p dcm.Plan, seen time.Time) {
 		e.mu.Lock()
 		e.lastReload = info
 		e.retry.reasons = reasons
-		e.retry.delay = min(max(e.retry.delay*2, e.cfg.RetryReloadAfter), time.Minute)
+		e.retry.delay = nextRetryDelay(e.retry.delay, e.cfg.RetryReloadAfter)
 		e.retry.at = time.Now().Add(e.retry.delay)
 		if res.NewPID != 0 {
 			e.pid = res.NewPID
@@ -497,6 +497,18 @@ func (e *Engine) reload(ctx context.Context, p dcm.Plan, seen time.Time) {
 	e.publish(dcm.Event{Type: dcm.EventReload, Reload: info, Ops: p.Ops,
 		Message: fmt.Sprintf("reloaded in %s for %v (worker %d → %d)", dur.Round(time.Millisecond), reasons, res.OldPID, res.NewPID)})
 	e.observe(ctx, nil)
+}
+
+// maxRetryDelay bounds the backoff of a failing reload: a configuration
+// HAProxy keeps refusing is still tried again every minute, so a fix outside
+// dcm (a certificate, a file system) is picked up without a restart.
+const maxRetryDelay = time.Minute
+
+// nextRetryDelay is the wait before retrying a reload that failed after a
+// wait of prev (0 for the first failure): first, doubling per failure up to
+// maxRetryDelay, so a broken configuration is not hammered on every event.
+func nextRetryDelay(prev, first time.Duration) time.Duration {
+	return min(max(prev*2, first), maxRetryDelay)
 }
 
 func (e *Engine) writeFiles(st dcm.State) {
