@@ -181,7 +181,7 @@ func (e *Engine) Events(since uint64) ([]dcm.Event, bool) {
 func (e *Engine) RequestReload(reason dcm.ReloadReason) {
 	select {
 	case e.reloadReq <- reason:
-	default: // a burst of requests is one reload
+	default: // the queue is full: the reload it leads to is this one too
 	}
 }
 
@@ -271,7 +271,7 @@ func (e *Engine) loop(ctx context.Context) error {
 			req.observeIdle = true
 			nextIdle = time.Time{}
 		case r := <-e.reloadReq:
-			req.reasons = []dcm.ReloadReason{r}
+			req.reasons = e.queuedReloads(r)
 		case ev := <-e.driver.Events():
 			e.processEvent(ctx, ev)
 			if ev.Type != haproxy.ProcessRestarted {
@@ -285,6 +285,21 @@ func (e *Engine) loop(ctx context.Context) error {
 			continue
 		}
 		e.sync(ctx, req)
+	}
+}
+
+// queuedReloads returns r and the reasons of every request queued behind
+// it, so that a burst of requests (clicks while a reload runs, failed
+// writes) is one reload that names all of them.
+func (e *Engine) queuedReloads(r dcm.ReloadReason) []dcm.ReloadReason {
+	reasons := []dcm.ReloadReason{r}
+	for {
+		select {
+		case r := <-e.reloadReq:
+			reasons = append(reasons, r)
+		default:
+			return reasons
+		}
 	}
 }
 

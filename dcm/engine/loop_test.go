@@ -643,3 +643,39 @@ func TestObservedDrift(t *testing.T) {
 		})
 	}
 }
+
+// TestReloadRequestsCoalesce: requests for a reload that queue up while one
+// is in flight (clicks on the portal's button, failed writes) are one more
+// reload that carries all their reasons, not one reload each.
+func TestReloadRequestsCoalesce(t *testing.T) {
+	h := newHarness(t, Config{Caps: pooled, ObserveEvery: never, IdlePollEvery: never}, web())
+	gates := []chan struct{}{make(chan struct{}), make(chan struct{})}
+	h.d.reloadErr = func(n int, _ dcm.State) error {
+		if n <= len(gates) {
+			h.d.block(gates[n-1])
+		}
+		return nil
+	}
+	h.start(true)
+	h.waitReady()
+	h.e.Reload("test")
+	h.waitFor("the first reload in flight", h.d.reloadInFlight)
+	for range 5 {
+		h.e.Reload("test")
+	}
+	h.e.RequestReload(dcm.ReasonRuntimeError)
+	close(gates[0])
+	h.waitFor("the second reload in flight", func() bool { return h.d.entered("reload") == 2 && h.d.reloadInFlight() })
+	// The loop took what was queued before it reloaded again.
+	if n := len(h.e.reloadReq); n > 0 {
+		t.Errorf("%d reload requests still queued behind the second reload", n)
+	}
+	close(gates[1])
+	ev := h.waitEvent(dcm.EventReload, "the second reload", func(ev dcm.Event) bool { return ev.Reload.NewPID == 102 })
+	if want := []dcm.ReloadReason{dcm.ReasonManual, dcm.ReasonRuntimeError}; !slices.Equal(ev.Reload.Reasons, want) {
+		t.Errorf("the second reload was for %v, want %v", ev.Reload.Reasons, want)
+	}
+	if n := counter(t, h.metrics.Reloads, string(dcm.ReasonManual)); n != 2 {
+		t.Errorf("dcm_reloads_total{reason=manual} = %v, want 2", n)
+	}
+}
