@@ -95,7 +95,13 @@ func (s *fakeSource) Desired() (dcm.Desired, time.Time) {
 	return d, seen
 }
 
-func (s *fakeSource) Changed() <-chan struct{} { return s.changed }
+// Changed is asked once per round of the loop, as it goes back to wait:
+// the announcement wakes tests waiting for what a round changed in the
+// engine without a driver call or event after it (an update counted).
+func (s *fakeSource) Changed() <-chan struct{} {
+	s.sig.broadcast()
+	return s.changed
+}
 
 func (s *fakeSource) Synced() bool {
 	s.mu.Lock()
@@ -147,6 +153,8 @@ type fakeDriver struct {
 	applyErr  func(n int, ops []dcm.Op) error
 	writeErr  func(n int) error
 	reloadErr func(n int, st dcm.State) error
+	// observeErr fails a full read-back when it returns an error.
+	observeErr func() error
 	// refuseDel makes del server of "<proxy>/<server>" refused that many
 	// times, as 2.6 does when a request reached it after the read-back;
 	// then busyAfterRefusal traffic read-backs report it busy (busyReads
@@ -331,6 +339,16 @@ func (d *fakeDriver) Reload(_ context.Context, st dcm.State) (haproxy.ReloadResu
 }
 
 func (d *fakeDriver) Observe(context.Context) (map[string][]dcm.Server, error) {
+	d.mu.Lock()
+	hook := d.observeErr
+	d.mu.Unlock()
+	if hook != nil {
+		if err := hook(); err != nil {
+			d.enter("observe")
+			d.record(call{kind: "observe", start: time.Now(), err: err})
+			return nil, err
+		}
+	}
 	return d.observe("observe", nil, true), nil
 }
 

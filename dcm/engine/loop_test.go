@@ -679,3 +679,123 @@ func TestReloadRequestsCoalesce(t *testing.T) {
 		t.Errorf("dcm_reloads_total{reason=manual} = %v, want 2", n)
 	}
 }
+
+// TestUpdatesCounted: every Kubernetes change is counted by what it took:
+// nothing HAProxy sees, runtime commands, or a reload.
+func TestUpdatesCounted(t *testing.T) {
+	tests := []struct {
+		name   string
+		change dcm.Desired
+		want   dcm.Updates
+		label  string
+	}{
+		{name: "a change HAProxy does not see", change: web(), want: dcm.Updates{Noop: 1}, label: "noop"},
+		{name: "a weight", change: web(weightOfA(4)), want: dcm.Updates{Dynamic: 1}, label: "dynamic"},
+		{name: "a new route without a spare backend", change: web(withAPI), want: dcm.Updates{Reload: 1}, label: "reload"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, Config{Caps: unpooled, ObserveEvery: never, IdlePollEvery: never}, web())
+			h.start(true)
+			h.waitReady()
+			h.src.Set(tt.change)
+			h.waitFor("the update counted", func() bool { return h.e.Snapshot().Updates != dcm.Updates{} })
+			if got := h.e.Snapshot().Updates; got != tt.want {
+				t.Errorf("updates %+v, want %+v", got, tt.want)
+			}
+			if n := counter(t, h.metrics.Updates, tt.label); n != 1 {
+				t.Errorf("dcm_updates_total{result=%s} = %v, want 1", tt.label, n)
+			}
+		})
+	}
+}
+
+// TestReloadRestoresRuntimeState: a reload renders drain as maint and sets
+// it back at runtime; when that fails the state stays as the reload left it
+// and the next sync sends the same commands again.
+func TestReloadRestoresRuntimeState(t *testing.T) {
+	drains := func(c call) bool {
+		return c.kind == "apply" && slices.ContainsFunc(c.ops, func(o dcm.Op) bool {
+			return o.Kind == dcm.OpSetState && o.Server == webB && o.State == dcm.StateDrain
+		})
+	}
+	tests := []struct {
+		name string
+		// failRestore fails the first set state after the reload.
+		failRestore bool
+		// blind fails the read-back after the reload: dcm's state is
+		// then what it applied, and a later round finds nothing to do.
+		blind bool
+	}{
+		{name: "restored"},
+		{name: "restored, HAProxy not read back", blind: true},
+		{name: "restoring refused, then sent again", failRestore: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, Config{Caps: pooled, ObserveEvery: never, IdlePollEvery: never}, web(bDrains))
+			h.start(true)
+			h.waitReady()
+			h.waitFor("drain set after the start", func() bool { return slices.ContainsFunc(h.calls(), drains) })
+			if tt.failRestore {
+				h.d.mu.Lock()
+				h.d.applyErr = func(n int, _ []dcm.Op) error {
+					if n == 2 {
+						return errors.New("set server state: unexpected reply")
+					}
+					return nil
+				}
+				h.d.mu.Unlock()
+			}
+			if tt.blind {
+				h.d.mu.Lock()
+				h.d.observeErr = func() error { return errors.New("show servers state: timeout") }
+				h.d.mu.Unlock()
+			}
+			from := len(h.calls())
+			h.e.Reload("test")
+			h.waitCalls("reload", 1)
+			if tt.failRestore {
+				ev := h.waitEvent(dcm.EventSyncError, "the failed restore", nil)
+				if ev.Reason != string(dcm.ReasonRuntimeError) {
+					t.Errorf("sync error %q, want runtime-error", ev.Reason)
+				}
+				h.waitEvent(dcm.EventReload, "the reload", nil)
+				if s, _ := serverOf(h.actual(), webBE, webB); s.State != dcm.StateMaint {
+					t.Errorf("after the failed restore dcm has %s as %s, want maint as the reload left it", webB, s.State)
+				}
+				h.src.Set(web(bDrains)) // any later round
+			}
+			h.waitFor("drain restored", func() bool {
+				s, _ := serverOf(h.actual(), webBE, webB)
+				return s.State == dcm.StateDrain && slices.ContainsFunc(after(h.calls(), from), func(c call) bool { return drains(c) && c.err == nil })
+			})
+			if tt.blind {
+				before := h.e.Snapshot().Updates
+				h.src.Set(web(bDrains))
+				h.waitFor("the next round", func() bool { return h.e.Snapshot().Updates != before })
+				if n := len(slices.DeleteFunc(after(h.calls(), from), func(c call) bool { return !drains(c) })); n != 1 {
+					t.Errorf("drain sent %d times after the reload, want once", n)
+				}
+			}
+			if n := len(h.calls("reload")); n != 1 {
+				t.Errorf("%d reloads, want 1", n)
+			}
+		})
+	}
+}
+
+// TestOverrideSyncsAtOnce: an admin's change of a server is applied without
+// waiting for Kubernetes or a timer.
+func TestOverrideSyncsAtOnce(t *testing.T) {
+	h := newHarness(t, Config{Caps: pooled, ObserveEvery: never, IdlePollEvery: never}, web())
+	h.start(true)
+	h.waitReady()
+	if err := h.e.SetServerState("admin", webBE, webA, dcm.StateDrain); err != nil {
+		t.Fatal(err)
+	}
+	apply := h.waitCalls("apply", 1)[0]
+	if !slices.ContainsFunc(apply.ops, func(o dcm.Op) bool { return o.Kind == dcm.OpSetState && o.Server == webA && o.State == dcm.StateDrain }) {
+		t.Errorf("applied %v, want %s drained", apply.ops, webA)
+	}
+}
