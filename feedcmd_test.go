@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/internal/testkit"
 	"github.com/dcm-router/dcm/server/feedclient"
 	"github.com/dcm-router/dcm/server/feedclient/feedtest"
 )
@@ -74,15 +76,15 @@ func eventSeqs(msgs []dcm.FeedMessage) []uint64 {
 	return out
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
+// printed waits until dcm feed has printed event seq.
+func printed(t *testing.T, stdout *syncBuffer, seq uint64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	testkit.Eventually(t, fmt.Sprintf("event %d printed", seq), 10*time.Second, func() error {
+		if got := eventSeqs(stdout.messages(t)); !slices.Contains(got, seq) {
+			return fmt.Errorf("events printed: %v", got)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func publishTicks(srv *feedtest.Server, n int) {
@@ -114,16 +116,16 @@ func TestFeedCommand(t *testing.T) {
 	go func() {
 		done <- feedCommand(ctx, []string{"--server", srv.URL, "--token-file", tokens, "--since", "1"}, &stdout, &stderr)
 	}()
-	waitUntil(t, "event 2", func() bool { return slices.Contains(eventSeqs(stdout.messages(t)), 2) })
+	printed(t, &stdout, 2)
 	publishTicks(srv, 1)
-	waitUntil(t, "event 3", func() bool { return slices.Contains(eventSeqs(stdout.messages(t)), 3) })
+	printed(t, &stdout, 3)
 
 	srv.SetDown(true)
 	srv.Cut()
 	srv.WaitSubscribers(t, 0)
 	publishTicks(srv, 2) // 4, 5 while away
 	srv.SetDown(false)
-	waitUntil(t, "event 5", func() bool { return slices.Contains(eventSeqs(stdout.messages(t)), 5) })
+	printed(t, &stdout, 5)
 	cancel()
 	select {
 	case err := <-done:

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 // actionBodies are valid bodies of the routes that change something, so that
@@ -140,7 +142,12 @@ func TestFeedRefusesOversizedMessages(t *testing.T) {
 			t.Errorf("%d bytes: %v, want the feed to go on", tt.size, err)
 		}
 	}
-	waitFor(t, "closed clients to be counted out", func() bool { return gaugeValue(s.clients) == 1 })
+	testkit.Eventually(t, "closed clients to be counted out", 10*time.Second, func() error {
+		if g := gaugeValue(s.clients); g != 1 {
+			return fmt.Errorf("dcm_feed_clients = %v, want 1", g)
+		}
+		return nil
+	})
 }
 
 // feedGoesOn pings the server after what was sent and reads the feed until

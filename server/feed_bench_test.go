@@ -98,7 +98,7 @@ func benchFanOut(b *testing.B, clients, queue int) {
 	if err, _ := dialErr.Load().(error); err != nil {
 		b.Fatalf("connecting %d clients: %v", clients, err)
 	}
-	waitFor(b, "every client subscribed", func() bool { return s.eng.hub.Subscribers() == clients })
+	s.waitSubscribers(b, clients)
 	debug.FreeOSMemory()
 	rssConnected := rssBytes(b)
 	var ms runtime.MemStats

@@ -33,6 +33,7 @@ import (
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/engine"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 // feedEngine is the package's fakeEngine (real hub) serving a full picture
@@ -273,16 +274,16 @@ func gaugeValue(g prometheus.Gauge) float64 {
 	return m.GetGauge().GetValue()
 }
 
-// waitFor polls cond, which the server reaches on its own goroutines.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+// waitSubscribers waits until the hub has n subscribers: the server
+// registers and drops them on its own goroutines.
+func (s *feedServer) waitSubscribers(tb testing.TB, n int) {
+	tb.Helper()
+	testkit.Eventually(tb, fmt.Sprintf("%d subscribers", n), 10*time.Second, func() error {
+		if got := s.eng.hub.Subscribers(); got != n {
+			return fmt.Errorf("the hub has %d", got)
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // dialOpts shape one client's upgrade request.
@@ -462,7 +463,7 @@ func TestFeedResume(t *testing.T) {
 			s.publish(12)
 			first.events(12)
 			first.ws.Close()
-			waitFor(t, "the first connection to end", func() bool { return s.eng.hub.Subscribers() == 0 })
+			s.waitSubscribers(t, 0)
 			s.publish(28) // 13-40 while away
 
 			c := s.dial(t, tt.query, dialOpts{})
@@ -716,7 +717,7 @@ func TestFeedSlowClient(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "every client subscribed", func() bool { return s.eng.hub.Subscribers() == readers+stuck })
+	s.waitSubscribers(t, readers+stuck)
 	if g := gaugeValue(s.clients); g != readers+stuck {
 		t.Errorf("dcm_feed_clients = %v, want %d", g, readers+stuck)
 	}
@@ -756,13 +757,13 @@ func TestFeedSlowClient(t *testing.T) {
 		}
 		// An engine publishes at the pace of HAProxy's replies; the test
 		// waits for the readers, never for the stuck clients.
-		waitFor(t, fmt.Sprintf("readers at %d", seq), func() bool {
+		testkit.Eventually(t, fmt.Sprintf("readers at %d", seq), 10*time.Second, func() error {
 			for i := range progress {
-				if progress[i].Load() < seq {
-					return false
+				if got := progress[i].Load(); got < seq {
+					return fmt.Errorf("reader %d at %d", i, got)
 				}
 			}
-			return true
+			return nil
 		})
 	}
 	wg.Wait()

@@ -198,17 +198,7 @@ func File(tb testing.TB, name, content string) string {
 // Eventually retries check until it passes or the timeout ends.
 func (s *Stack) Eventually(what string, timeout time.Duration, check func() error) {
 	s.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(s.t, what, timeout, check)
 }
 
 // Get sends one request through HAProxy.

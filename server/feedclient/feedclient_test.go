@@ -12,27 +12,23 @@ import (
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/internal/testkit"
 	"github.com/dcm-router/dcm/server/feedclient"
 	"github.com/dcm-router/dcm/server/feedclient/feedtest"
 )
 
 // recorder is a Run handler that keeps every message for the test to read.
 type recorder struct {
-	mu     sync.Mutex
-	msgs   []dcm.FeedMessage
-	notify chan struct{}
+	mu   sync.Mutex
+	msgs []dcm.FeedMessage
 }
 
-func newRecorder() *recorder { return &recorder{notify: make(chan struct{}, 1)} }
+func newRecorder() *recorder { return &recorder{} }
 
 func (r *recorder) handle(m dcm.FeedMessage) error {
 	r.mu.Lock()
 	r.msgs = append(r.msgs, m)
 	r.mu.Unlock()
-	select {
-	case r.notify <- struct{}{}:
-	default:
-	}
 	return nil
 }
 
@@ -45,14 +41,12 @@ func (r *recorder) all() []dcm.FeedMessage {
 // waitFor waits until cond holds for the messages so far.
 func (r *recorder) waitFor(t *testing.T, what string, cond func([]dcm.FeedMessage) bool) {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for !cond(r.all()) {
-		select {
-		case <-r.notify:
-		case <-timeout:
-			t.Fatalf("waiting for %s; got %s", what, summary(r.all()))
+	testkit.Eventually(t, what, 10*time.Second, func() error {
+		if msgs := r.all(); !cond(msgs) {
+			return fmt.Errorf("got %s", summary(msgs))
 		}
-	}
+		return nil
+	})
 }
 
 func ofType(msgs []dcm.FeedMessage, typ string) []dcm.FeedMessage {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/engine"
+	"github.com/dcm-router/dcm/internal/testkit"
 	"github.com/dcm-router/dcm/server"
 )
 
@@ -207,13 +208,12 @@ func (s *Server) Cut() {
 // connected, or gone).
 func (s *Server) WaitSubscribers(tb testing.TB, n int) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Engine.Hub.Subscribers() != n {
-		if time.Now().After(deadline) {
-			tb.Fatalf("hub has %d subscribers, want %d", s.Engine.Hub.Subscribers(), n)
+	testkit.Eventually(tb, fmt.Sprintf("%d subscribers", n), 10*time.Second, func() error {
+		if got := s.Engine.Hub.Subscribers(); got != n {
+			return fmt.Errorf("the hub has %d", got)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // DroppedCount reads dcm_feed_dropped_total.
