@@ -160,7 +160,7 @@ func TestSourceReencrypt(t *testing.T) {
 	v2, _ := ParseCA(ca2.CertPEM())
 	u1 := dcm.UpstreamTLS{CA: "secret:demo/web-ca", Version: v1, ServerName: "web.demo.svc"}
 	want1 := v1 + " web-7d9f8c6b5-aaaaa:http." + dcm.UpstreamTag(&u1)
-	eventually(t, "the CA's version", func() bool { return upstream("be_reencrypt:demo:web") == want1 })
+	testkit.Eventually(t, "the CA's version", waitLimit, is(func() string { return upstream("be_reencrypt:demo:web") }, want1))
 	if p, err := s.PEMs().CAPEM("secret:demo/web-ca", v1); err != nil || string(p) != string(ca1.CertPEM()) {
 		t.Fatalf("CAPEM: %v", err)
 	}
@@ -178,7 +178,7 @@ func TestSourceReencrypt(t *testing.T) {
 	}
 	u2 := dcm.UpstreamTLS{CA: "secret:demo/web-ca", Version: v2, ServerName: "web.demo.svc"}
 	want2 := v2 + " web-7d9f8c6b5-aaaaa:http." + dcm.UpstreamTag(&u2)
-	eventually(t, "the rotated CA, servers renamed", func() bool { return upstream("be_reencrypt:demo:web") == want2 })
+	testkit.Eventually(t, "the rotated CA, servers renamed", waitLimit, is(func() string { return upstream("be_reencrypt:demo:web") }, want2))
 	if want2 == want1 {
 		t.Fatal("a rotation keeps the server names")
 	}
@@ -186,7 +186,7 @@ func TestSourceReencrypt(t *testing.T) {
 	if _, err := secrets.Update(ctx, caSecret("web-ca", ca1.Leaf(t, "x").CertPEM), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the leaf rejected", func() bool { return rec.count("rejected Secret demo/web-ca invalid-value") == 1 })
+	testkit.Eventually(t, "the leaf rejected", waitLimit, rec.heard("rejected Secret demo/web-ca invalid-value", 1))
 	if got := upstream("be_reencrypt:demo:web"); got != want2 {
 		t.Errorf("after an invalid CA: %q, want the last valid %q", got, want2)
 	}
@@ -194,7 +194,7 @@ func TestSourceReencrypt(t *testing.T) {
 	if err := secrets.Delete(ctx, "web-ca", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "no CA, no servers", func() bool { return upstream("be_reencrypt:demo:web") == " " })
+	testkit.Eventually(t, "no CA, no servers", waitLimit, is(func() string { return upstream("be_reencrypt:demo:web") }, " "))
 
 	// Without a default CA, an Ingress that names none is rejected.
 	s2 := newSource(Options{}, rec, nil)

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 // recorder is a Reporter that keeps what it heard.
@@ -61,16 +63,40 @@ func (r *recorder) count(prefix string) int {
 	return n
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+// heard checks that the recorder heard prefix exactly n times: a wait for
+// a report checks it in one go with how many there were.
+func (r *recorder) heard(prefix string, n int) func() error {
+	return func() error {
+		if got := r.count(prefix); got != n {
+			return fmt.Errorf("heard %q %d times, want %d (heard %q)", prefix, got, n, r.list())
 		}
-		time.Sleep(5 * time.Millisecond)
+		return nil
 	}
 }
+
+// is checks that get says want.
+func is(get func() string, want string) func() error {
+	return func() error {
+		if got := get(); got != want {
+			return fmt.Errorf("%q, want %q", got, want)
+		}
+		return nil
+	}
+}
+
+// backendCount checks that Desired has n backends.
+func backendCount(s *Source, n int) func() error {
+	return func() error {
+		if d, _ := s.Desired(); len(d.Backends) != n {
+			return fmt.Errorf("backends %v, want %d", backendNames(d), n)
+		}
+		return nil
+	}
+}
+
+// waitLimit bounds the waits for the source, which works on its own
+// goroutines.
+const waitLimit = 15 * time.Second
 
 func waitChanged(t *testing.T, s *Source) {
 	t.Helper()
@@ -81,12 +107,28 @@ func waitChanged(t *testing.T, s *Source) {
 	}
 }
 
-func noSignal(t *testing.T, s *Source, wait time.Duration) {
+// noSignalAfter runs touch, a write that changes nothing the source reads,
+// and waits until the source has synced since. Then no signal may be
+// waiting: not one for the write, nor a late second one for what came
+// before, whose sync ran first (syncs take turns under syncMu).
+func noSignalAfter(t *testing.T, s *Source, touch func()) {
 	t.Helper()
+	before := s.syncs.Load()
+	touch()
+	testkit.Eventually(t, "a sync after the write that changes nothing", waitLimit, func() error {
+		if s.syncs.Load() == before {
+			return errors.New("no sync yet")
+		}
+		return nil
+	})
+	// The sync counted signals, if it does, before it lets go of syncMu:
+	// taking the lock waits for it.
+	s.syncMu.Lock()
+	s.syncMu.Unlock()
 	select {
 	case <-s.Changed():
 		t.Fatal("unexpected Changed signal")
-	case <-time.After(wait):
+	default:
 	}
 }
 
@@ -212,7 +254,12 @@ func TestSource(t *testing.T) {
 		if _, since := s.Desired(); !since.IsZero() {
 			t.Errorf("event time not reset: %v", since)
 		}
-		noSignal(t, s, 200*time.Millisecond)
+		noSignalAfter(t, s, func() {
+			sl.Labels["touched"] = "yes"
+			if _, err := slicesAPI.Update(ctx, sl, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
 	})
 
 	t.Run("hostile ingress rejected alone, accepted when fixed", func(t *testing.T) {
@@ -223,7 +270,7 @@ func TestSource(t *testing.T) {
 		if _, err := ings.Create(ctx, bad, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "rejection", func() bool { return rec.count("rejected Ingress demo/bad") == 1 })
+		testkit.Eventually(t, "rejection", waitLimit, rec.heard("rejected Ingress demo/bad", 1))
 		got := rec.list()
 		msg := got[len(got)-1]
 		if !strings.Contains(msg, "invalid-path") || !strings.Contains(msg, `spec.rules[0].http.paths[1].path "/a;b"`) {
@@ -246,17 +293,14 @@ func TestSource(t *testing.T) {
 		if _, err := ings.Update(ctx, bad, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "acceptance", func() bool { return rec.count("accepted Ingress demo/bad") == 1 })
+		testkit.Eventually(t, "acceptance", waitLimit, rec.heard("accepted Ingress demo/bad", 1))
 		if n := rec.count("rejected Ingress demo/bad"); n != 1 {
 			t.Errorf("rejected reported %d times", n)
 		}
 		if rej := s.Rejections(); len(rej) != 0 {
 			t.Errorf("Rejections() = %+v after fix", rej)
 		}
-		eventually(t, "bad's routes served", func() bool {
-			d, _ := s.Desired()
-			return len(d.Backends) == 5
-		})
+		testkit.Eventually(t, "bad's routes served", waitLimit, backendCount(s, 5))
 		web := backend(t, s, "be_http:demo:"+RouteName("bad", "bad.example.com", "/ab", dcm.PathPrefix))
 		if len(web.Endpoints) != 3 {
 			t.Errorf("fixed ingress endpoints %v", endpointNames(web))
@@ -264,10 +308,7 @@ func TestSource(t *testing.T) {
 		if err := ings.Delete(ctx, "bad", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "bad's routes gone", func() bool {
-			d, _ := s.Desired()
-			return len(d.Backends) == 3
-		})
+		testkit.Eventually(t, "bad's routes gone", waitLimit, backendCount(s, 3))
 	})
 
 	t.Run("hostile slice rejected alone", func(t *testing.T) {
@@ -276,14 +317,14 @@ func TestSource(t *testing.T) {
 		if _, err := slicesAPI.Create(ctx, evil, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "slice rejection", func() bool { return rec.count("rejected EndpointSlice demo/web-evil invalid-name") == 1 })
+		testkit.Eventually(t, "slice rejection", waitLimit, rec.heard("rejected EndpointSlice demo/web-evil invalid-name", 1))
 		if got := endpointNames(backend(t, s, "be_http:demo:web")); !slices.Equal(got, before) {
 			t.Errorf("web endpoints changed to %v", got)
 		}
 		if err := slicesAPI.Delete(ctx, "web-evil", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "slice acceptance", func() bool { return rec.count("accepted EndpointSlice demo/web-evil") == 1 })
+		testkit.Eventually(t, "slice acceptance", waitLimit, rec.heard("accepted EndpointSlice demo/web-evil", 1))
 	})
 
 	t.Run("conflict: older wins, newer takes over when the older goes", func(t *testing.T) {
@@ -292,16 +333,19 @@ func TestSource(t *testing.T) {
 		if _, err := ings.Create(ctx, dup, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "conflict", func() bool { return rec.count("rejected Ingress demo/dup conflict") == 1 })
+		testkit.Eventually(t, "conflict", waitLimit, rec.heard("rejected Ingress demo/dup conflict", 1))
 		if err := ings.Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "dup accepted", func() bool { return rec.count("accepted Ingress demo/dup") == 1 })
-		eventually(t, "dup served", func() bool {
+		testkit.Eventually(t, "dup accepted", waitLimit, rec.heard("accepted Ingress demo/dup", 1))
+		testkit.Eventually(t, "dup served", waitLimit, func() error {
 			d, _ := s.Desired()
 			b, ok := d.Backend("be_http:demo:dup")
 			_, webThere := d.Backend("be_http:demo:web")
-			return ok && !webThere && len(b.Endpoints) == 1 && b.Endpoints[0].Addr == "10.0.1.1"
+			if !ok || webThere || len(b.Endpoints) != 1 || b.Endpoints[0].Addr != "10.0.1.1" {
+				return fmt.Errorf("backends %v, dup's endpoints %+v", backendNames(d), b.Endpoints)
+			}
+			return nil
 		})
 	})
 
@@ -309,10 +353,12 @@ func TestSource(t *testing.T) {
 		if err := client.CoreV1().Services("demo").Delete(ctx, "api", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "empty api backend", func() bool {
+		testkit.Eventually(t, "empty api backend", waitLimit, func() error {
 			d, _ := s.Desired()
-			b, ok := d.Backend(v1)
-			return ok && len(b.Endpoints) == 0 && b.Endpoints != nil
+			if b, ok := d.Backend(v1); !ok || len(b.Endpoints) != 0 || b.Endpoints == nil {
+				return fmt.Errorf("backend %s there %v, endpoints %#v", v1, ok, b.Endpoints)
+			}
+			return nil
 		})
 	})
 }
@@ -368,7 +414,7 @@ func TestSourceBurst(t *testing.T) {
 	want := endpointNames(dcm.DesiredBackend{Endpoints: ServiceEndpoints(testService("web"), last[:], "http")})
 	signals := 0
 	var since time.Time
-	eventually(t, "the last state of the burst", func() bool {
+	testkit.Eventually(t, "the last state of the burst", waitLimit, func() error {
 		select {
 		case <-s.Changed():
 			signals++
@@ -379,7 +425,10 @@ func TestSourceBurst(t *testing.T) {
 			since = at
 		}
 		b, _ := d.Backend("be_http:demo:web")
-		return slices.Equal(endpointNames(b), want)
+		if got := endpointNames(b); !slices.Equal(got, want) {
+			return fmt.Errorf("endpoints %v, want %v", got, want)
+		}
+		return nil
 	})
 	syncs := s.syncs.Load() - syncsBefore
 	t.Logf("%d events: %d syncs, %d signals seen; final %v", n, syncs, signals, want)
@@ -392,11 +441,19 @@ func TestSourceBurst(t *testing.T) {
 	if since.Before(first) || since.After(time.Now()) {
 		t.Errorf("event time %v is not within the burst (started %v)", since, first)
 	}
-	// Keep watching a little: nothing more may arrive, the state must stay.
-	time.Sleep(100 * time.Millisecond)
-	if got := endpointNames(backend(t, s, "be_http:demo:web")); !slices.Equal(got, want) {
-		t.Errorf("state moved after the burst: %v", got)
-	}
+	// The burst's last state also shows up in its middle (the pods depend
+	// on i%5 and i%2 alone): one more event, a pod added to the first
+	// slice, comes after every event of the burst. Once it is in, nothing
+	// of the burst is left to arrive, and the state must be the burst's
+	// last plus that pod.
+	marked := last[0].DeepCopy()
+	marked.ResourceVersion = strconv.Itoa(1000 + n)
+	marked.Endpoints = append(marked.Endpoints, testSlice("web", marked.Name, ready("web-marker", "10.0.9.9")).Endpoints...)
+	w.Modify(marked)
+	wantMarked := endpointNames(dcm.DesiredBackend{Endpoints: ServiceEndpoints(testService("web"), []*discoveryv1.EndpointSlice{marked, last[1]}, "http")})
+	testkit.Eventually(t, "the event after the burst", waitLimit, is(func() string {
+		return strings.Join(endpointNames(backend(t, s, "be_http:demo:web")), " ")
+	}, strings.Join(wantMarked, " ")))
 }
 
 func TestSourceNamespacesAndClass(t *testing.T) {
@@ -429,9 +486,12 @@ func TestSourceNamespacesAndClass(t *testing.T) {
 	if _, err := client.NetworkingV1().Ingresses("demo").Update(ctx, nginx, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "class change applied", func() bool {
+	testkit.Eventually(t, "class change applied", waitLimit, func() error {
 		d, _ := s.Desired()
-		return slices.Equal(backendNames(d), []string{"be_http:demo:legacy", "be_http:demo:nginx"})
+		if got, want := backendNames(d), []string{"be_http:demo:legacy", "be_http:demo:nginx"}; !slices.Equal(got, want) {
+			return fmt.Errorf("backends %v, want %v", got, want)
+		}
+		return nil
 	})
 	cancel()
 	if err := <-done; err != nil {

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -207,7 +208,7 @@ func TestSourceSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, v2, _ := SecretCert(tlsSecret("a-tls", two.CertPEM, two.KeyPEM))
-	eventually(t, "the rotated version", func() bool { return version() == v2 })
+	testkit.Eventually(t, "the rotated version", waitLimit, is(version, v2))
 	for _, v := range []string{v1, v2} {
 		if _, err := s.PEMs().CertPEM("demo/a-tls", v); err != nil {
 			t.Errorf("CertPEM %s after the rotation: %v", v, err)
@@ -217,24 +218,26 @@ func TestSourceSecrets(t *testing.T) {
 	if _, err := secrets.Update(ctx, tlsSecret("a-tls", one.CertPEM, two.KeyPEM), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the invalid Secret rejected", func() bool { return rec.count("rejected Secret demo/a-tls invalid-value") == 1 })
+	testkit.Eventually(t, "the invalid Secret rejected", waitLimit, rec.heard("rejected Secret demo/a-tls invalid-value", 1))
 	if got := version(); got != v2 {
 		t.Errorf("after an invalid update the route has version %q, want the last valid %q", got, v2)
 	}
 	if _, err := secrets.Update(ctx, tlsSecret("a-tls", two.CertPEM, two.KeyPEM), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the Secret valid again", func() bool { return version() == v2 && rec.count("accepted Secret demo/a-tls") == 1 })
+	testkit.Eventually(t, "the Secret valid again", waitLimit, func() error {
+		return errors.Join(is(version, v2)(), rec.heard("accepted Secret demo/a-tls", 1)())
+	})
 
 	if err := secrets.Delete(ctx, "a-tls", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the deleted Secret: no certificate", func() bool { return version() == "" })
+	testkit.Eventually(t, "the deleted Secret: no certificate", waitLimit, is(version, ""))
 
 	if err := client.NetworkingV1().Ingresses("demo").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the route gone", func() bool { return version() == "<none>" })
+	testkit.Eventually(t, "the route gone", waitLimit, is(version, "<none>"))
 	if _, err := s.PEMs().CertPEM("demo/a-tls", v2); err == nil {
 		t.Error("the key of a Secret no route uses is kept")
 	}
