@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,6 +26,7 @@ type Server struct {
 	srv       *http.Server
 	cancel    context.CancelFunc // cancels every request's context
 	serveDone chan struct{}
+	inFlight  atomic.Int64
 
 	stopOnce sync.Once
 	stopErr  error
@@ -38,16 +40,18 @@ func Serve(ln net.Listener, name string, log *slog.Logger) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	base, cancel := context.WithCancel(context.Background())
-	s := &Server{
-		srv: &http.Server{
-			Handler:           Handler(name),
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       90 * time.Second,
-			BaseContext:       func(net.Listener) context.Context { return base },
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-		},
-		cancel:    cancel,
-		serveDone: make(chan struct{}),
+	s := &Server{cancel: cancel, serveDone: make(chan struct{})}
+	handler := Handler(name)
+	s.srv = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.inFlight.Add(1)
+			defer s.inFlight.Add(-1)
+			handler.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	go func() {
 		defer close(s.serveDone)
@@ -57,6 +61,11 @@ func Serve(ln net.Listener, name string, log *slog.Logger) *Server {
 	}()
 	return s
 }
+
+// InFlight says how many requests the server's handler is serving now. Who
+// needs a request in the pod's hands before going on (a test that stops or
+// scales in the pod) waits for it to count.
+func (s *Server) InFlight() int { return int(s.inFlight.Load()) }
 
 // Stop shuts the server down gracefully: it stops accepting, closes idle
 // connections and waits for in-flight requests until deadline, or until

@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 func TestHandler(t *testing.T) {
@@ -68,24 +70,6 @@ func TestHandler(t *testing.T) {
 	})
 }
 
-// acceptSignal tells when the server has taken a connection, after which
-// Stop counts it as in flight.
-type acceptSignal struct {
-	net.Listener
-	accepted chan struct{}
-}
-
-func (l *acceptSignal) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err == nil {
-		select {
-		case l.accepted <- struct{}{}:
-		default:
-		}
-	}
-	return c, err
-}
-
 func TestServerStop(t *testing.T) {
 	tests := []struct {
 		name string
@@ -114,13 +98,12 @@ func TestServerStop(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			inner, err := net.Listen("tcp", "127.0.0.1:0")
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
 			}
-			ln := &acceptSignal{Listener: inner, accepted: make(chan struct{}, 1)}
 			s := Serve(ln, "pod-a", nil)
-			url := fmt.Sprintf("http://%s/slow?ms=%d", inner.Addr(), tt.slow.Milliseconds())
+			url := fmt.Sprintf("http://%s/slow?ms=%d", ln.Addr(), tt.slow.Milliseconds())
 			client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
 			answered := make(chan bool, 1)
@@ -135,8 +118,12 @@ func TestServerStop(t *testing.T) {
 					resp.Body.Close()
 					answered <- err == nil && resp.StatusCode == http.StatusOK && string(body) == "pod-a\n"
 				}()
-				<-ln.accepted
-				time.Sleep(50 * time.Millisecond) // the request reaches the handler
+				testkit.Eventually(t, "the request in the handler", 5*time.Second, func() error {
+					if n := s.InFlight(); n != 1 {
+						return fmt.Errorf("%d requests in the handler", n)
+					}
+					return nil
+				})
 			}
 
 			ctx, cancel := context.WithCancel(context.Background())
@@ -164,9 +151,9 @@ func TestServerStop(t *testing.T) {
 					t.Errorf("in-flight request still running after Stop returned")
 				}
 			}
-			if conn, err := net.DialTimeout("tcp", inner.Addr().String(), time.Second); err == nil {
+			if conn, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
 				conn.Close()
-				t.Errorf("%s still accepts connections after Stop", inner.Addr())
+				t.Errorf("%s still accepts connections after Stop", ln.Addr())
 			}
 			if again := s.Stop(context.Background(), time.Now().Add(time.Second)); again != err {
 				t.Errorf("second Stop: %v, want the first one's %v", again, err)
