@@ -95,6 +95,8 @@ type PodInfo struct {
 	Ready       bool
 	Terminating bool
 	Created     time.Time
+	// InFlight counts the requests the pod's server is handling now.
+	InFlight int
 }
 
 // Cluster is the in-memory cluster and its simulator.

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dcm-router/dcm/internal/testkit"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -81,6 +83,13 @@ func (r *recorder) sawDraining(pod string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.seen[pod][[3]bool{false, true, true}]
+}
+
+// seenAs lists the {ready, serving, terminating} combinations pod was seen in.
+func (r *recorder) seenAs(pod string) [][3]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Collect(maps.Keys(r.seen[pod]))
 }
 
 // harness runs a Cluster for one test and checks, when the test ends, that
@@ -160,15 +169,16 @@ func startCluster(t *testing.T, opts Options) *harness {
 // before the cluster started.
 func checkGoroutines(t *testing.T, baseline int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > baseline {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			n := runtime.Stack(buf, true)
-			t.Errorf("goroutines: %d now, %d before the cluster started:\n%s", runtime.NumGoroutine(), baseline, buf[:n])
-			return
+	err := testkit.Poll(5*time.Second, func() error {
+		if n := runtime.NumGoroutine(); n > baseline {
+			return fmt.Errorf("%d goroutines now, %d before the cluster started", n, baseline)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		buf := make([]byte, 1<<20)
+		n := runtime.Stack(buf, true)
+		t.Errorf("%v:\n%s", err, buf[:n])
 	}
 }
 
@@ -233,28 +243,13 @@ func (h *harness) endpoints(ns, svcName string) (map[string]endpointView, []*dis
 	return out, slices
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last state: %s", what, state)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // settled waits until the app has exactly n pods, all ready and none
 // terminating, and the slices, Pod objects and Deployment status agree.
 func (h *harness) settled(ns, app string, n int) map[string]endpointView {
 	h.t.Helper()
 	var eps map[string]endpointView
 	// Generous: on two busy cores 150 pods take well over 10 s to start.
-	waitFor(h.t, 45*time.Second, fmt.Sprintf("%s/%s to settle at %d ready pods", ns, app, n), func() (bool, string) {
+	testkit.Eventually(h.t, fmt.Sprintf("%s/%s to settle at %d ready pods", ns, app, n), 45*time.Second, func() error {
 		var slices []*discoveryv1.EndpointSlice
 		eps, slices = h.endpoints(ns, app)
 		pods := h.c.Pods(ns, app)
@@ -264,34 +259,34 @@ func (h *harness) settled(ns, app string, n int) map[string]endpointView {
 				ready = append(ready, p.Name)
 			}
 		}
-		state := fmt.Sprintf("endpoints %v, pods %+v", eps, pods)
+		state := fmt.Errorf("endpoints %v, pods %+v", eps, pods)
 		if len(pods) != n || len(ready) != n || len(eps) != n {
-			return false, state
+			return state
 		}
 		for _, name := range ready {
 			ep, ok := eps[name]
 			if !ok || !ep.ready || !ep.serving || ep.terminating {
-				return false, state
+				return state
 			}
 		}
 		if n == 0 && (len(slices) != 1 || len(slices[0].Endpoints) != 0) {
-			return false, fmt.Sprintf("want one empty placeholder slice, got %d slices", len(slices))
+			return fmt.Errorf("want one empty placeholder slice, got %d slices", len(slices))
 		}
 		objs, err := h.c.Client().CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: appLabel + "=" + app})
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		if len(objs.Items) != n {
-			return false, fmt.Sprintf("%d Pod objects", len(objs.Items))
+			return fmt.Errorf("%d Pod objects", len(objs.Items))
 		}
 		d, err := h.c.Client().AppsV1().Deployments(ns).Get(context.Background(), app, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		if d.Status.ReadyReplicas != int32(n) || d.Status.Replicas != int32(n) || deref(d.Status.TerminatingReplicas) != 0 {
-			return false, fmt.Sprintf("deployment status %+v", d.Status)
+			return fmt.Errorf("deployment status %+v", d.Status)
 		}
-		return true, ""
+		return nil
 	})
 	for name, ep := range eps {
 		h.checkAnswers(ep.addr, name)
@@ -337,17 +332,18 @@ func (h *harness) scale(ns, name string, n int32) {
 // kubelet would, so this is not immediate.
 func (h *harness) draining(ns, svc, pod string) {
 	h.t.Helper()
-	waitFor(h.t, 5*time.Second, pod+" to drain", func() (bool, string) {
+	testkit.Eventually(h.t, pod+" to drain", 5*time.Second, func() error {
 		eps, _ := h.endpoints(ns, svc)
 		ep, ok := eps[pod]
 		// On a busy machine the draining window can close between two
 		// polls; the watch recorder below has seen every write.
-		return ok && !ep.ready && ep.serving && ep.terminating || h.rec.sawDraining(pod), fmt.Sprintf("%+v", ep)
+		if ok && !ep.ready && ep.serving && ep.terminating || h.rec.sawDraining(pod) {
+			return nil
+		}
+		return fmt.Errorf("endpoint %+v", ep)
 	})
 	// The watch delivers the same write a moment after a List returns it.
-	waitFor(h.t, 2*time.Second, "the slice watch to see "+pod+" draining", func() (bool, string) {
-		return h.rec.sawDraining(pod), ""
-	})
+	testkit.Eventually(h.t, "the slice watch to see "+pod+" draining", 2*time.Second, h.sawDraining(pod))
 }
 
 func (h *harness) refuses(addr string) bool {
@@ -357,6 +353,17 @@ func (h *harness) refuses(addr string) bool {
 	}
 	conn.Close()
 	return false
+}
+
+// sawDraining checks that the slice watch has seen pod ready=false,
+// serving=true, terminating=true.
+func (h *harness) sawDraining(pod string) func() error {
+	return func() error {
+		if !h.rec.sawDraining(pod) {
+			return fmt.Errorf("the watch has seen %s as %v", pod, h.rec.seenAs(pod))
+		}
+		return nil
+	}
 }
 
 type slowResult struct {
@@ -384,9 +391,20 @@ func (h *harness) slowRequests(eps map[string]endpointView, d time.Duration) <-c
 			out <- r
 		}()
 	}
-	// Long enough for the requests to be accepted and read on loopback,
-	// short against d.
-	time.Sleep(min(d/4, 200*time.Millisecond))
+	// A request the pod's server has not read yet dies with its listener:
+	// each must be in its pod's handler before the test goes on.
+	testkit.Eventually(h.t, fmt.Sprintf("%d slow requests in their pods' handlers", len(eps)), 5*time.Second, func() error {
+		inFlight := map[string]int{}
+		for _, p := range h.c.Pods("", "") {
+			inFlight[p.Name] = p.InFlight
+		}
+		for pod := range eps {
+			if inFlight[pod] == 0 {
+				return fmt.Errorf("requests in flight by pod: %v", inFlight)
+			}
+		}
+		return nil
+	})
 	return out
 }
 
@@ -430,9 +448,14 @@ func TestScaleThroughScaleSubresource(t *testing.T) {
 			if _, kept := eps[pod]; kept {
 				continue
 			}
-			waitFor(t, 2*time.Second, fmt.Sprintf("scale to %d: the slice watch to have seen removed pod %s as ready=false serving=true terminating=true", step.replicas, pod),
-				func() (bool, string) { return h.rec.sawDraining(pod), "" })
-			waitFor(t, 5*time.Second, ep.addr+" to stop listening", func() (bool, string) { return h.refuses(ep.addr), "" })
+			testkit.Eventually(t, fmt.Sprintf("scale to %d: the slice watch to have seen removed pod %s draining", step.replicas, pod),
+				2*time.Second, h.sawDraining(pod))
+			testkit.Eventually(t, ep.addr+" to stop listening", 5*time.Second, func() error {
+				if !h.refuses(ep.addr) {
+					return errors.New("it accepts connections")
+				}
+				return nil
+			})
 		}
 		if slow != nil {
 			for range before {
@@ -506,14 +529,14 @@ func TestScaleThroughScaleSubresource(t *testing.T) {
 		if _, err := deployments.Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("update deployment: %v", err)
 		}
-		waitFor(t, 10*time.Second, "shop's pods to be replaced", func() (bool, string) {
+		testkit.Eventually(t, "shop's pods to be replaced", 10*time.Second, func() error {
 			pods := h.c.Pods(ns, "shop")
 			for _, p := range pods {
 				if _, old := before[p.Name]; old {
-					return false, fmt.Sprintf("%+v", pods)
+					return fmt.Errorf("old pod %s still there: %+v", p.Name, pods)
 				}
 			}
-			return true, ""
+			return nil
 		})
 		after := h.settled(ns, "shop", 2)
 		for name := range after {
@@ -539,18 +562,23 @@ func TestScaleThroughScaleSubresource(t *testing.T) {
 		if err := client.CoreV1().Services(ns).Delete(ctx, "api", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "api's slices to go", func() (bool, string) {
+		testkit.Eventually(t, "api's slices to go", 5*time.Second, func() error {
 			l, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=api"})
-			return err == nil && len(l.Items) == 0, fmt.Sprint(l, err)
+			if err != nil || len(l.Items) != 0 {
+				return fmt.Errorf("slices %v, %v", l, err)
+			}
+			return nil
 		})
 		if err := client.AppsV1().Deployments(ns).Delete(ctx, "api", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "api's pods and replicasets to go", func() (bool, string) {
+		testkit.Eventually(t, "api's pods and replicasets to go", 5*time.Second, func() error {
 			pods, err1 := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=api"})
 			rs, err2 := client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=api"})
-			return err1 == nil && err2 == nil && len(pods.Items) == 0 && len(rs.Items) == 0 && len(h.c.Pods(ns, "api")) == 0,
-				fmt.Sprint(pods, rs, err1, err2)
+			if err1 != nil || err2 != nil || len(pods.Items) != 0 || len(rs.Items) != 0 || len(h.c.Pods(ns, "api")) != 0 {
+				return fmt.Errorf("pods %v, replicasets %v (%v, %v)", pods, rs, err1, err2)
+			}
+			return nil
 		})
 	})
 	t.Logf("scenario took %v", time.Since(start).Round(time.Millisecond))

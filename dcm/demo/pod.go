@@ -66,8 +66,9 @@ type pod struct {
 	terminate chan struct{}
 
 	// mu: simulator.mu
-	release     func()     // returns ip to the pool; nil until the server listens
-	ip          netip.Addr // invalid until the server listens
+	release     func()           // returns ip to the pool; nil until the server listens
+	ip          netip.Addr       // invalid until the server listens
+	server      *localpod.Server // nil until the server listens
 	started     time.Time
 	ready       bool
 	readySince  time.Time
@@ -90,10 +91,10 @@ func (s *simulator) runPod(ctx context.Context, p *pod) {
 		s.podGone(p)
 		return
 	}
-	s.mu.Lock()
-	p.release, p.ip, p.started = release, ip, time.Now()
-	s.mu.Unlock()
 	ps := localpod.Serve(ln, p.name, logger)
+	s.mu.Lock()
+	p.release, p.ip, p.started, p.server = release, ip, time.Now(), ps
+	s.mu.Unlock()
 	s.log.Debug("pod listening", "pod", p.key(), "addr", ln.Addr().String())
 	s.writePodStatus(ctx, p)
 	s.enqueuePod(p)

@@ -684,6 +684,9 @@ func (s *simulator) podInfos(namespace, app string) []PodInfo {
 			info.Addr = fmt.Sprintf("%s:%d", info.IP, s.opts.PodPort)
 			info.Phase = string(corev1.PodRunning)
 		}
+		if p.server != nil {
+			info.InFlight = p.server.InFlight()
+		}
 		out = append(out, info)
 	}
 	s.mu.Unlock()
