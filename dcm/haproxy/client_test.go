@@ -228,7 +228,7 @@ func TestClientContextCancel(t *testing.T) {
 	// deadline in the past.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
-	time.Sleep(2 * time.Millisecond)
+	<-ctx.Done()
 	if _, err := c.Exec(ctx, []Command{InfoCommand()}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("expired context: got %v", err)
 	}

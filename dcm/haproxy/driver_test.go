@@ -27,6 +27,28 @@ func observeOne(t *testing.T, d *Driver, backend string) map[string]dcm.Server {
 	return out
 }
 
+// sessionOn checks that HAProxy reports a session on the server.
+func sessionOn(t *testing.T, d *Driver, backend, server string) func() error {
+	return func() error {
+		if s := observeOne(t, d, backend)[server]; s.Sessions == 0 {
+			return fmt.Errorf("%s: %+v", server, s)
+		}
+		return nil
+	}
+}
+
+// delServer checks that ops, whose del server HAProxy refuses while the
+// server keeps a connection, go through; any other error fails the test.
+func delServer(t *testing.T, d *Driver, ops []dcm.Op, next dcm.State) func() error {
+	return func() error {
+		err := d.Apply(context.Background(), ops, next)
+		if busy := (*BusyError)(nil); err != nil && !errors.As(err, &busy) {
+			t.Fatalf("del server: %v", err)
+		}
+		return err
+	}
+}
+
 // commandErrors lists every *CommandError in a (joined, wrapped) error.
 func commandErrors(err error) []*CommandError {
 	var out []*CommandError
@@ -604,13 +626,7 @@ func TestApplyDelServerBusy(t *testing.T) {
 		code, body := get(t, bind, "busy.example", "/?ms=1500")
 		done <- fmt.Sprintf("%d %s", code, body)
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for observeOne(t, d, be)["s-slow"].Sessions == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the slow request never reached the server")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, "the slow request on s-slow", 5*time.Second, sessionOn(t, d, be, "s-slow"))
 	err := d.Apply(ctx, []dcm.Op{
 		{Kind: dcm.OpSetState, Backend: be, Server: "s-slow", State: dcm.StateMaint},
 		{Kind: dcm.OpDelServer, Backend: be, Server: "s-slow"},
@@ -633,16 +649,8 @@ func TestApplyDelServerBusy(t *testing.T) {
 	// The server's connection outlives the request (kept for reuse) and
 	// blocks del server too until HAProxy purges it: seconds, measured here.
 	finished := time.Now()
-	for {
-		err = d.Apply(ctx, []dcm.Op{{Kind: dcm.OpDelServer, Backend: be, Server: "s-slow"}}, dcm.State{})
-		if err == nil {
-			break
-		}
-		if !errors.As(err, &busy) || time.Since(finished) > 30*time.Second {
-			t.Fatalf("del server after the request: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testkit.Eventually(t, "del server after the request", 30*time.Second,
+		delServer(t, d, []dcm.Op{{Kind: dcm.OpDelServer, Backend: be, Server: "s-slow"}}, dcm.State{}))
 	t.Logf("del server went through %s after the request ended", time.Since(finished).Round(100*time.Millisecond))
 	if _, ok := observeOne(t, d, be)["s-slow"]; ok {
 		t.Error("s-slow still there after the delete")

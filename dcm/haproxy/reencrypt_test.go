@@ -221,18 +221,14 @@ func TestReencryptHealthCheck(t *testing.T) {
 	if !strings.Contains(string(d.files.Config), " check inter 5s ssl verify required ca-file "+CAFile(up.Version)+" sni str(web.ns.svc) verifyhost web.ns.svc check-sni web.ns.svc") {
 		t.Fatalf("cfg:\n%s", d.files.Config)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testkit.Eventually(t, "the checked server UP", 20*time.Second, func() error {
 		obs, err := d.Observe(context.Background())
 		mustf(t, err, "observe")
-		if srvs := obs[r.BackendName()]; len(srvs) == 1 && srvs[0].Health == "UP" {
-			break
+		if srvs := obs[r.BackendName()]; len(srvs) != 1 || srvs[0].Health != "UP" {
+			return fmt.Errorf("servers %+v", srvs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the checked server is not UP: %+v", obs[r.BackendName()])
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	code, body, _, err := testkit.HTTPSGet(https, "r.test", "/", front.Pool())
 	if err != nil || code != 200 || body != "pod-sni" {
 		t.Fatalf("GET: %d %q %v", code, body, err)
@@ -304,13 +300,7 @@ func TestApplyBusyKeepsCAFile(t *testing.T) {
 		code, body, _, err := testkit.HTTPSGet(https, "r.test", "/?ms=1500", front.Pool())
 		done <- fmt.Sprintf("%d %s %v", code, body, err)
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for observeOne(t, d, be)[sa.Name].Sessions == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the slow request never reached the server")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, "the slow request on "+sa.Name, 5*time.Second, sessionOn(t, d, be, sa.Name))
 	caDel := dcm.Op{Kind: dcm.OpCADel, Backend: be, Upstream: &dcm.UpstreamTLS{CA: up1.CA, Version: up1.Version}}
 	sb.State = dcm.StateReady
 	next := state(backendFor(r, sb))
@@ -332,16 +322,7 @@ func TestApplyBusyKeepsCAFile(t *testing.T) {
 	}
 	// The file is still HAProxy's: deleting it after its server goes
 	// through (it would fail "doesn't exist" had it been sent).
-	finished := time.Now()
-	for {
-		err = d.Apply(ctx, []dcm.Op{{Kind: dcm.OpDelServer, Backend: be, Server: sa.Name}}, next)
-		if err == nil {
-			break
-		}
-		if !errors.As(err, &busy) || time.Since(finished) > 30*time.Second {
-			t.Fatalf("del server after the request: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testkit.Eventually(t, "del server after the request", 30*time.Second,
+		delServer(t, d, []dcm.Op{{Kind: dcm.OpDelServer, Backend: be, Server: sa.Name}}, next))
 	mustf(t, d.Apply(ctx, []dcm.Op{caDel}, next), "del ssl ca-file after its last server")
 }

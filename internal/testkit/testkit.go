@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -77,6 +78,18 @@ type Backend struct {
 	Name string
 	Addr string
 	Port int
+	// held counts the requests sleeping on ?ms= now (nil for a Backend
+	// made by hand).
+	held *atomic.Int64
+}
+
+// Held says how many requests asked for ?ms= are in the handler now: a test
+// that needs requests in flight on the pod waits for them, not for a clock.
+func (b Backend) Held() int {
+	if b.held == nil {
+		return 0
+	}
+	return int(b.held.Load())
 }
 
 // StartBackend listens on ip (any free port) until the test ends.
@@ -101,14 +114,17 @@ func StartBackendOn(tb testing.TB, ip string, port int, name string) Backend {
 // test ends, and then closes l.
 func ServeBackend(tb testing.TB, l net.Listener, name string) Backend {
 	tb.Helper()
+	held := &atomic.Int64{}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ms, err := strconv.Atoi(r.URL.Query().Get("ms")); err == nil {
+			held.Add(1)
 			time.Sleep(time.Duration(min(ms, 60000)) * time.Millisecond)
+			held.Add(-1)
 		}
 		io.WriteString(w, name)
 	}), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(l)
 	tb.Cleanup(func() { srv.Close() })
 	a := l.Addr().(*net.TCPAddr)
-	return Backend{Name: name, Addr: a.IP.String(), Port: a.Port}
+	return Backend{Name: name, Addr: a.IP.String(), Port: a.Port, held: held}
 }
