@@ -331,24 +331,25 @@ func (e *Engine) observeDelay() time.Duration {
 	return e.cfg.ObserveEvery / time.Duration(chunks)
 }
 
-// nextChunk returns the backends to observe next and advances the cursor.
-func (e *Engine) nextChunk() []string {
+// nextChunk returns the backends to observe next and advances the cursor;
+// last says the chunk ends a pass over every backend.
+func (e *Engine) nextChunk() (names []string, last bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	bs := e.actual.Backends
 	if len(bs) == 0 {
-		return nil
+		return nil, false
 	}
 	if e.observeCursor >= len(bs) {
 		e.observeCursor = 0
 	}
 	end := min(e.observeCursor+e.cfg.ObserveChunk, len(bs))
-	names := make([]string, 0, end-e.observeCursor)
+	names = make([]string, 0, end-e.observeCursor)
 	for _, b := range bs[e.observeCursor:end] {
 		names = append(names, b.ProxyName())
 	}
 	e.observeCursor = end
-	return names
+	return names, end == len(bs)
 }
 
 func hasEndpoint(b dcm.DesiredBackend, name string) bool {
@@ -366,8 +367,14 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 			req.reasons = append(req.reasons, dcm.ReasonDrift)
 		}
 	} else if req.observeNext {
-		if names := e.nextChunk(); len(names) > 0 && e.observeWith(ctx, names, false) {
-			req.reasons = append(req.reasons, dcm.ReasonDrift)
+		if names, last := e.nextChunk(); len(names) > 0 {
+			missing, err := e.observeWith(ctx, names, false)
+			if missing {
+				req.reasons = append(req.reasons, dcm.ReasonDrift)
+			}
+			if last && err == nil {
+				e.metrics.ObservationPasses.Inc()
+			}
 		}
 	} else if req.observeIdle {
 		if names := e.waitingBackends(); len(names) > 0 {
@@ -571,16 +578,14 @@ func (e *Engine) waitingBackends() []string {
 // names for them, is nil) and merges it into the engine's state. It reports true when HAProxy lacks a
 // backend dcm manages, which only a reload can repair.
 func (e *Engine) observe(ctx context.Context, names []string) (missing bool) {
-	return e.observeWith(ctx, names, true)
+	missing, _ = e.observeWith(ctx, names, true)
+	return missing
 }
 
 // observeWith is observe; without traffic it reads only admin state,
 // address, weight and health (cheap), and keeps the traffic figures dcm had.
-func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) (missing bool) {
-	var (
-		obs map[string][]dcm.Server
-		err error
-	)
+func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) (missing bool, err error) {
+	var obs map[string][]dcm.Server
 	switch {
 	case names == nil:
 		obs, err = e.driver.Observe(ctx)
@@ -593,7 +598,10 @@ func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) 
 		if !errors.Is(err, context.Canceled) {
 			e.log.Warn("observing HAProxy failed", "err", err)
 		}
-		return false
+		return false, err
+	}
+	if names == nil {
+		defer e.metrics.ObservationPasses.Inc()
 	}
 	e.mu.Lock()
 	before := e.actual
@@ -618,7 +626,7 @@ func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) 
 		e.log.Warn("HAProxy differs from dcm's state; the next sync repairs it", "differences", drift)
 	}
 	e.metrics.setState(merged)
-	return missing
+	return missing, nil
 }
 
 // DriftReason marks the observed event that reports HAProxy differing from

@@ -638,6 +638,9 @@ func TestObservedDrift(t *testing.T) {
 			if m := plainCounter(t, h.metrics.PredictionMismatch); m < 1 {
 				t.Errorf("dcm_prediction_mismatch_total = %v, want the drift counted", m)
 			}
+			if n := plainCounter(t, h.metrics.ObservationPasses); n < 1 {
+				t.Errorf("dcm_observation_passes_total = %v, want the pass that saw the drift counted", n)
+			}
 		})
 	}
 }

@@ -26,6 +26,7 @@ type Metrics struct {
 	PoolFree           *prometheus.GaugeVec
 	Rejected           *prometheus.CounterVec
 	PredictionMismatch prometheus.Counter
+	ObservationPasses  prometheus.Counter
 	FeedClients        prometheus.Gauge
 	FeedDropped        prometheus.Counter
 }
@@ -77,6 +78,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		PredictionMismatch: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dcm_prediction_mismatch_total", Help: "Observations of HAProxy that differ from the state the planner predicted.",
 		}),
+		// An operator sees the read-back alive, and a change that must
+		// survive it (an admin's override) has once this moves.
+		ObservationPasses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dcm_observation_passes_total", Help: "Passes that read every backend's state back from HAProxy and merged it into dcm's (the periodic pass, in chunks, or one read of all).",
+		}),
 		FeedClients: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "dcm_feed_clients", Help: "Websocket feed clients connected.",
 		}),
@@ -85,7 +91,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.Updates, m.Reloads, m.ReloadFailures, m.ReloadDuration, m.ConfigWrite, m.RuntimeCommand,
-		m.RuntimeErrors, m.EventToApplied, m.Servers, m.Backends, m.PoolFree, m.Rejected, m.PredictionMismatch, m.FeedClients, m.FeedDropped)
+		m.RuntimeErrors, m.EventToApplied, m.Servers, m.Backends, m.PoolFree, m.Rejected, m.PredictionMismatch, m.ObservationPasses, m.FeedClients, m.FeedDropped)
 	for _, r := range []string{"noop", "dynamic", "reload"} {
 		m.Updates.WithLabelValues(r)
 	}
