@@ -28,7 +28,9 @@ func TestAdminOverrides(t *testing.T) {
 	s.Eventually("the drained pod gets no new request", 5*time.Second, func() error {
 		return s.ServesExactly(webHost, "/", []string{other}, 10)
 	})
-	// A scale (a sync) and a few observation rounds later it is still drained.
+	// A scale (a sync) and a full read-back of HAProxy later it is still
+	// drained.
+	passes := s.Counter("dcm_observation_passes_total")
 	s.Scale("demo", "web", 3)
 	s.Serves(webHost, "/", 2, func() ([]string, error) {
 		var out []string
@@ -39,7 +41,12 @@ func TestAdminOverrides(t *testing.T) {
 		}
 		return out, nil
 	})
-	time.Sleep(1500 * time.Millisecond) // more than one observation pass
+	s.Eventually("a full observation pass after the scale", 30*time.Second, func() error {
+		if n := s.Counter("dcm_observation_passes_total"); n < passes+2 {
+			return fmt.Errorf("%v passes since the scale, want 2 (the first may have begun before it)", n-passes)
+		}
+		return nil
+	})
 	if sv, _ := s.Backend(webBE).Server(drained + ":http"); sv.State != dcm.StateDrain {
 		t.Fatalf("the drained server is %s after syncs", sv.State)
 	}
