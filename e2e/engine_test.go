@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -58,7 +59,12 @@ func TestRemovedServerDeletedOnlyWhenIdle(t *testing.T) {
 			mu.Unlock()
 		}()
 	}
-	time.Sleep(200 * time.Millisecond)
+	s.Eventually("the slow requests are in the pods", 5*time.Second, func() error {
+		if held := testkit.Backend(a).Held() + testkit.Backend(b).Held(); held != 4 {
+			return fmt.Errorf("%d of 4 requests in the pods", held)
+		}
+		return nil
+	})
 	src.Set(desiredApp(a.endpoint(dcm.StateReady)))
 	s.Eventually("b is in maint", 2*time.Second, func() error {
 		sv, ok := s.Backend(be).Server("b:http")

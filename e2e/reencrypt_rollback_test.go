@@ -112,7 +112,15 @@ func TestReencryptCARollback(t *testing.T) {
 				}
 				kept.CloseIdleConnections()
 			}
-			time.Sleep(200 * time.Millisecond)
+			load.answersMore(t, 30)
+			if tc.slow {
+				s.Eventually("the slow request in a shop pod", 5*time.Second, func() error {
+					if n := testkit.Backend(pods[0]).Held() + testkit.Backend(pods[1]).Held(); n != 1 {
+						return fmt.Errorf("%d requests held", n)
+					}
+					return nil
+				})
+			}
 			src.Set(withShop(v2))
 			held := 0
 			if tc.settle {
@@ -127,7 +135,7 @@ func TestReencryptCARollback(t *testing.T) {
 					t.Errorf("the request in flight through the rollback: %v", err)
 				}
 			}
-			time.Sleep(200 * time.Millisecond)
+			load.answersMore(t, 30)
 			ok, fail, _ := load.finish()
 			t.Logf("CA v1 → v2 → v1 under load: %d requests, %d failed; old servers held %v by connections",
 				ok+len(fail), len(fail), held)

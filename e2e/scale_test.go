@@ -106,7 +106,16 @@ func TestSlowRequestsCompleteOnScaleIn(t *testing.T) {
 			codes <- code
 		}()
 	}
-	time.Sleep(300 * time.Millisecond) // all requests reached their pods
+	s.Eventually("every slow request is in a pod", 10*time.Second, func() error {
+		held := 0
+		for _, p := range s.Cluster.Pods("demo", "web") {
+			held += p.InFlight
+		}
+		if held != inFlight {
+			return fmt.Errorf("%d of %d requests in the pods", held, inFlight)
+		}
+		return nil
+	})
 	s.Scale("demo", "web", 1)
 	wg.Wait()
 	close(codes)

@@ -132,7 +132,16 @@ func TestSelectorlessServiceHandEditedSlice(t *testing.T) {
 			codes <- code
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	s.Eventually("the slow requests are in the pods", 10*time.Second, func() error {
+		held := 0
+		for _, b := range backends {
+			held += b.Held()
+		}
+		if held != 6 {
+			return fmt.Errorf("%d of 6 requests in the pods", held)
+		}
+		return nil
+	})
 	kept := handSlice(ns, backends[:1])
 	kept.ResourceVersion = created.ResourceVersion
 	if _, err := slices.Update(context.Background(), kept, metav1.UpdateOptions{}); err != nil {
