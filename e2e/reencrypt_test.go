@@ -270,7 +270,7 @@ func TestReencryptCARotation(t *testing.T) {
 	oldFile := haproxy.CAFile(shop.Upstream.Version)
 
 	load := startHTTPSLoad(s, "shop.test", k.front, 3)
-	time.Sleep(300 * time.Millisecond)
+	load.answersMore(t, 30)
 	rotated := shop
 	rotated.Upstream = &dcm.UpstreamTLS{CA: shop.Upstream.CA, ServerName: shop.Upstream.ServerName,
 		Version: k.store.Put(shop.Upstream.CA, append(k.pods.CertPEM(), next.CertPEM()...))}
@@ -292,7 +292,7 @@ func TestReencryptCARotation(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(300 * time.Millisecond)
+	load.answersMore(t, 30)
 	ok, fail, _ := load.finish()
 	t.Logf("CA rotated under load: %d requests, %d failed", ok+len(fail), len(fail))
 	if len(fail) > 0 || ok == 0 {

@@ -56,6 +56,24 @@ func startHTTPSLoad(s *harness.Stack, host string, ca *testkit.CA, workers int) 
 	return l
 }
 
+// answersMore waits until the load has had n more answers (ok or not)
+// than when called: it runs, and it runs over what came just before.
+func (l *httpsLoad) answersMore(t *testing.T, n int) {
+	t.Helper()
+	count := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.ok + len(l.fail)
+	}
+	from := count()
+	testkit.Eventually(t, fmt.Sprintf("%d more HTTPS answers under load", n), 10*time.Second, func() error {
+		if got := count() - from; got < n {
+			return fmt.Errorf("%d answers", got)
+		}
+		return nil
+	})
+}
+
 func (l *httpsLoad) finish() (int, []string, map[string]int) {
 	close(l.stop)
 	l.wg.Wait()
@@ -130,13 +148,13 @@ func TestEdgeCertRotation(t *testing.T) {
 	answers(s, "shop.test", "/", "shop")
 
 	load := startHTTPSLoad(s, "shop.test", ca, 3)
-	time.Sleep(300 * time.Millisecond)
+	load.answersMore(t, 30)
 	leaf2 := ca.Leaf(t, "shop.test")
 	rotated := shop
 	rotated.TLS = &dcm.TLSRef{Secret: "test/shop-tls", Version: store.Put("test/shop-tls", leaf2.PEM())}
 	src.Set(withRoutes(base, []dcm.Route{rotated}, []pod{shopPod}))
 	took = serves("rotated", leaf2, 5*time.Second)
-	time.Sleep(300 * time.Millisecond)
+	load.answersMore(t, 30)
 	ok, fail, serials := load.finish()
 	t.Logf("rotation: new certificate served after %v; HTTPS load: %d requests, %d failed, serials seen %v", took.Round(time.Millisecond), ok, len(fail), serials)
 	if len(fail) > 0 {
