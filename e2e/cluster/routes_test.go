@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,17 +83,13 @@ func routesServed() (bool, error) {
 
 func waitRoutesServed(t *testing.T, want bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testkit.Eventually(t, "the Routes API's discovery", 60*time.Second, func() error {
 		got, err := routesServed()
-		if err == nil && got == want {
-			return
+		if err == nil && got != want {
+			err = fmt.Errorf("served=%v, want %v", got, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Routes API served=%v, want %v (%v)", got, want, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // installRouteCRD installs the Route CRD and waits until discovery serves it.
@@ -133,10 +130,29 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// routeStack is a dcm started by startRouteDCM.
+type routeStack struct {
+	*harness.Stack
+	// RoutesAsked counts dcm's requests for the Routes API's discovery
+	// document, as they leave for the API server: its rechecks while the
+	// API is absent.
+	RoutesAsked *atomic.Int64
+}
+
 // startRouteDCM runs dcm as dcmOptions does, its log also to logTo.
-func startRouteDCM(t *testing.T, ns string, logTo *lockedBuffer) *harness.Stack {
+func startRouteDCM(t *testing.T, ns string, logTo *lockedBuffer) routeStack {
 	t.Helper()
 	o := dcmOptions(t, ns)
+	asked := &atomic.Int64{}
+	discoveryPath := "/apis/" + kube.RouteGVR.GroupVersion().String()
+	o.Kubernetes.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Path == discoveryPath {
+				asked.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	}
 	// The tests install the Route CRD while dcm runs: ask again soon
 	// whether it is served.
 	watchNS := o.Config
@@ -147,8 +163,12 @@ func startRouteDCM(t *testing.T, ns string, logTo *lockedBuffer) *harness.Stack 
 	if logTo != nil {
 		o.LogTo = logTo
 	}
-	return harness.Start(t, o)
+	return routeStack{Stack: harness.Start(t, o), RoutesAsked: asked}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func osRoute(ns, name, host, path string, to string, toWeight int64, alternates map[string]int64) *unstructured.Unstructured {
 	spec := map[string]any{
@@ -192,12 +212,18 @@ func TestOpenShiftRoutes(t *testing.T) {
 	pid, reloads := s.WorkerPID(), s.Reloads()
 
 	// Without the CRD: several rechecks pass, one line says so, Ingresses work.
-	time.Sleep(2 * time.Second)
+	asked := s.RoutesAsked.Load()
+	s.Eventually("three more rechecks of the Routes API", 15*time.Second, func() error {
+		if n := s.RoutesAsked.Load() - asked; n < 3 {
+			return fmt.Errorf("%d rechecks", n)
+		}
+		return nil
+	})
 	if n := strings.Count(logs.String(), absentLog); n != 1 {
 		t.Fatalf("%d log lines say the Routes API is absent, want 1:\n%s", n, logs.String())
 	}
 	s.Serves(ingHost, "/", 2, readyPods(ns, "web"))
-	if n := sourceEvents(s, kube.NoticeRoutesAbsent); n != 1 {
+	if n := sourceEvents(s.Stack, kube.NoticeRoutesAbsent); n != 1 {
 		t.Errorf("%d portal events say the Routes API is absent, want 1", n)
 	}
 
@@ -216,7 +242,7 @@ func TestOpenShiftRoutes(t *testing.T) {
 	create(osRoute(ns, "r", rHost, "", "web", 100, nil))
 	s.Serves(rHost, "/", 2, readyPods(ns, "web"))
 	admitted(t, routes, "r", "True", "")
-	if !strings.Contains(logs.String(), "OpenShift Routes API served now") || sourceEvents(s, kube.NoticeRoutesServed) != 1 {
+	if !strings.Contains(logs.String(), "OpenShift Routes API served now") || sourceEvents(s.Stack, kube.NoticeRoutesServed) != 1 {
 		t.Errorf("no log line or no single portal event says the Routes API appeared")
 	}
 
@@ -401,8 +427,13 @@ func TestRouteHostileValues(t *testing.T) {
 	want := map[string]int{}
 	names := map[string]string{} // Route name → case
 	n := 0
+	var firstSet func(map[string]any)
+	var firstReason string
 	add := func(what, reason string, set func(map[string]any)) {
 		n++
+		if n == 1 {
+			firstSet, firstReason = set, reason
+		}
 		name := fmt.Sprintf("%s-%d", injection.Marker, n)
 		r := injection.Route(ns, name, fmt.Sprintf("%s-%d.%s.test", injection.Marker, n, ns))
 		set(r)
@@ -451,7 +482,7 @@ func TestRouteHostileValues(t *testing.T) {
 	t.Logf("%d hostile Routes refused, by reason %v", n, want)
 	// status.ingress says so, written once: no update loop.
 	admitted(t, routes, "ok", "True", "")
-	admitted(t, routes, injection.Marker+"-1", "False", injection.RouteFields[2].Reason)
+	admitted(t, routes, injection.Marker+"-1", "False", firstReason)
 	s.Eventually("every Route has dcm's status", 60*time.Second, func() error {
 		list, err := routes.List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -468,7 +499,15 @@ func TestRouteHostileValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
+	// One more refused Route, created now: once its status is written,
+	// dcm's status writer has gone past every write queued before it, so a
+	// Route it kept rewriting would have a new resourceVersion by then.
+	late := injection.Route(ns, "late", "late."+ns+".test")
+	firstSet(late)
+	if _, err := routes.Create(ctx, &unstructured.Unstructured{Object: late}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	admitted(t, routes, "late", "False", firstReason)
 	after, err := routes.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -480,12 +519,12 @@ func TestRouteHostileValues(t *testing.T) {
 		versions[u.GetName()] = u.GetResourceVersion()
 	}
 	for _, u := range after.Items {
-		if v := versions[u.GetName()]; v != u.GetResourceVersion() {
+		if v, ok := versions[u.GetName()]; ok && v != u.GetResourceVersion() {
 			t.Errorf("Route %s still written after dcm settled: resourceVersion %s → %s", u.GetName(), v, u.GetResourceVersion())
 		}
 	}
 	s.Serves(ok, "/ok", 1, readyPods(ns, "web"))
-	noRouteTrace(t, s)
+	noRouteTrace(t, s.Stack)
 	if s.WorkerPID() != pid || s.Reloads() != reloads {
 		t.Errorf("HAProxy reloaded (worker %d → %d, %v reloads) for Routes that were all refused", pid, s.WorkerPID(), s.Reloads()-reloads)
 	}
@@ -495,30 +534,25 @@ func TestRouteHostileValues(t *testing.T) {
 // condition Admitted with status and reason, as OpenShift's routers write it.
 func admitted(t *testing.T, routes dynamic.ResourceInterface, name, status, reason string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		var got any
+	testkit.Eventually(t, fmt.Sprintf("Route %s Admitted %s %s", name, status, reason), 15*time.Second, func() error {
 		u, err := routes.Get(context.Background(), name, metav1.GetOptions{})
-		if err == nil {
-			entries, _, _ := unstructured.NestedSlice(u.Object, "status", "ingress")
-			got = entries
-			for _, e := range entries {
-				m, _ := e.(map[string]any)
-				conds, _ := m["conditions"].([]any)
-				if m["routerName"] != kube.RouterName || len(conds) != 1 {
-					continue
-				}
-				c, _ := conds[0].(map[string]any)
-				if c["type"] == "Admitted" && c["status"] == status && (reason == "" && c["reason"] == nil || c["reason"] == reason) {
-					return
-				}
+		if err != nil {
+			return err
+		}
+		entries, _, _ := unstructured.NestedSlice(u.Object, "status", "ingress")
+		for _, e := range entries {
+			m, _ := e.(map[string]any)
+			conds, _ := m["conditions"].([]any)
+			if m["routerName"] != kube.RouterName || len(conds) != 1 {
+				continue
+			}
+			c, _ := conds[0].(map[string]any)
+			if c["type"] == "Admitted" && c["status"] == status && (reason == "" && c["reason"] == nil || c["reason"] == reason) {
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Route %s: status.ingress %v (%v), want Admitted %s %s", name, got, err, status, reason)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("status.ingress %v", entries)
+	})
 }
 
 // sourceEvents counts the portal's source events with reason.
@@ -636,7 +670,7 @@ func testOpenShiftReencryptRoute(t *testing.T, atStart bool) {
 	if !atStart {
 		create()
 	}
-	expect := expectBehindTLS(s, host, front, leaf)
+	expect := expectBehindTLS(s.Stack, host, front, leaf)
 	expect("the verified pod serves", http.StatusOK, "secure-pod")
 	admitted(t, routes, "secure", "True", "")
 	if added := slices.ContainsFunc(s.Commands(), func(c string) bool { return strings.HasPrefix(c, "new ssl ca-file") }); added == atStart {
