@@ -93,10 +93,10 @@ func TestBinaryDemo(t *testing.T) {
 	if code, b := api(http.MethodPost, "/api/v1/scale", `{"namespace":"demo","kind":"Deployment","name":"web","replicas":5}`); code != http.StatusAccepted {
 		t.Fatalf("scale: HTTP %d %s", code, b)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var snap dcm.Snapshot
+	testkit.Eventually(t, "web's 5 servers ready after the scale", 15*time.Second, func() error {
 		code, b := api(http.MethodGet, "/api/v1/snapshot", "")
-		var snap dcm.Snapshot
+		snap = dcm.Snapshot{}
 		if code != 200 || json.Unmarshal(b, &snap) != nil {
 			t.Fatalf("snapshot: HTTP %d %s", code, b)
 		}
@@ -110,16 +110,13 @@ func TestBinaryDemo(t *testing.T) {
 				}
 			}
 		}
-		if ready == 5 {
-			if snap.HAProxy.Reloads != 0 || snap.HAProxy.PID == 0 || snap.HAProxy.Version == "" {
-				t.Errorf("snapshot HAProxy info: %+v", snap.HAProxy)
-			}
-			break
+		if ready != 5 {
+			return fmt.Errorf("%d ready servers", ready)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("web has %d ready servers 15s after scaling to 5", ready)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if snap.HAProxy.Reloads != 0 || snap.HAProxy.PID == 0 || snap.HAProxy.Version == "" {
+		t.Errorf("snapshot HAProxy info: %+v", snap.HAProxy)
 	}
 	pods := map[string]bool{}
 	for range 30 {

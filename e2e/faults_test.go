@@ -761,7 +761,13 @@ func TestDiskFull(t *testing.T) {
 		}
 	}
 	pid := s.WorkerPID()
-	time.Sleep(time.Second) // several retries, all failing
+	failed := s.Counter("dcm_reload_failures_total")
+	s.Eventually("two more retries, both failing", 15*time.Second, func() error {
+		if n := s.Counter("dcm_reload_failures_total") - failed; n < 2 {
+			return fmt.Errorf("%v more failed reloads", n)
+		}
+		return nil
+	})
 	if got := s.WorkerPID(); got != pid {
 		t.Errorf("worker changed from %d to %d on a full disk", pid, got)
 	}
