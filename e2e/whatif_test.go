@@ -103,9 +103,10 @@ func TestPreviewThenApply(t *testing.T) {
 	if code != http.StatusConflict {
 		t.Fatalf("a stale preview: HTTP %d, want 409", code)
 	}
-	time.Sleep(300 * time.Millisecond)
-	if n := len(s.ReadyPods("demo", "web")); n != 5 {
-		t.Errorf("after a refused scale web has %d ready pods, want 5", n)
+	// The scale is a synchronous update of the Deployment: had it gone
+	// through, spec.replicas would say 1 already.
+	if n := s.DesiredReplicas("demo", "web"); n != 5 {
+		t.Errorf("after a refused scale web wants %d replicas, want 5", n)
 	}
 }
 

@@ -73,10 +73,9 @@ func TestDrainFromDetailPage(t *testing.T) {
 	do(t, static, chromedp.Navigate(p.PortalURL+pagePath))
 	form := fmt.Sprintf(`#server-rows tr[data-server=%q] form.actions:not(.weight)`, other.Name)
 	do(t, static, chromedp.Click(chromedp.CSS(form+` button[value=maint]`)))
-	time.Sleep(300 * time.Millisecond)
-	if st := servers(p.Stack, webBackend)[1].State; st != dcm.StateReady {
-		t.Fatalf("a maint without the confirm checkbox went through: %s", st)
-	}
+	// Proved below, once the confirmed maint is in: it is the only action
+	// on the server.
+	unconfirmed := p.Engine.Snapshot().Seq
 	do(t, static, chromedp.Click(chromedp.CSS(form+` input[name=confirm]`)))
 	// The API answers the form with a redirect back to the page.
 	if _, err := chromedp.Run(static, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS(form+` button[value=maint]`)))); err != nil {
@@ -91,6 +90,16 @@ func TestDrainFromDetailPage(t *testing.T) {
 		}
 		return nil
 	})
+	evs, _ := p.Engine.Events(unconfirmed)
+	actions := 0
+	for _, ev := range evs {
+		if ev.Type == dcm.EventAction && ev.Object != nil && strings.HasSuffix(ev.Object.Name, "/"+other.Name) {
+			actions++
+		}
+	}
+	if actions != 1 {
+		t.Errorf("%d actions on %s since the click without the confirm checkbox, want 1 (the confirmed maint)", actions, other.Name)
+	}
 	p.Eventually("the page rendered again shows maint", 5*time.Second, func() error {
 		do(t, static, chromedp.Navigate(p.PortalURL+pagePath))
 		if st := eval[string](t, static, fmt.Sprintf(`document.querySelector('#server-rows tr[data-server=%q]').dataset.state`, other.Name)); st != "maint" {

@@ -188,9 +188,10 @@ func TestWhatIfStalePreviewRefused(t *testing.T) {
 	applyPreview(t, tab, 4)
 	waitFor(t, tab.Context, "the page says the preview was stale", 5*time.Second,
 		`document.getElementById('wi-apply-msg').dataset.kind === 'stale'`, `document.getElementById('wi-apply-msg').innerText`)
-	time.Sleep(500 * time.Millisecond)
-	if n := len(p.ReadyPods("demo", "web")); n != 3 {
-		t.Errorf("after a refused apply web has %d ready pods, want 3", n)
+	// The page showed the server's refusal; had the scale gone through, the
+	// Deployment's spec.replicas would say 4 already.
+	if n := p.DesiredReplicas("demo", "web"); n != 3 {
+		t.Errorf("after a refused apply web wants %d replicas, want 3", n)
 	}
 	// Computed again from the state that moved: 3 → 4 is one server more.
 	waitFor(t, tab.Context, "the preview is computed again", 5*time.Second,

@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -353,6 +355,17 @@ func (s *Stack) Scale(ns, name string, replicas int32) {
 	if err := s.Cluster.Scale(context.Background(), ns, name, replicas); err != nil {
 		s.t.Fatalf("scale %s/%s to %d: %v", ns, name, replicas, err)
 	}
+}
+
+// DesiredReplicas is a demo Deployment's spec.replicas: what a scale sets at
+// once, before any pod starts or stops.
+func (s *Stack) DesiredReplicas(ns, name string) int32 {
+	s.t.Helper()
+	sc, err := s.Cluster.Client().AppsV1().Deployments(ns).GetScale(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		s.t.Fatalf("scale of %s/%s: %v", ns, name, err)
+	}
+	return sc.Spec.Replicas
 }
 
 // Load keeps requests flowing to a route and counts failures, so tests can
