@@ -264,10 +264,6 @@ func removeStaleMaps(dir string, keep map[string][]byte) error {
 	return nil
 }
 
-func writeAtomic(path string, data []byte) error {
-	return writeAtomicMode(path, data, 0o644)
-}
-
 func writeAtomicMode(path string, data []byte, mode os.FileMode) error {
 	tmp, err := writeTemp(path, data, mode)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -80,8 +79,6 @@ func state(backends ...dcm.Backend) dcm.State {
 	dcm.SortBackends(backends)
 	return dcm.State{Backends: backends}
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 func mustf(tb testing.TB, err error, format string, args ...any) {
 	tb.Helper()

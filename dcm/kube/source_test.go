@@ -121,14 +121,20 @@ func noSignalAfter(t *testing.T, s *Source, touch func()) {
 		}
 		return nil
 	})
-	// The sync counted signals, if it does, before it lets go of syncMu:
-	// taking the lock waits for it.
-	s.syncMu.Lock()
-	s.syncMu.Unlock()
-	select {
-	case <-s.Changed():
+	// The sync sends its signal, if it does, before it lets go of syncMu:
+	// reading under the lock waits for it.
+	signalled := func() bool {
+		s.syncMu.Lock()
+		defer s.syncMu.Unlock()
+		select {
+		case <-s.Changed():
+			return true
+		default:
+			return false
+		}
+	}()
+	if signalled {
 		t.Fatal("unexpected Changed signal")
-	default:
 	}
 }
 

@@ -351,7 +351,7 @@ func TestOpenShiftRoutes(t *testing.T) {
 		moved := "moved." + ns + ".test"
 		u.Object["spec"].(map[string]any)["host"] = moved
 		u.Object["spec"].(map[string]any)["path"] = "/api"
-		if u, err = routes.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+		if _, err = routes.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		s.Serves(moved, "/api/x", 2, readyPods(ns, "web"))
