@@ -6,6 +6,7 @@ package testkit
 import (
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -43,15 +44,47 @@ func ShortDir(tb testing.TB) string {
 	return dir
 }
 
-// FreeAddr finds a free loopback TCP address.
+// FreeAddr finds a free loopback TCP address for a listener the test
+// starts later (HAProxy's binds, dcm's portal). The port comes from below
+// the kernel's ephemeral range: a port the kernel handed out and took back
+// is the next source port of any outgoing connection on this busy machine
+// (HAProxy to pods, clients to HAProxy, other test packages), and one such
+// connection is enough for HAProxy's bind to fail. Below the range only
+// listeners take ports, and FreeAddr checks the one it picks is not taken.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	low := ephemeralLow()
+	for range 200 {
+		port := freePortFloor + rand.IntN(low-freePortFloor)
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue // taken: try another
+		}
+		l.Close()
+		return addr
 	}
-	defer l.Close()
-	return l.Addr().String()
+	tb.Fatalf("no free loopback port in %d-%d after 200 tries", freePortFloor, low-1)
+	return ""
+}
+
+// freePortFloor keeps FreeAddr above the ports services commonly listen on.
+const freePortFloor = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// default when it cannot be read).
+func ephemeralLow() int {
+	low := 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return low
+	}
+	if f := strings.Fields(string(b)); len(f) == 2 {
+		if n, err := strconv.Atoi(f[0]); err == nil && n > freePortFloor+1000 {
+			low = n
+		}
+	}
+	return low
 }
 
 // Logger writes into the test's log: warnings and errors, everything when
