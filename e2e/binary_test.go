@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,7 +24,7 @@ import (
 func TestBinaryDemo(t *testing.T) {
 	testkit.HAProxy(t)
 	bin := filepath.Join(t.TempDir(), "dcm")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "..")
+	build := exec.Command("go", "build", "-o", bin, "..")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

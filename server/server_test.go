@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -142,7 +144,7 @@ func TestAPI(t *testing.T) {
 			eng := newFakeEngine(7, tt.ready)
 			sc := &fakeScaler{err: tt.scaleErr}
 			reg := prometheus.NewRegistry()
-			reg.MustRegister(prometheus.NewGoCollector())
+			reg.MustRegister(collectors.NewGoCollector())
 			h := New(Deps{Engine: eng, Scaler: sc, Gatherer: reg, Authenticator: SingleToken(token, "admin"), Authorizer: RoleAuthorizer{},
 				Log: slog.New(slog.DiscardHandler)})
 			req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))

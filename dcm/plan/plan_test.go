@@ -3,8 +3,6 @@ package plan
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -169,13 +167,13 @@ func withSessions(st dcm.State, server string, n int) dcm.State {
 // TestPlannerIsPortable: the planner must build for the browser, and must not
 // reach for I/O, the clock or the host.
 func TestPlannerIsPortable(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	cmd := exec.Command(goBin, "build", "-o", os.DevNull, ".")
+	// go test puts its own GOROOT/bin first in PATH.
+	cmd := exec.Command("go", "build", "-o", os.DevNull, ".")
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("GOOS=js GOARCH=wasm go build: %v\n%s", err, out)
 	}
-	out, err := exec.Command(goBin, "list", "-f", `{{join .Imports "\n"}}`, ".", "../").Output()
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, ".", "../").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -189,7 +187,7 @@ func TestPlannerIsPortable(t *testing.T) {
 		}
 	}
 	// The model may use time for event timestamps; the planner may not.
-	out, err = exec.Command(goBin, "list", "-f", `{{join .Imports "\n"}}`, ".").Output()
+	out, err = exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, ".").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}

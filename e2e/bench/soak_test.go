@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -401,7 +400,7 @@ func startDCMBinary(t *testing.T, kubeconfig string) *dcmProcess {
 	t.Helper()
 	testkit.HAProxy(t)
 	bin := filepath.Join(t.TempDir(), "dcm")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "../..")
+	build := exec.Command("go", "build", "-o", bin, "../..")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -124,7 +123,7 @@ func TestMissingPermissionIsNamed(t *testing.T) {
 	}
 
 	bin := filepath.Join(t.TempDir(), "dcm")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "../..")
+	build := exec.Command("go", "build", "-o", bin, "../..")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

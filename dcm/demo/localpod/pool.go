@@ -41,11 +41,11 @@ var ErrCanceled = errors.New("localpod: listen canceled")
 func ParsePrefix(s string) ([2]byte, error) {
 	var out [2]byte
 	if !strings.HasSuffix(s, ".") || strings.Count(s, ".") != 2 {
-		return out, fmt.Errorf("address prefix %q: want two octets and a dot, like 127.0.", s)
+		return out, fmt.Errorf("address prefix %q: want two octets and a dot, like %q", s, "127.0.")
 	}
 	a, err := netip.ParseAddr(s + "0.0")
 	if err != nil || !a.Is4() {
-		return out, fmt.Errorf("address prefix %q: want two octets and a dot, like 127.0.", s)
+		return out, fmt.Errorf("address prefix %q: want two octets and a dot, like %q", s, "127.0.")
 	}
 	b := a.As4()
 	return [2]byte{b[0], b[1]}, nil
