@@ -1,0 +1,46 @@
+package system
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// FlagSet is dcm's command line, bound to c: each flag starts at c's value
+// (system.Defaults for main) and sets its field when given. docs/flags.md
+// is generated from it (internal/docgen).
+func (c *Config) FlagSet() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("dcm", pflag.ContinueOnError)
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "path to a kubeconfig; default: $KUBECONFIG, then in-cluster config, else the embedded demo")
+	fs.BoolVar(&c.Demo, "demo", c.Demo, "run the embedded demo: an in-memory cluster whose pods are local HTTP servers")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "address of the portal, API and metrics")
+	fs.StringVar(&c.HTTPBind, "http-bind", c.HTTPBind, "address of HAProxy's HTTP frontend")
+	fs.StringVar(&c.HTTPSBind, "https-bind", c.HTTPSBind, "address of HAProxy's HTTPS frontend (TLS routes)")
+	fs.IntVar(&c.HTTPSRedirectPort, "https-redirect-port", c.HTTPSRedirectPort, "port in the location of HTTP→HTTPS redirects: the one clients reach HTTPS on, e.g. 443 behind a Service that maps 443 to --https-bind (0: the port of --https-bind; 443 is left out)")
+	fs.StringVar(&c.HAProxyBin, "haproxy-bin", c.HAProxyBin, "HAProxy binary (2.6 or newer)")
+	fs.StringVar(&c.MasterSocket, "haproxy-master-socket", c.MasterSocket, "attach to a running HAProxy master through this socket instead of starting one")
+	fs.StringVar(&c.WorkDir, "work-dir", c.WorkDir, "directory for haproxy.cfg, map files and sockets (default: a directory under the user cache)")
+	fs.Var((*modeValue)(&c.Mode), "mode", "how changes reach HAProxy: dynamic (runtime API), slots (pre-allocated slots, reload when full) or reload (reload on every change)")
+	fs.IntVar(&c.Slots, "slots", c.Slots, "free server slots per backend in --mode=slots")
+	fs.IntVar(&c.EventHistory, "event-history", c.EventHistory, "events kept for /events and feed clients that resume (memory grows with it until it is full)")
+	fs.IntVar(&c.StickyPoolSize, "sticky-pool-size", c.StickyPoolSize, "sticky spare backends (rendered with a dynamic cookie) in --mode=dynamic with a pool: new sticky routes (OpenShift Routes by default) take one instead of a reload")
+	fs.IntVar(&c.PoolSize, "pool-size", c.PoolSize, "spare backends per route kind in --mode=dynamic: new routes take one instead of a reload (0: every new route reloads)")
+	fs.StringSliceVar(&c.Namespaces, "namespace", c.Namespaces, "watch only these namespaces (repeatable; default all)")
+	fs.StringVar(&c.IngressClass, "ingress-class", c.IngressClass, "serve only Ingresses of this class (default: all)")
+	fs.BoolVar(&c.Routes, "routes", c.Routes, "also serve OpenShift Routes (route.openshift.io/v1) when the API server serves them")
+	fs.StringVar(&c.RouteSubdomain, "route-subdomain", c.RouteSubdomain, "give a Route without spec.host the host <name>-<namespace>.<this> (default: such Routes are rejected)")
+	fs.StringVar(&c.AuthTokenFile, "auth-token-file", c.AuthTokenFile, "file holding the API bearer token (default: a random token printed at start)")
+	fs.StringVar(&c.CookieSecretFile, "cookie-secret-file", c.CookieSecretFile, "file holding the secret sticky routes derive their cookie keys from; every replica must use the same (default: a built-in, public one)")
+	fs.StringVar(&c.DefaultBackendCAFile, "default-backend-ca-file", c.DefaultBackendCAFile, "CA (PEM) that reencrypt routes naming none verify their pods with, e.g. /var/run/secrets/kubernetes.io/serviceaccount/service-ca.crt (default: none, such routes are rejected)")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.DurationVar(&c.DemoReadinessDelay, "demo-readiness-delay", c.DemoReadinessDelay, "demo: time from pod start to ready")
+	fs.DurationVar(&c.DemoPreStopDelay, "demo-prestop-delay", c.DemoPreStopDelay, "demo: time a terminating pod keeps accepting before it shuts down")
+	return fs
+}
+
+// modeValue is --mode: any word is taken, Validate says which are modes.
+type modeValue dcm.Mode
+
+func (m *modeValue) String() string     { return string(*m) }
+func (m *modeValue) Set(s string) error { *m = modeValue(s); return nil }
+func (m *modeValue) Type() string       { return "string" }
