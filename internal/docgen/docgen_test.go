@@ -1,0 +1,22 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestGeneratedDocsFresh: every generated page is committed as docgen
+// writes it now.
+func TestGeneratedDocsFresh(t *testing.T) {
+	for _, p := range pages() {
+		path := filepath.Join("..", "..", p.path)
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%s: %v (run go run ./internal/docgen)", p.path, err)
+		}
+		if string(got) != p.render() {
+			t.Errorf("%s is stale: run go run ./internal/docgen (make generate) and commit it", p.path)
+		}
+	}
+}
