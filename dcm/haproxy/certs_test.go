@@ -188,3 +188,46 @@ func TestCertCommandText(t *testing.T) {
 		t.Error("a payload with an empty line: accepted")
 	}
 }
+
+// TestCertForgottenBeforeWrite: the source forgets a Secret (its route was
+// rejected) after the engine applied a state naming it and before the
+// engine wrote that state. The write still succeeds with the certificate
+// HAProxy was sent — a failed write forces a reload — and once a written
+// state no longer names the version, the driver forgets it too.
+func TestCertForgottenBeforeWrite(t *testing.T) {
+	t.Parallel()
+	ca := testkit.NewCA(t)
+	store := &testkit.CertStore{}
+	app := testkit.StartBackend(t, "127.0.0.5", "app")
+	leaf := ca.Leaf(t, "c.test")
+	v := store.Put("ns/c-tls", leaf.PEM())
+	https := testkit.FreeAddr(t)
+	without := state(backendFor(edgeRoute("ns", "c", "c.test", ""), serverFor(app, dcm.StateReady)))
+	withCert := state(backendFor(edgeRoute("ns", "c", "c.test", v), serverFor(app, dcm.StateReady)))
+	d, _ := startDriver(t, without, func(cfg *DriverConfig) {
+		cfg.Settings.HTTPSBind = https
+		cfg.Certs = store
+	})
+	ctx := context.Background()
+
+	add := dcm.Op{Kind: dcm.OpCertAdd, Cert: &dcm.Cert{Host: "c.test", Secret: "ns/c-tls", Version: v}}
+	mustf(t, d.Apply(ctx, []dcm.Op{add}, withCert), "apply")
+	store.Forget("ns/c-tls")
+	mustf(t, d.Write(withCert), "write after the source forgot")
+	b, err := os.ReadFile(filepath.Join(d.cfg.WorkDir, CertFile("c.test")))
+	mustf(t, err, "read")
+	if p, _ := NormalizePEM(leaf.PEM()); string(b) != p+"\n" {
+		t.Fatalf("c.test's certificate on disk:\n%s", b)
+	}
+	code, body, _, err := testkit.HTTPSGet(https, "c.test", "/", ca.Pool())
+	if err != nil || code != 200 || body != "app" {
+		t.Fatalf("https://c.test/ → %d %q %v", code, body, err)
+	}
+
+	del := dcm.Op{Kind: dcm.OpCertDel, Cert: &dcm.Cert{Host: "c.test", Secret: "ns/c-tls", Version: v}}
+	mustf(t, d.Apply(ctx, []dcm.Op{del}, without), "apply del")
+	mustf(t, d.Write(without), "write without")
+	if err := d.Write(withCert); err == nil {
+		t.Fatal("a version no written state names any more was still at hand")
+	}
+}

@@ -58,11 +58,8 @@ type Driver struct {
 	// for an admin socket that stalls while mu is held.
 	version atomic.Pointer[Version]
 
-	// caPEMs keeps the normalized PEM of the CA versions the last
-	// rendering named: a CA file stays while servers added with it do, and
-	// by then the source may have forgotten that version.
-	caMu   sync.Mutex
-	caPEMs map[string]string
+	// certPEMs and caPEMs keep the versions the last rendering named.
+	certPEMs, caPEMs pemCache
 
 	mu     sync.Mutex
 	proc   *Process
@@ -312,10 +309,11 @@ func (d *Driver) certTransactions(ops []dcm.Op) ([]certTx, error) {
 				if op.Upstream == nil {
 					return nil, fmt.Errorf("op %s: no CA", op.Kind)
 				}
-				var err error
-				if pemText, err = d.caPEM(*op.Upstream); err != nil {
+				p, err := d.caPEM(*op.Upstream)
+				if err != nil {
 					return nil, err
 				}
+				pemText = strings.TrimSuffix(string(p), "\n")
 			}
 			cmds, abort, err := CACommands(op, pemText)
 			if err != nil {
@@ -329,10 +327,11 @@ func (d *Driver) certTransactions(ops []dcm.Op) ([]certTx, error) {
 			if op.Cert == nil {
 				return nil, fmt.Errorf("op %s: no certificate", op.Kind)
 			}
-			var err error
-			if pemText, err = d.certPEM(*op.Cert); err != nil {
+			p, err := d.certPEM(*op.Cert)
+			if err != nil {
 				return nil, err
 			}
+			pemText = strings.TrimSuffix(string(p), "\n")
 		}
 		cmds, abort, err := CertCommands(op, pemText)
 		if err != nil {
@@ -367,51 +366,10 @@ func (d *Driver) runCertTransactions(ctx context.Context, txs []certTx) error {
 	return nil
 }
 
-// certPEM is the normalized PEM of a certificate version.
-func (d *Driver) certPEM(c dcm.Cert) (string, error) {
-	if d.cfg.Certs == nil {
-		return "", fmt.Errorf("certificate of %s (%s): no certificate source", c.Host, c.Secret)
-	}
-	b, err := d.cfg.Certs.CertPEM(c.Secret, c.Version)
-	if err != nil {
-		return "", fmt.Errorf("certificate of %s: %w", c.Host, err)
-	}
-	p, err := NormalizePEM(b)
-	if err != nil {
-		return "", fmt.Errorf("certificate of %s (%s): %w", c.Host, c.Secret, err)
-	}
-	return p, nil
-}
-
 // CASource hands the driver the PEM of a destination CA version (ca is
 // UpstreamTLS.CA, where it came from).
 type CASource interface {
 	CAPEM(ca, version string) ([]byte, error)
-}
-
-// caPEM is the normalized PEM of a CA version.
-func (d *Driver) caPEM(u dcm.UpstreamTLS) (string, error) {
-	d.caMu.Lock()
-	defer d.caMu.Unlock()
-	if p, ok := d.caPEMs[u.Version]; ok {
-		return p, nil
-	}
-	if d.cfg.CAs == nil {
-		return "", fmt.Errorf("CA %s: no CA source", u.CA)
-	}
-	b, err := d.cfg.CAs.CAPEM(u.CA, u.Version)
-	if err != nil {
-		return "", fmt.Errorf("CA %s: %w", u.CA, err)
-	}
-	p, err := NormalizePEM(b)
-	if err != nil {
-		return "", fmt.Errorf("CA %s: %w", u.CA, err)
-	}
-	if d.caPEMs == nil {
-		d.caPEMs = map[string]string{}
-	}
-	d.caPEMs[u.Version] = p
-	return p, nil
 }
 
 // renderFiles renders st with its certificate and CA files, for the disk.
@@ -420,37 +378,8 @@ func (d *Driver) renderFiles(st dcm.State) (Files, error) {
 	if err != nil {
 		return Files{}, err
 	}
-	if cas := dcm.CAsOf(st.Backends); len(cas) > 0 {
-		f.CAs = make(map[string][]byte, len(cas))
-		keep := make(map[string]bool, len(cas))
-		for _, c := range cas {
-			p, err := d.caPEM(c)
-			if err != nil {
-				return Files{}, err
-			}
-			f.CAs[CAFile(c.Version)] = []byte(p + "\n")
-			keep[c.Version] = true
-		}
-		d.caMu.Lock()
-		for v := range d.caPEMs {
-			if !keep[v] {
-				delete(d.caPEMs, v)
-			}
-		}
-		d.caMu.Unlock()
-	}
-	if d.cfg.Settings.HTTPSBind == "" {
-		return f, nil
-	}
-	certs := dcm.CertsOf(st.Backends)
-	f.Certs = make(map[string][]byte, len(certs)+1)
-	f.Certs[DefaultCertName] = d.defaultCert
-	for _, c := range certs {
-		p, err := d.certPEM(c)
-		if err != nil {
-			return Files{}, err
-		}
-		f.Certs[CertFile(c.Host)] = []byte(p + "\n")
+	if err := d.pemFiles(&f, st); err != nil {
+		return Files{}, err
 	}
 	return f, nil
 }

@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,6 +129,18 @@ func (s *CertStore) Put(secret string, pemBytes []byte) string {
 	}
 	s.m[secret+"@"+v] = bytes.Clone(pemBytes)
 	return v
+}
+
+// Forget drops every version of a Secret, as dcm's source does when no
+// route uses it any more.
+func (s *CertStore) Forget(secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.m {
+		if strings.HasPrefix(k, secret+"@") {
+			delete(s.m, k)
+		}
+	}
 }
 
 // CertPEM implements the driver's CertSource.
