@@ -10,7 +10,7 @@ APT_PACKAGES := haproxy curl chromium nodejs
 # make wasm writes the planner here; static/ embeds it into the binary.
 WASM_DIR := static/dist
 
-.PHONY: all deps build wasm run test vet fmt-check generate generate-check bench soak kapi clean fuzz fuzz-quick
+.PHONY: all deps build wasm run test vet lint sizes fmt-check generate generate-check bench soak kapi clean fuzz fuzz-quick
 
 all: build
 
@@ -56,6 +56,19 @@ vet:
 	$(GO) vet ./...
 	GOOS=js GOARCH=wasm $(GO) vet ./wasm/...
 	cd e2e/kapi && $(GO) vet ./...
+
+## lint: staticcheck (a tool dependency in go.mod) over every build of the
+## code: the bench and soak tags, and the planner's WebAssembly entry points
+## (go tool -n builds the tool for this machine and names it: GOOS=js on go
+## tool itself would build staticcheck for the browser)
+lint: sizes
+	$(GO) tool staticcheck -tags bench,soak ./...
+	GOOS=js GOARCH=wasm "$$($(GO) tool -n staticcheck)" ./wasm/...
+
+## sizes: no hand-written Go file over 700 lines, no function over 100; prints
+## the largest of each
+sizes:
+	@$(GO) run ./internal/sizecheck .
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); \
