@@ -12,9 +12,11 @@ import (
 )
 
 // The functions here decide how the model reads on a page. web/format.js
-// mirrors them for the live updates; a change here needs the same change
-// there (the browser tests compare a page rendered here with the same page
-// patched by the script).
+// mirrors them for the live updates: the words for ops and server states
+// it takes from web/display_gen.js, which internal/jsgen writes from
+// words.go; the rest it spells again, and web's TestFormatParity runs it
+// under node against these functions (the browser tests also compare a
+// page rendered here with the same page patched by the script).
 
 // Display states of a server: its admin state, or down.
 const (
@@ -31,13 +33,10 @@ func DisplayStates() []string { return []string{StateReady, StateDrain, StateMai
 
 // DisplayState is how a server shows on a chip.
 func DisplayState(s dcm.Server) string {
-	switch {
-	case s.State == dcm.StateDrain:
-		return StateDrain
-	case s.State == dcm.StateMaint:
-		return StateMaint
-	case s.Health == "DOWN":
-		return StateDown
+	for _, r := range StateRules() {
+		if (r.State != "" && s.State == r.State) || (r.Health != "" && s.Health == r.Health) {
+			return r.Show
+		}
 	}
 	return StateReady
 }

@@ -52,3 +52,10 @@ export function text(tag, s, className = '') {
   if (className) el.className = className;
   return el;
 }
+
+// fill clones a <template> of the page and binds fields into the copy.
+export function fill(id, fields) {
+  const el = clone(id);
+  bind(el, fields);
+  return el;
+}

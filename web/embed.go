@@ -6,6 +6,10 @@ package web
 
 import "embed"
 
+// display_gen.js holds the words for ops and server states of
+// views/words.go; generated from the repository root, as make generate does.
+//go:generate sh -c "cd .. && go run ./internal/jsgen"
+
 // Files are the scripts and the stylesheet, for static/ to serve.
 //
 //go:embed *.js *.css

@@ -1,15 +1,18 @@
 // How the model reads on a page. These mirror views/display.go, which
-// renders the same pages on the server; keep the two in step (the browser
-// tests compare a page as rendered there with the page patched from here).
+// renders the same pages on the server: the words for ops and server states
+// come from display_gen.js, generated from views/words.go; the rest is
+// spelled again here, and web's TestFormatParity runs it under node against
+// the Go (the browser tests also compare a page as rendered there with the
+// page patched from here).
+
+import { displayStates, opLines, stateRules } from './display_gen.js';
+
+export { displayStates };
 
 export function displayState(s) {
-  if (s.state === 'drain') return 'drain';
-  if (s.state === 'maint') return 'maint';
-  if (s.health === 'DOWN') return 'down';
-  return 'ready';
+  const r = stateRules.find((r) => (r.state && s.state === r.state) || (r.health && s.health === r.health));
+  return r ? r.show : 'ready';
 }
-
-export const displayStates = ['ready', 'drain', 'maint', 'down'];
 
 export const chipLabel = (s) => s.pod || s.name;
 
@@ -142,27 +145,20 @@ export function matchEvent(f, search, type) {
 
 export const opCount = (n) => (n === 1 ? '1 runtime command' : `${n} runtime commands`);
 
-// opText is dcm.Op.String.
+// opText is views.OpText: the first line of opLines that fits the op.
 export function opText(op) {
-  const target = `${op.backend}/${op.server}`;
-  switch (op.op) {
-    case 'map-replace':
-      return `${op.op} ${op.map ?? ''} +${(op.set || []).length} -${(op.del || []).length}`;
-    case 'add-server':
-      return `${op.op} ${target} ${op.addr ?? ''}:${op.port ?? 0} weight ${op.weight ?? 0}`;
-    case 'set-addr':
-      return `${op.op} ${target} ${op.addr ?? ''}:${op.port ?? 0}`;
-    case 'set-state':
-      return `${op.op} ${target} ${op.state ?? ''}`;
-    case 'set-weight':
-      return `${op.op} ${target} ${op.weight ?? 0}`;
-    case 'cert-add':
-    case 'cert-update':
-    case 'cert-del':
-      if (!op.cert) return op.op;
-      return `${op.op} ${op.cert.host} ${op.cert.secret}@${(op.cert.version || '').slice(0, 12)}`;
-  }
-  return `${op.op} ${target}`;
+  const line = opLines.find((l) => (!l.kinds || l.kinds.includes(op.op)) && (!l.when || op[l.when] != null));
+  return line ? line.parts.map((p) => opPart(op, p)).join('') : String(op.op);
+}
+
+function opPart(op, p) {
+  if (!p.field) return p.lit;
+  let v = op;
+  for (const name of p.field) v = v?.[name];
+  if (p.count) return String((v || []).length);
+  const s = v == null ? p.zero || '' : String(v);
+  // Characters, as Go's %.12s counts them, not UTF-16 units.
+  return p.max ? [...s].slice(0, p.max).join('') : s;
 }
 
 const or = (s) => s || '–';

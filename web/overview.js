@@ -1,5 +1,6 @@
 // The overview: counts, HAProxy, the last reload, rejected objects and the
-// backends as rows of chips, all kept live.
+// backends as rows of chips, all kept live. Its counts include no-op syncs,
+// which no event reports: it asks Live for counts.
 
 import { bind, clone } from './bind.js';
 import * as f from './format.js';
@@ -29,6 +30,6 @@ export function start({ status }) {
       bind(row, { object: f.objectText(rj.object), reason: rj.reason, message: rj.message });
       return row;
     }));
-  });
+  }, { counts: true });
   live.follow(status);
 }

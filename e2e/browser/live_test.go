@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"github.com/dcm-router/dcm/dcm"
 )
 
 // TestScaleAppearsLive: scaling the demo's web app makes its new servers'
@@ -91,4 +94,77 @@ func disableScripts(t *testing.T, tab context.Context) {
 func textOf(t testing.TB, tab context.Context, sel string) string {
 	t.Helper()
 	return eval[string](t, tab, `(document.querySelector(`+jsString(sel)+`) || {}).innerText || ''`)
+}
+
+// snapshotFetchesJS counts the page's requests for the snapshot (the
+// what-if planner's worker keeps a timeline of its own).
+const snapshotFetchesJS = `performance.getEntriesByType('resource').filter((e) => new URL(e.name).pathname === '/api/v1/snapshot').length`
+
+// TestEventsPatchWithoutFetch: the applied events of a scale carry the
+// backends they touch, so /backends and the backend's own page show the
+// new servers from the events alone, without fetching the snapshot; a
+// reload carries no state, and then they fetch it.
+func TestEventsPatchWithoutFetch(t *testing.T) {
+	p := startPortal(t)
+	rec := p.Subscribe(t)
+	list := newTab(t)
+	signIn(t, list, p.PortalURL, p.admin, "/backends")
+	open(t, list, p.PortalURL+"/backends")
+	one := siblingTab(t, list)
+	open(t, one, p.PortalURL+"/backends/"+webBackend)
+	tabs := map[string]context.Context{"/backends": list, "/backends/" + webBackend: one}
+	// A fetch that an earlier event asked for is made by now.
+	time.Sleep(time.Second)
+	from := p.Engine.Hub().Seq()
+	before := map[string]int{}
+	for page, tab := range tabs {
+		before[page] = eval[int](t, tab, snapshotFetchesJS)
+	}
+
+	p.Scale("demo", "web", 3)
+	waitFor(t, list, "3 web chips on /backends", 10*time.Second, chipsJS(webBackend)+` === 3`, chipsJS(webBackend))
+	waitFor(t, one, "3 server rows on the backend's page", 10*time.Second,
+		`document.querySelectorAll('#server-rows tr').length === 3`, `document.getElementById('server-rows').innerText`)
+	p.DemoServes(webHost, "/", "demo", "web", 3)
+	caughtUp(t, p, tabs)
+	var stateless []string
+	for _, ev := range rec.Events() {
+		if ev.Seq > from && ev.Type != dcm.EventApplied && ev.Type != dcm.EventObserved {
+			stateless = append(stateless, fmt.Sprintf("#%d %s", ev.Seq, ev.Type))
+		}
+	}
+	for page, tab := range tabs {
+		n := eval[int](t, tab, snapshotFetchesJS) - before[page]
+		switch {
+		case len(stateless) == 0 && n != 0:
+			t.Errorf("%s fetched the snapshot %d times although every event since #%d carried its backends", page, n, from)
+		case len(stateless) > 0:
+			// Not what a scale makes; the events decide, not the test.
+			t.Logf("%s fetched the snapshot %d times for events without state: %v", page, n, stateless)
+		}
+		before[page] += n
+	}
+
+	p.Engine.RequestReload(dcm.ReasonManual)
+	for page, tab := range tabs {
+		waitFor(t, tab, page+" fetches the snapshot after a reload", 10*time.Second,
+			fmt.Sprintf(`%s > %d`, snapshotFetchesJS, before[page]), snapshotFetchesJS)
+	}
+	if n := eval[int](t, list, chipsJS(webBackend)); n != 3 {
+		t.Errorf("after the reload /backends shows %d web chips, want 3", n)
+	}
+}
+
+// caughtUp waits until every tab has seen the hub's latest event.
+func caughtUp(t *testing.T, p portal, tabs map[string]context.Context) {
+	t.Helper()
+	for page, tab := range tabs {
+		p.Eventually(page+" caught up with the hub", 5*time.Second, func() error {
+			want := strconv.FormatUint(p.Engine.Hub().Seq(), 10)
+			if got := eval[string](t, tab, `document.getElementById('feed').dataset.seq`); got != want {
+				return fmt.Errorf("data-seq %s, hub %s", got, want)
+			}
+			return nil
+		})
+	}
 }

@@ -1,0 +1,124 @@
+// The what-if form: what to preview — a scale, a certificate rotation, and
+// events stacked on top (delete a pod, delete or add a route, rotate
+// another certificate). Every change asks for a preview again.
+
+import { fill } from './bind.js';
+
+const $ = (id) => document.getElementById(id);
+const refused = Symbol('refused');
+
+export class WhatIfForm {
+  // choices: the Choices the form offers; onChange(): preview again.
+  constructor(form, choices, onChange) {
+    this.choices = choices;
+    this.onChange = onChange;
+    this.stack = []; // the events after the scale
+    $('wi-add-pod').addEventListener('input', () => {
+      $('wi-add-pod').setCustomValidity('');
+      choices.suggestPods();
+    });
+    $('wi-add-kind').addEventListener('change', () => this.showKind());
+    this.showKind();
+    $('wi-add').addEventListener('click', () => this.add());
+    $('wi-stack').addEventListener('click', (e) => {
+      const i = e.target.dataset?.index;
+      if (i === undefined) return;
+      this.stack.splice(Number(i), 1);
+      this.drawStack();
+      onChange();
+    });
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      onChange();
+    });
+    form.addEventListener('input', (e) => {
+      const id = e.target.id;
+      if (id === 'wi-workload') {
+        const opt = e.target.selectedOptions[0];
+        if (opt?.dataset.pods && $('wi-replicas').value === '0') $('wi-replicas').value = opt.dataset.pods;
+        choices.suggestPods();
+      }
+      if (id === 'wi-cert') choices.showCertNote();
+      if (id === 'wi-workload' || id === 'wi-replicas' || id === 'wi-cert') onChange();
+    });
+  }
+
+  // whatifs reads the form: the scale, the rotation, then the stacked events.
+  whatifs() {
+    const out = [];
+    const [namespace, kind, name] = ($('wi-workload').value || '').split('/');
+    const n = Number($('wi-replicas').value);
+    if (name && $('wi-replicas').value !== '' && Number.isInteger(n) && n >= 0) {
+      out.push({ kind: 'scale', namespace, workload: { kind, name }, replicas: n });
+    }
+    const secret = this.choices.certs.get($('wi-cert').value);
+    if (secret) out.push({ kind: 'rotate-cert', secret });
+    return out.concat(this.stack);
+  }
+
+  showKind() {
+    const kind = $('wi-add-kind').value;
+    for (const el of document.querySelectorAll('.stack-add [data-for]')) el.hidden = el.dataset.for !== kind;
+  }
+
+  // add stacks the event the fields describe. A pod the live state lacks,
+  // or a route without a service or host, is refused; a list left empty
+  // stacks nothing.
+  add() {
+    const w = this.stacked($('wi-add-kind').value);
+    if (w === refused) return;
+    if (w) this.stack.push(w);
+    this.drawStack();
+    this.onChange();
+  }
+
+  stacked(kind) {
+    const { podSet, services, certs } = this.choices;
+    switch (kind) {
+      case 'delete-pod': {
+        const input = $('wi-add-pod');
+        const value = input.value.trim();
+        if (!podSet.has(value)) {
+          input.setCustomValidity(value ? `no pod ${value} in the live state` : 'choose a pod');
+          input.reportValidity();
+          return refused;
+        }
+        input.setCustomValidity('');
+        const [namespace, pod] = value.split('/');
+        return { kind, namespace, pod };
+      }
+      case 'delete-route': {
+        const backend = $('wi-add-backend').value;
+        return backend ? { kind, backend } : null;
+      }
+      case 'rotate-cert': {
+        const secret = certs.get($('wi-add-cert').value);
+        return secret ? { kind, secret } : null;
+      }
+    }
+    const svc = services.get($('wi-add-service').value);
+    const host = $('wi-add-host').value.trim().toLowerCase();
+    const path = $('wi-add-path').value.trim() || '/';
+    if (!svc || !host) return refused;
+    const name = `whatif-${host.split('.')[0]}`.slice(0, 63);
+    return { kind, route: { ...svc, name, object: name, host, path, workload: svc.workload } };
+  }
+
+  drawStack() {
+    $('wi-stack').replaceChildren(...this.stack.map((w, index) => fill('tpl-stack', { index, text: stackText(w) })));
+  }
+}
+
+function stackText(w) {
+  switch (w.kind) {
+    case 'delete-pod':
+      return `delete pod ${w.namespace}/${w.pod}`;
+    case 'delete-route':
+      return `delete route ${w.backend}`;
+    case 'add-route':
+      return `add route ${w.route.host}${w.route.path} → ${w.route.services[0].name}`;
+    case 'rotate-cert':
+      return `rotate the certificate of Secret ${w.secret} (made by updating the Secret)`;
+  }
+  return w.kind;
+}
