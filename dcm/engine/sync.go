@@ -70,7 +70,7 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 	err := e.driver.Apply(ctx, p.Ops, p.Next)
 	var busy *haproxy.BusyError
 	if errors.As(err, &busy) {
-		if ops, next, send, ok := keepBusy(actual, p.Ops, p.Next, busy.Servers, busy.Unsent); ok {
+		if ops, next, send, ok := plan.KeepBusy(actual, p.Ops, p.Next, busy.Servers, busy.Unsent); ok {
 			// A request reached the server after the read-back that found it
 			// idle: the rest applied; it is deleted once idle, no reload.
 			// So is its CA file; the files of CAs no server uses go now.
@@ -84,7 +84,7 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 	if err != nil {
 		e.log.Error("runtime update failed; converging through a reload", "ops", len(p.Ops), "err", err)
 		e.publish(dcm.Event{Type: dcm.EventSyncError, Reason: string(dcm.ReasonRuntimeError), Message: err.Error(),
-			Ops: p.Ops, Backends: backendsOf(p.Ops)})
+			Ops: p.Ops, Backends: plan.BackendsOf(p.Ops)})
 		// Learn what HAProxy really did before rendering a configuration
 		// that converges from it.
 		e.observe(ctx, nil)
@@ -103,9 +103,9 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 	e.mu.Unlock()
 	e.metrics.Updates.WithLabelValues("dynamic").Inc()
 	e.log.Info("applied at runtime", "ops", len(p.Ops), "waiting", p.Waiting)
-	touched := backendsOf(p.Ops)
+	touched := plan.BackendsOf(p.Ops)
 	e.publish(dcm.Event{Type: dcm.EventApplied, Time: acked, Message: fmt.Sprintf("%d runtime commands applied", len(p.Ops)),
-		Ops: p.Ops, Backends: touched, State: backendsNamed(p.Next, e.desiredNow(), touched)})
+		Ops: p.Ops, Backends: touched, State: plan.BackendsNamed(p.Next, e.desiredNow(), touched)})
 }
 
 // reload loads the configuration rendered from p.Next, then applies p.Ops to

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"slices"
@@ -7,7 +7,7 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 )
 
-// keepBusy puts back into next the servers whose del server HAProxy
+// KeepBusy puts back into next the servers whose del server HAProxy
 // refused ("<proxy>/<server>"), as they were in actual but in maint and not
 // yet observed idle, and drops their del ops. Of the ca-del ops the driver
 // did not send (unsent), those of a CA a kept server still uses are dropped
@@ -15,7 +15,7 @@ import (
 // returned to send. It reports false when a server's backend is not in next
 // any more (its spare went back to the pool): that state cannot hold the
 // server, and a reload converges.
-func keepBusy(actual dcm.State, ops []dcm.Op, next dcm.State, servers []string, unsent []dcm.Op) (_ []dcm.Op, _ dcm.State, send []dcm.Op, ok bool) {
+func KeepBusy(actual dcm.State, ops []dcm.Op, next dcm.State, servers []string, unsent []dcm.Op) (_ []dcm.Op, _ dcm.State, send []dcm.Op, ok bool) {
 	next.Backends = slices.Clone(next.Backends)
 	kept := map[[2]string]bool{}
 	for _, ref := range servers {

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"slices"
@@ -52,7 +52,7 @@ func TestKeepBusy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ops := []dcm.Op{del("be_http:ns:a", "a-1"), del("be_http:ns:a", "a-3"), del("be_http:ns:b", "b-1")}
 			before := tt.next.Backends[0].Servers
-			gotOps, next, send, ok := keepBusy(actual, ops, tt.next, tt.busy, nil)
+			gotOps, next, send, ok := KeepBusy(actual, ops, tt.next, tt.busy, nil)
 			if ok != tt.ok {
 				t.Fatalf("ok = %v, want %v", ok, tt.ok)
 			}
@@ -60,7 +60,7 @@ func TestKeepBusy(t *testing.T) {
 				return
 			}
 			if len(before) != 1 || len(tt.next.Backends[0].Servers) != 1 {
-				t.Error("keepBusy wrote into the plan's state")
+				t.Error("KeepBusy wrote into the plan's state")
 			}
 			for _, b := range next.Backends {
 				var names []string
@@ -132,9 +132,9 @@ func TestKeepBusyCAFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			gotOps, got, send, ok := keepBusy(actual, ops, next, tt.busy, tt.unsent)
+			gotOps, got, send, ok := KeepBusy(actual, ops, next, tt.busy, tt.unsent)
 			if !ok {
-				t.Fatal("keepBusy refused")
+				t.Fatal("KeepBusy refused")
 			}
 			if names := opNames(gotOps); !slices.Equal(names, tt.wantOps) {
 				t.Errorf("ops left %q, want %q", names, tt.wantOps)
