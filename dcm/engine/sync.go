@@ -71,9 +71,9 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 	var busy *haproxy.BusyError
 	if errors.As(err, &busy) {
 		if ops, next, send, ok := plan.KeepBusy(actual, p.Ops, p.Next, busy.Servers, busy.Unsent); ok {
-			// A request reached the server after the read-back that found it
-			// idle: the rest applied; it is deleted once idle, no reload.
-			// So is its CA file; the files of CAs no server uses go now.
+			// HAProxy refused a del server: plan.KeepBusy is the rule (the
+			// server stays until idle, no reload); what the driver did not
+			// send after it, but a CA file a kept server uses, goes now.
 			e.log.Debug("del server deferred: connections still attached", "servers", busy.Servers)
 			p.Ops, p.Next, err = ops, next, nil
 			if len(send) > 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -24,7 +23,8 @@ import (
 // its own batch, one SSL transaction at a time, aborted when it fails.
 // Without an HTTPS frontend they are skipped: no certificate is served.
 // A *BusyError says that everything was applied but the del server
-// commands it lists and the CA deletions it returns unsent.
+// commands it lists, and returns unsent the certificate and CA ops after
+// them.
 func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error {
 	certFirst, ops, certLast, err := splitCertOps(ops)
 	if err != nil {
@@ -49,28 +49,21 @@ func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error 
 	if err := d.runCertTransactions(ctx, first); err != nil {
 		return err
 	}
-	busy := d.applyServersAndMaps(ctx, batch)
-	var be *BusyError
-	if busy != nil {
-		if !errors.As(busy, &be) {
-			return busy
-		}
-		// A server HAProxy kept may use a CA file the plan deletes after
-		// it: deleting the file now would leave dcm believing it is still
-		// there (so deleting it again later fails) and a server re-added
-		// with it unable to load it. The caller decides which still go.
-		last = slices.DeleteFunc(last, func(tx certTx) bool {
-			if isCAOp(tx.op) && tx.op.Kind == dcm.OpCADel {
+	if err := d.applyServersAndMaps(ctx, batch); err != nil {
+		var be *BusyError
+		if errors.As(err, &be) {
+			// A server HAProxy kept may use a CA file the plan deletes
+			// after it: deleting the file now would leave dcm believing it
+			// is still there (so deleting it again later fails) and a
+			// server re-added with it unable to load it. Which still go is
+			// the planner's rule (plan.KeepBusy): the driver sends none.
+			for _, tx := range last {
 				be.Unsent = append(be.Unsent, tx.op)
-				return true
 			}
-			return false
-		})
-	}
-	if err := d.runCertTransactions(ctx, last); err != nil {
+		}
 		return err
 	}
-	return busy
+	return d.runCertTransactions(ctx, last)
 }
 
 // serverBatch is the server ops and map replaces of an Apply, spelled and
@@ -148,14 +141,15 @@ func (d *Driver) applyServersAndMaps(ctx context.Context, b serverBatch) error {
 // BusyError is a batch that HAProxy applied but for del server commands it
 // refused because a connection was still attached to the server: a request
 // that arrived between the read-back that found the server idle and the
-// command. Each command of a batch is independent, so the rest stands; the
-// servers stay, in maint, until a later read-back finds them idle.
+// command. Each command of a batch is independent, so the rest stands.
+// The driver only recognises the refusal (splitBusy) and reports it; what
+// dcm does about it (the servers stay, in maint, until a later read-back
+// finds them idle; which unsent ops still go) is one rule, plan.KeepBusy.
 type BusyError struct {
 	// Servers are "<proxy>/<server>", as the commands named them.
 	Servers []string
-	// Unsent are the ca-del ops of the plan, not sent: one of Servers may
-	// still use the file. Those whose CA no server uses any more can be
-	// applied on their own.
+	// Unsent are the certificate and CA ops the plan put after the server
+	// ops, not sent: one of Servers may still use a CA file they delete.
 	Unsent []dcm.Op
 }
 

@@ -7,14 +7,23 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 )
 
-// KeepBusy puts back into next the servers whose del server HAProxy
-// refused ("<proxy>/<server>"), as they were in actual but in maint and not
-// yet observed idle, and drops their del ops. Of the ca-del ops the driver
-// did not send (unsent), those of a CA a kept server still uses are dropped
-// too (planned again with its last server's deletion); the others are
-// returned to send. It reports false when a server's backend is not in next
-// any more (its spare went back to the pool): that state cannot hold the
-// server, and a reload converges.
+// KeepBusy is where dcm's rule for a del server HAProxy refused lives (it
+// refuses while a connection is still attached: a request that arrived
+// between the read-back that found the server idle and the command). The
+// driver only recognises the refusal and sends nothing the plan ordered
+// after the refused batch (haproxy.BusyError); the engine applies what
+// KeepBusy returns, with no reload.
+//
+// It puts back into next the servers whose del server HAProxy refused
+// ("<proxy>/<server>"), as they were in actual but in maint and not yet
+// observed idle, and drops their del ops: they are deleted once a later
+// read-back finds them idle. Of the ops the driver did not send (unsent),
+// the ca-del ops of a CA a kept server still uses are dropped too (planned
+// again with its last server's deletion), since the server may come back
+// into use and needs the file; the others are returned to send. It
+// reports false when a server's backend is not in next any more (its
+// spare went back to the pool): that state cannot hold the server, and a
+// reload converges.
 func KeepBusy(actual dcm.State, ops []dcm.Op, next dcm.State, servers []string, unsent []dcm.Op) (_ []dcm.Op, _ dcm.State, send []dcm.Op, ok bool) {
 	next.Backends = slices.Clone(next.Backends)
 	kept := map[[2]string]bool{}
@@ -45,7 +54,7 @@ func KeepBusy(actual dcm.State, ops []dcm.Op, next dcm.State, servers []string, 
 	}
 	held := map[string]bool{} // unsent ca-del ops whose CA a kept server uses
 	for _, o := range unsent {
-		if o.Upstream != nil && used[o.Upstream.Version] {
+		if o.Kind == dcm.OpCADel && o.Upstream != nil && used[o.Upstream.Version] {
 			held[o.Upstream.Version] = true
 		} else {
 			send = append(send, o)
