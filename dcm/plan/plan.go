@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/routing"
 )
 
 // Compute returns the plan that takes actual to desired within what caps
@@ -25,7 +26,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 		ops     []dcm.Op
 		retired []dcm.Op // ops of retiring backends: after the maps stop sending them traffic
 		waiting int
-		routing bool // a route is bound, re-keyed or unbound: the maps change
+		remap   bool // a route is bound, re-keyed or unbound: the maps change
 		pooled  = caps.Pooled()
 		spares  = newPool(actual, caps)
 	)
@@ -41,7 +42,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 				continue
 			}
 			r := retire(a)
-			routing = routing || !a.Retiring
+			remap = remap || !a.Retiring
 			retired = append(retired, withSlot(r.ops, a.Slot)...)
 			waiting += r.waiting
 			if len(r.next.Servers) == 0 {
@@ -62,7 +63,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 				continue
 			}
 			r := planDynamic(dcm.Backend{Name: d.Name, Kind: d.Route.Kind, Route: d.Route, Slot: slot}, d)
-			routing = true
+			remap = true
 			next = append(next, r.next)
 			if d.Route.Sticky {
 				// The key first: enable dynamic-cookie after each add
@@ -77,7 +78,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 			j++
 			if a.Retiring { // the route came back before its backend was empty
 				a.Retiring = false
-				routing = true
+				remap = true
 			}
 			if !sameUpstream(a.Route.Upstream, d.Route.Upstream) && !(caps.Mode == dcm.ModeDynamic && caps.AddServer && caps.RuntimeCerts) {
 				// New servers with the new CA or name, added next to the
@@ -90,9 +91,9 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 					reasons = append(reasons, dcm.ReasonRouteChanged)
 					continue
 				}
-				routing = true
+				remap = true
 			}
-			if a.Route.InsecureAction() != d.Route.InsecureAction() {
+			if routing.InsecureAction(a.Route) != routing.InsecureAction(d.Route) {
 				// What plain HTTP gets is an insecure map's entry: a map
 				// replace where routes are re-keyed at runtime, a reload
 				// where they are not (as a re-keyed route).
@@ -100,7 +101,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 					reasons = append(reasons, dcm.ReasonRouteChanged)
 					continue
 				}
-				routing = true
+				remap = true
 			}
 			r := planBackend(a, d, caps)
 			if r.reason != "" {
@@ -134,7 +135,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 	if len(certFirst)+len(certLast) > 0 && !caps.RuntimeCerts {
 		return Reload(desired, caps, dcm.ReasonCertChanged)
 	}
-	if routing {
+	if remap {
 		// New routes' servers are in place before the maps send them
 		// traffic; retired ones get none before they are taken out.
 		ops = append(ops, mapOps(actual, st)...)
