@@ -2,6 +2,9 @@
 // events and snapshots. It imports only the standard library because the
 // planner built on it is compiled to WebAssembly and runs in the browser, and
 // its JSON shapes are shared by the HTTP API, the feed and the browser.
+// It keeps types and their small accessors; the rules that turn routes
+// into HAProxy's routing maps and name the pool's spares are dcm/routing's,
+// the planner's rules dcm/plan's.
 package dcm
 
 import "strings"
@@ -116,7 +119,7 @@ func (r Route) Key() string { return r.Namespace + "/" + r.Name }
 // which endpoints the backend gets, not how HAProxy is configured; the
 // certificate (TLS) is served by the HTTPS frontend, not the backend, and
 // changes through certificate ops; the insecure policy is an insecure
-// map's entry (InsecureAction) and changes through a map replace.
+// map's entry (routing.InsecureAction) and changes through a map replace.
 func (r Route) SameServing(o Route) bool {
 	return r.Namespace == o.Namespace && r.Name == o.Name && r.Kind == o.Kind &&
 		r.Host == o.Host && r.Path == o.Path && r.PathType == o.PathType &&

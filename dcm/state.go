@@ -188,7 +188,7 @@ func (b Backend) Server(name string) (Server, bool) {
 type State struct {
 	Backends []Backend `json:"backends"`
 	// Pool lists the free spare backends (empty, in no map) in the order
-	// they are taken (SortPool); dynamic mode with --pool-size only.
+	// they are taken (routing.SortPool); dynamic mode with --pool-size only.
 	Pool []string `json:"pool,omitempty"`
 }
 

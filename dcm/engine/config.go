@@ -8,6 +8,7 @@ import (
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/haproxy"
+	"github.com/dcm-router/dcm/dcm/plan"
 )
 
 // Config returns the files HAProxy loads as they are on disk, and the drift
@@ -24,7 +25,7 @@ func (e *Engine) Config(ctx context.Context) (dcm.ConfigView, error) {
 		return dcm.ConfigView{}, fmt.Errorf("read HAProxy's state: %w", err)
 	}
 	e.mu.Lock()
-	runtime, _, _ := merge(e.actual, obs, nil, true)
+	runtime, _, _ := plan.Merge(e.actual, obs, nil, true)
 	e.mu.Unlock()
 	want, err := e.driver.Render(runtime)
 	if err != nil {

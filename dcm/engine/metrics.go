@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/routing"
 )
 
 // Metrics are dcm's own Prometheus collectors (DESIGN §8). Per-server traffic
@@ -133,14 +134,14 @@ func (m *Metrics) setState(st dcm.State) {
 		m.Backends.WithLabelValues(string(k)).Set(float64(n))
 	}
 	free := map[dcm.RouteKind]int{}
-	for _, k := range dcm.PoolKinds {
+	for _, k := range routing.PoolKinds {
 		free[k] = 0
 	}
 	// Sticky spares too: a gauge not set when the last one is taken would
 	// keep saying one is free.
-	free[dcm.PoolSticky] = 0
+	free[routing.PoolSticky] = 0
 	for _, name := range st.Pool {
-		if k, ok := dcm.SpareKind(name); ok {
+		if k, ok := routing.SpareKind(name); ok {
 			free[k]++
 		}
 	}

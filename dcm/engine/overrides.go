@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/plan"
 )
 
 // override is what an admin asked of one endpoint's server from the portal
@@ -70,7 +71,7 @@ func pruneOverrides(d dcm.Desired, ov map[string]override) {
 	for k := range ov {
 		backend, endpoint, _ := strings.Cut(k, "/")
 		b, ok := d.Backend(backend)
-		if !ok || !hasEndpoint(b, endpoint) {
+		if !ok || !plan.HasEndpoint(b, endpoint) {
 			delete(ov, k)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/routing"
 )
 
 // replyKind says which reply means success for a command.
@@ -161,7 +162,7 @@ func AddMapCommand(version uint32, t dcm.MapTable, key, value string) (Command, 
 		return Command{}, fmt.Errorf("map %s: %w", t, err)
 	}
 	if t.Insecure() {
-		if err := dcm.ValidateInsecureAction("insecure action", value); err != nil {
+		if err := routing.ValidateInsecureAction("insecure action", value); err != nil {
 			return Command{}, fmt.Errorf("map %s key %s: %w", t, key, err)
 		}
 	} else if err := validateBackendName(value); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/routing"
 	"github.com/dcm-router/dcm/internal/testkit"
 )
 
@@ -193,7 +194,7 @@ func TestPooledRoute(t *testing.T) {
 
 // mapReplaces is what the planner emits for the maps between two states.
 func mapReplaces(before, after dcm.State) []dcm.Op {
-	bt, at := dcm.RoutingTables(before.Backends), dcm.RoutingTables(after.Backends)
+	bt, at := routing.Tables(before.Backends), routing.Tables(after.Backends)
 	var ops []dcm.Op
 	for _, t := range dcm.MapTables {
 		if len(bt[t]) != len(at[t]) || !equalEntries(bt[t], at[t]) {

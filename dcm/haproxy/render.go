@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/routing"
 )
 
 // Settings are the parts of haproxy.cfg that do not come from the State.
@@ -228,11 +229,11 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 		all = make([]dcm.Backend, 0, len(backends)+len(st.Pool))
 		all = append(all, backends...)
 		for _, name := range st.Pool {
-			if _, ok := dcm.SpareKind(name); !ok {
+			if _, ok := routing.SpareKind(name); !ok {
 				return Files{}, fmt.Errorf("spare backend %q: not a pool or route backend name", name)
 			}
 			spare := dcm.Backend{Name: name}
-			if k, _, _ := dcm.ParsePoolBackend(name); k == dcm.PoolSticky {
+			if k, _, _ := routing.ParsePoolBackend(name); k == routing.PoolSticky {
 				spare.Route.Sticky = true // a cookie and no key: the route that takes it sets one
 			}
 			all = append(all, spare)
@@ -273,7 +274,7 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 	for i, b := range backends {
 		rt := b.Route
 		keys[i] = routeKey{backend: b.Name, slot: b.Slot, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
-			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: rt.InsecureAction()}
+			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: routing.InsecureAction(rt)}
 	}
 	maps := r.maps
 	if maps == nil || !slices.Equal(keys, r.routes) {
@@ -400,7 +401,7 @@ func renderRouting(w *bytes.Buffer) {
 // renderInsecureRouting is fe_http's routing when HTTPS is served: the
 // route is found by the same maps, in the same order, as fe_https finds
 // it, into a variable; then the insecure maps say what its plain HTTP
-// request gets (dcm.InsecureAction): a redirect to https with the route's
+// request gets (routing.InsecureAction): a redirect to https with the route's
 // code, or, for None, the answer of a request no route matches. A
 // passthrough host with Redirect is redirected before routing, as HAProxy
 // serves none of its paths. The maps change at runtime, so a route's
@@ -428,7 +429,7 @@ func renderInsecureRouting(w *bytes.Buffer, redirectPort int) {
 	for _, code := range dcm.RedirectCodes {
 		fmt.Fprintf(w, "    http-request redirect location https://%%[var(txn.host)]%s%%[pathq] code %d if { var(txn.insecure) -m str redirect-%d }\n", port, code, code)
 	}
-	fmt.Fprintf(w, "    use_backend %s if { var(txn.insecure) -m str %s }\n", DefaultBackend, dcm.InsecureActionNone)
+	fmt.Fprintf(w, "    use_backend %s if { var(txn.insecure) -m str %s }\n", DefaultBackend, routing.ActionNone)
 	w.WriteString("    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n")
 	fmt.Fprintf(w, "    default_backend %s\n", DefaultBackend)
 }
@@ -480,7 +481,7 @@ func tcpBackend(b dcm.Backend) bool {
 	if b.Route.Name != "" {
 		return b.Route.Kind == dcm.KindPassthrough
 	}
-	k, ok := dcm.SpareKind(b.ProxyName())
+	k, ok := routing.SpareKind(b.ProxyName())
 	return ok && k == dcm.KindPassthrough
 }
 
@@ -576,7 +577,7 @@ func validateBackendName(name string) error {
 	return nil
 }
 
-// renderMaps writes every routing map (dcm.MapTables) as dcm.RoutingTables orders them
+// renderMaps writes every routing map (dcm.MapTables) as routing.Tables orders them
 // (the runtime map replace sends the same lines), after validating every
 // route and spare that reaches them.
 func renderMaps(backends []dcm.Backend) (map[string][]byte, error) {
@@ -595,7 +596,7 @@ func renderMaps(backends []dcm.Backend) (map[string][]byte, error) {
 			return nil, err
 		}
 	}
-	tables := dcm.RoutingTables(backends)
+	tables := routing.Tables(backends)
 	out := make(map[string][]byte, len(tables))
 	for _, t := range dcm.MapTables {
 		var buf bytes.Buffer
@@ -604,7 +605,7 @@ func renderMaps(backends []dcm.Backend) (map[string][]byte, error) {
 				if err := dcm.ValidateMapKey("map key", e.Key); err != nil {
 					return nil, fmt.Errorf("map %s: %w", t, err)
 				}
-				if err := dcm.ValidateInsecureAction("insecure action", e.Value()); err != nil {
+				if err := routing.ValidateInsecureAction("insecure action", e.Value()); err != nil {
 					return nil, fmt.Errorf("map %s key %s: %w", t, e.Key, err)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/routing"
 )
 
 // DataPlane is what HAProxy holds: the servers of every backend by the name
@@ -23,7 +24,7 @@ type DataPlane struct {
 
 // DataPlaneOf is the data plane a state describes.
 func DataPlaneOf(st dcm.State) DataPlane {
-	dp := DataPlane{Servers: make(map[string][]dcm.Server, len(st.Backends)+len(st.Pool)), Maps: dcm.RoutingTables(st.Backends)}
+	dp := DataPlane{Servers: make(map[string][]dcm.Server, len(st.Backends)+len(st.Pool)), Maps: routing.Tables(st.Backends)}
 	for _, b := range st.Backends {
 		dp.Servers[b.ProxyName()] = b.Servers
 	}
@@ -122,7 +123,7 @@ func replaceMap(entries []dcm.MapEntry, op dcm.Op) ([]dcm.MapEntry, error) {
 		byKey[e.Key] = e
 	}
 	out := slices.AppendSeq(make([]dcm.MapEntry, 0, len(byKey)), maps.Values(byKey))
-	dcm.SortMapEntries(op.Map, out)
+	routing.SortEntries(op.Map, out)
 	return out, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/routing"
 )
 
 // TestInsecurePolicyChange: a TLS route's insecure policy or redirect code
@@ -23,7 +24,7 @@ func TestInsecurePolicyChange(t *testing.T) {
 	}
 	pooled := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true}
 	st := idle(Fresh(with(dcm.InsecureRedirect, 0), pooled))
-	if got := dcm.RoutingTables(st.Backends)[dcm.MapInsecure]; len(got) != 1 || got[0].Key != edge.BackendName() || got[0].Value() != "redirect-302" {
+	if got := routing.Tables(st.Backends)[dcm.MapInsecure]; len(got) != 1 || got[0].Key != edge.BackendName() || got[0].Value() != "redirect-302" {
 		t.Fatalf("insecure map %+v", got)
 	}
 	for _, step := range []struct {
@@ -59,7 +60,7 @@ func TestInsecurePolicyChange(t *testing.T) {
 	}
 	b, _ := p.Next.Backend(api.BackendName())
 	var entry dcm.MapEntry
-	for _, e := range dcm.RoutingTables(p.Next.Backends)[dcm.MapInsecure] {
+	for _, e := range routing.Tables(p.Next.Backends)[dcm.MapInsecure] {
 		if e.Backend == api.BackendName() {
 			entry = e
 		}

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/routing"
 )
 
 // Compute returns the plan that takes actual to desired within what caps
@@ -25,7 +26,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 		ops     []dcm.Op
 		retired []dcm.Op // ops of retiring backends: after the maps stop sending them traffic
 		waiting int
-		routing bool // a route is bound, re-keyed or unbound: the maps change
+		remap   bool // a route is bound, re-keyed or unbound: the maps change
 		pooled  = caps.Pooled()
 		spares  = newPool(actual, caps)
 	)
@@ -41,7 +42,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 				continue
 			}
 			r := retire(a)
-			routing = routing || !a.Retiring
+			remap = remap || !a.Retiring
 			retired = append(retired, withSlot(r.ops, a.Slot)...)
 			waiting += r.waiting
 			if len(r.next.Servers) == 0 {
@@ -61,15 +62,10 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 				reasons = append(reasons, reason)
 				continue
 			}
-			r := planDynamic(dcm.Backend{Name: d.Name, Kind: d.Route.Kind, Route: d.Route, Slot: slot}, d)
-			routing = true
+			r := added(d, slot)
+			remap = true
 			next = append(next, r.next)
-			if d.Route.Sticky {
-				// The key first: enable dynamic-cookie after each add
-				// server computes the cookie from it.
-				ops = append(ops, dcm.Op{Kind: dcm.OpCookieKey, Backend: d.Name, Slot: slot})
-			}
-			ops = append(ops, withSlot(r.ops, slot)...)
+			ops = append(ops, r.ops...)
 			waiting += r.waiting
 		default:
 			a, d := as[i], ds[j]
@@ -77,31 +73,14 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 			j++
 			if a.Retiring { // the route came back before its backend was empty
 				a.Retiring = false
-				routing = true
+				remap = true
 			}
-			if !sameUpstream(a.Route.Upstream, d.Route.Upstream) && !(caps.Mode == dcm.ModeDynamic && caps.AddServer && caps.RuntimeCerts) {
-				// New servers with the new CA or name, added next to the
-				// old ones, need add server and runtime CA files.
-				reasons = append(reasons, dcm.ReasonCertChanged)
+			rekeyed, reason := routeChange(a.Route, d.Route, caps)
+			if reason != "" {
+				reasons = append(reasons, reason)
 				continue
 			}
-			if !a.Route.SameServing(d.Route) {
-				if !pooled || !rekeyable(a.Route, d.Route) {
-					reasons = append(reasons, dcm.ReasonRouteChanged)
-					continue
-				}
-				routing = true
-			}
-			if a.Route.InsecureAction() != d.Route.InsecureAction() {
-				// What plain HTTP gets is an insecure map's entry: a map
-				// replace where routes are re-keyed at runtime, a reload
-				// where they are not (as a re-keyed route).
-				if !pooled {
-					reasons = append(reasons, dcm.ReasonRouteChanged)
-					continue
-				}
-				routing = true
-			}
+			remap = remap || rekeyed
 			r := planBackend(a, d, caps)
 			if r.reason != "" {
 				reasons = append(reasons, r.reason)
@@ -113,17 +92,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 		}
 	}
 	if len(reasons) > 0 {
-		p := Reload(desired, caps, reasons...)
-		if !caps.RuntimeCerts && (!slices.Equal(dcm.CertsOf(actual.Backends), dcm.CertsOf(p.Next.Backends)) ||
-			!slices.Equal(dcm.CAsOf(actual.Backends), dcm.CAsOf(p.Next.Backends))) {
-			// A certificate that changed with the rest would have
-			// reloaded on its own: the reasons say so, so that a
-			// rotation is not hidden behind the change it came with.
-			p.Reasons = append(p.Reasons, dcm.ReasonCertChanged)
-			slices.Sort(p.Reasons)
-			p.Reasons = slices.Compact(p.Reasons)
-		}
-		return p
+		return reloadFor(actual, desired, caps, reasons)
 	}
 	st := dcm.State{Backends: next, Pool: spares.names()}
 	certFirst, certLast := certOps(actual, st)
@@ -134,7 +103,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 	if len(certFirst)+len(certLast) > 0 && !caps.RuntimeCerts {
 		return Reload(desired, caps, dcm.ReasonCertChanged)
 	}
-	if routing {
+	if remap {
 		// New routes' servers are in place before the maps send them
 		// traffic; retired ones get none before they are taken out.
 		ops = append(ops, mapOps(actual, st)...)
@@ -147,6 +116,62 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 		ops = append(append(certFirst, ops...), certLast...)
 	}
 	return dcm.Plan{Ops: ops, Next: st, Waiting: waiting}
+}
+
+// added plans a new route's backend on the spare it takes.
+func added(d dcm.DesiredBackend, slot string) backendPlan {
+	r := planDynamic(dcm.Backend{Name: d.Name, Kind: d.Route.Kind, Route: d.Route, Slot: slot}, d)
+	ops := withSlot(r.ops, slot)
+	if d.Route.Sticky {
+		// The key first: enable dynamic-cookie after each add
+		// server computes the cookie from it.
+		ops = append([]dcm.Op{{Kind: dcm.OpCookieKey, Backend: d.Name, Slot: slot}}, ops...)
+	}
+	r.ops = ops
+	return r
+}
+
+// routeChange says what a route that keeps its backend changed needs: a
+// reload (its reason), or a map replace (rekeyed) where routes are re-keyed
+// at runtime.
+func routeChange(a, d dcm.Route, caps dcm.Caps) (rekeyed bool, reason dcm.ReloadReason) {
+	pooled := caps.Pooled()
+	if !sameUpstream(a.Upstream, d.Upstream) && !(caps.Mode == dcm.ModeDynamic && caps.AddServer && caps.RuntimeCerts) {
+		// New servers with the new CA or name, added next to the
+		// old ones, need add server and runtime CA files.
+		return false, dcm.ReasonCertChanged
+	}
+	if !a.SameServing(d) {
+		if !pooled || !rekeyable(a, d) {
+			return false, dcm.ReasonRouteChanged
+		}
+		rekeyed = true
+	}
+	if routing.InsecureAction(a) != routing.InsecureAction(d) {
+		// What plain HTTP gets is an insecure map's entry: a map
+		// replace where routes are re-keyed at runtime, a reload
+		// where they are not (as a re-keyed route).
+		if !pooled {
+			return false, dcm.ReasonRouteChanged
+		}
+		rekeyed = true
+	}
+	return rekeyed, ""
+}
+
+// reloadFor is the reload Compute falls back to for reasons.
+func reloadFor(actual dcm.State, desired dcm.Desired, caps dcm.Caps, reasons []dcm.ReloadReason) dcm.Plan {
+	p := Reload(desired, caps, reasons...)
+	if !caps.RuntimeCerts && (!slices.Equal(dcm.CertsOf(actual.Backends), dcm.CertsOf(p.Next.Backends)) ||
+		!slices.Equal(dcm.CAsOf(actual.Backends), dcm.CAsOf(p.Next.Backends))) {
+		// A certificate that changed with the rest would have
+		// reloaded on its own: the reasons say so, so that a
+		// rotation is not hidden behind the change it came with.
+		p.Reasons = append(p.Reasons, dcm.ReasonCertChanged)
+		slices.Sort(p.Reasons)
+		p.Reasons = slices.Compact(p.Reasons)
+	}
+	return p
 }
 
 // Reload returns the plan that renders desired from scratch and reloads

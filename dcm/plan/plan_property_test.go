@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/routing"
 )
 
 // gen builds random but valid states and desires. Endpoints come from a small
@@ -314,9 +315,9 @@ func newRoutes(st dcm.State, d dcm.Desired) map[dcm.RouteKind]int {
 	n := map[dcm.RouteKind]int{}
 	for _, db := range d.Backends {
 		if _, ok := st.Backend(db.Name); !ok {
-			k := dcm.PoolKind(db.Route.Kind)
+			k := routing.PoolKind(db.Route.Kind)
 			if db.Route.Sticky {
-				k = dcm.PoolSticky
+				k = routing.PoolSticky
 			}
 			n[k]++
 		}
@@ -329,7 +330,7 @@ func newRoutes(st dcm.State, d dcm.Desired) map[dcm.RouteKind]int {
 func outgrowsPool(st dcm.State, d dcm.Desired) bool {
 	free := map[dcm.RouteKind]int{}
 	for _, name := range st.Pool {
-		if k, ok := dcm.SpareKind(name); ok {
+		if k, ok := routing.SpareKind(name); ok {
 			free[k]++
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/routing"
 )
 
 // Pooled routes (dynamic mode with caps.Pool): a new route takes a free spare
@@ -44,10 +45,10 @@ func newPool(st dcm.State, caps dcm.Caps) *pool {
 // take returns the spare that carries the new route d ("" when it is d's
 // own backend, back from the pool), or why the route needs a reload.
 func (p *pool) take(d dcm.DesiredBackend) (string, dcm.ReloadReason) {
-	if !slices.Contains(dcm.PoolKinds, dcm.PoolKind(d.Route.Kind)) || balanceOf(d.Route) != poolBalance {
+	if !slices.Contains(routing.PoolKinds, routing.PoolKind(d.Route.Kind)) || balanceOf(d.Route) != poolBalance {
 		return "", dcm.ReasonRouteAdded // spares are rendered for this kind and balance only
 	}
-	kind := dcm.PoolKind(d.Route.Kind)
+	kind := routing.PoolKind(d.Route.Kind)
 	if d.Route.Sticky {
 		// Plain spares have no cookie (with cookie insert, HAProxy expires
 		// the cookie in every response of a server without one, so plain
@@ -55,7 +56,7 @@ func (p *pool) take(d dcm.DesiredBackend) (string, dcm.ReloadReason) {
 		if !p.sticky {
 			return "", dcm.ReasonRouteAdded
 		}
-		kind = dcm.PoolSticky
+		kind = routing.PoolSticky
 	} else if i := slices.Index(p.free, d.Name); i >= 0 {
 		// A route that comes back finds its own backend if it is still
 		// free: HAProxy knows it by the route's name again.
@@ -63,7 +64,7 @@ func (p *pool) take(d dcm.DesiredBackend) (string, dcm.ReloadReason) {
 		return "", ""
 	}
 	for i, name := range p.free {
-		if k, ok := dcm.SpareKind(name); ok && k == kind {
+		if k, ok := routing.SpareKind(name); ok && k == kind {
 			p.free = slices.Delete(p.free, i, i+1)
 			return name, ""
 		}
@@ -77,7 +78,7 @@ func (p *pool) take(d dcm.DesiredBackend) (string, dcm.ReloadReason) {
 // A sticky route's backend is rendered with its cookie, which a plain
 // spare must not have, so it is never one.
 func spareLike(r dcm.Route) bool {
-	return slices.Contains(dcm.PoolKinds, dcm.PoolKind(r.Kind)) && balanceOf(r) == poolBalance && !r.Sticky
+	return slices.Contains(routing.PoolKinds, routing.PoolKind(r.Kind)) && balanceOf(r) == poolBalance && !r.Sticky
 }
 
 // release returns the HAProxy backend of a deleted route whose servers are
@@ -98,7 +99,7 @@ func (p *pool) names() []string {
 		return nil
 	}
 	out := append(slices.Clone(p.free), p.released...)
-	dcm.SortPool(out)
+	routing.SortPool(out)
 	return out
 }
 
@@ -118,16 +119,16 @@ func freshPool(caps dcm.Caps) []string {
 	if !caps.Pooled() {
 		return nil
 	}
-	out := make([]string, 0, caps.Pool*len(dcm.PoolKinds)+caps.StickyPool)
-	for _, k := range dcm.PoolKinds {
+	out := make([]string, 0, caps.Pool*len(routing.PoolKinds)+caps.StickyPool)
+	for _, k := range routing.PoolKinds {
 		for n := 1; n <= caps.Pool; n++ {
-			out = append(out, dcm.PoolBackendName(k, n))
+			out = append(out, routing.PoolBackendName(k, n))
 		}
 	}
 	for n := 1; n <= caps.StickyPool; n++ {
-		out = append(out, dcm.PoolBackendName(dcm.PoolSticky, n))
+		out = append(out, routing.PoolBackendName(routing.PoolSticky, n))
 	}
-	dcm.SortPool(out)
+	routing.SortPool(out)
 	return out
 }
 
@@ -160,7 +161,7 @@ func withSlot(ops []dcm.Op, slot string) []dcm.Op {
 // mapOps replaces every routing map that differs between two states, each
 // op saying which entries change.
 func mapOps(before, after dcm.State) []dcm.Op {
-	bt, at := dcm.RoutingTables(before.Backends), dcm.RoutingTables(after.Backends)
+	bt, at := routing.Tables(before.Backends), routing.Tables(after.Backends)
 	var ops []dcm.Op
 	for _, t := range dcm.MapTables {
 		set, del := diffEntries(bt[t], at[t])

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/routing"
 )
 
 func desiredAll(bs ...dcm.DesiredBackend) dcm.Desired {
@@ -109,7 +110,7 @@ func TestPoolLifecycle(t *testing.T) {
 	if !p.Reload || !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonPoolExhausted}) {
 		t.Fatalf("overflow: reload %v reasons %v", p.Reload, p.Reasons)
 	}
-	if len(p.Next.Pool) != 2*len(dcm.PoolKinds) || len(p.Next.Backends) != 4 || p.Next.Backends[1].Slot != "" {
+	if len(p.Next.Pool) != 2*len(routing.PoolKinds) || len(p.Next.Backends) != 4 || p.Next.Backends[1].Slot != "" {
 		t.Fatalf("overflow: next pool %v, backends %+v", p.Next.Pool, p.Next.Backends)
 	}
 }
@@ -231,7 +232,7 @@ func TestPoolRecyclesRenderedBackends(t *testing.T) {
 			t.Fatalf("op %s does not name y's HAProxy backend", op)
 		}
 	}
-	if e := dcm.RoutingTables(st.Backends)[dcm.MapHostPrefix]; !slices.Contains(e, dcm.MapEntry{Key: "y.example/", Backend: "be_http:demo:y", Slot: "be_http:demo:shop"}) {
+	if e := routing.Tables(st.Backends)[dcm.MapHostPrefix]; !slices.Contains(e, dcm.MapEntry{Key: "y.example/", Backend: "be_http:demo:y", Slot: "be_http:demo:shop"}) {
 		t.Fatalf("maps %+v", e)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/routing"
 )
 
 // DesiredOf reads back what Kubernetes asks from a state: every route whose
@@ -129,7 +130,7 @@ func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) 
 	for _, n := range names {
 		a, okA := st.Backend(n)
 		w, okD := d.Backend(n)
-		if !okA || !okD || a.Retiring || !a.Route.SameServing(w.Route) || a.Route.InsecureAction() != w.Route.InsecureAction() {
+		if !okA || !okD || a.Retiring || !a.Route.SameServing(w.Route) || routing.InsecureAction(a.Route) != routing.InsecureAction(w.Route) {
 			return Compute(st, d, caps)
 		}
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/dcm-router/dcm/dcm/demo"
 	"github.com/dcm-router/dcm/dcm/engine"
 	"github.com/dcm-router/dcm/dcm/haproxy"
+	"github.com/dcm-router/dcm/dcm/routing"
 	"github.com/dcm-router/dcm/internal/testkit"
 	"github.com/dcm-router/dcm/system"
 )
@@ -573,7 +574,7 @@ func WithTokens(tb testing.TB, o Options, tokens string) Options {
 // pool of each kind and the sticky ones.
 func (s *Stack) Spares() int {
 	caps := s.Engine.Snapshot().Caps
-	return caps.Pool*len(dcm.PoolKinds) + caps.StickyPool
+	return caps.Pool*len(routing.PoolKinds) + caps.StickyPool
 }
 
 // PoolSize is an Options.Config that sets --pool-size only.

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"slices"
@@ -93,7 +93,7 @@ func TestMerge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st, drift, missing := merge(known, tt.obs, tt.names, tt.traffic)
+			st, drift, missing := Merge(known, tt.obs, tt.names, tt.traffic)
 			if len(drift) != tt.wantDrift || missing != tt.wantMissing {
 				t.Errorf("drift %q missing %v, want %d, %v", drift, missing, tt.wantDrift, tt.wantMissing)
 			}
@@ -101,7 +101,7 @@ func TestMerge(t *testing.T) {
 				tt.check(t, st)
 			}
 			if p1 := known.Backends[0].Servers[0]; p1.Sessions != 4 {
-				t.Error("merge modified its input")
+				t.Error("Merge modified its input")
 			}
 		})
 	}
@@ -114,7 +114,38 @@ func TestDriftBackends(t *testing.T) {
 		"be_edge:b:z/ip-10.0.0.9:8443: unknown server",
 	}
 	want := []string{"be_http:a:x", "be_http:a:y", "be_edge:b:z"}
-	if got := driftBackends(drift); !slices.Equal(got, want) {
-		t.Errorf("driftBackends = %q, want %q", got, want)
+	if got := DriftBackends(drift); !slices.Equal(got, want) {
+		t.Errorf("DriftBackends = %q, want %q", got, want)
+	}
+}
+
+func TestHealthChanged(t *testing.T) {
+	before := dcm.State{Backends: []dcm.Backend{
+		{Name: "be_http:a:x", Servers: []dcm.Server{{Name: "s1", State: dcm.StateReady, Health: "UP", Sessions: 1}}},
+		{Name: "be_http:a:y", Servers: []dcm.Server{{Name: "s1", State: dcm.StateReady, Health: "UP"}}},
+	}}
+	with := func(s dcm.Server) dcm.State {
+		return dcm.State{Backends: []dcm.Backend{
+			{Name: "be_http:a:x", Servers: []dcm.Server{s}},
+			{Name: "be_http:a:y", Servers: []dcm.Server{{Name: "s1", State: dcm.StateReady, Health: "UP"}}},
+			{Name: "be_http:a:new", Servers: []dcm.Server{{Name: "s1", State: dcm.StateReady, Health: "DOWN"}}},
+		}}
+	}
+	tests := []struct {
+		name  string
+		after dcm.State
+		want  []string
+	}{
+		{name: "sessions alone are no news", after: with(dcm.Server{Name: "s1", State: dcm.StateReady, Health: "UP", Sessions: 9})},
+		{name: "health", after: with(dcm.Server{Name: "s1", State: dcm.StateReady, Health: "DOWN"}), want: []string{"be_http:a:x"}},
+		{name: "admin state", after: with(dcm.Server{Name: "s1", State: dcm.StateDrain, Health: "UP"}), want: []string{"be_http:a:x"}},
+		{name: "another server", after: with(dcm.Server{Name: "s2", State: dcm.StateReady, Health: "UP"}), want: []string{"be_http:a:x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := HealthChanged(before, tt.after); !slices.Equal(got, tt.want) {
+				t.Errorf("HealthChanged = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"slices"
@@ -52,7 +52,7 @@ func TestKeepBusy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ops := []dcm.Op{del("be_http:ns:a", "a-1"), del("be_http:ns:a", "a-3"), del("be_http:ns:b", "b-1")}
 			before := tt.next.Backends[0].Servers
-			gotOps, next, send, ok := keepBusy(actual, ops, tt.next, tt.busy, nil)
+			gotOps, next, send, ok := KeepBusy(actual, ops, tt.next, tt.busy, nil)
 			if ok != tt.ok {
 				t.Fatalf("ok = %v, want %v", ok, tt.ok)
 			}
@@ -60,7 +60,7 @@ func TestKeepBusy(t *testing.T) {
 				return
 			}
 			if len(before) != 1 || len(tt.next.Backends[0].Servers) != 1 {
-				t.Error("keepBusy wrote into the plan's state")
+				t.Error("KeepBusy wrote into the plan's state")
 			}
 			for _, b := range next.Backends {
 				var names []string
@@ -132,9 +132,9 @@ func TestKeepBusyCAFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			gotOps, got, send, ok := keepBusy(actual, ops, next, tt.busy, tt.unsent)
+			gotOps, got, send, ok := KeepBusy(actual, ops, next, tt.busy, tt.unsent)
 			if !ok {
-				t.Fatal("keepBusy refused")
+				t.Fatal("KeepBusy refused")
 			}
 			if names := opNames(gotOps); !slices.Equal(names, tt.wantOps) {
 				t.Errorf("ops left %q, want %q", names, tt.wantOps)
@@ -177,4 +177,57 @@ func opNames(ops []dcm.Op) []string {
 		}
 	}
 	return out
+}
+
+// TestKeepBusySendsTheOtherUnsentOps: the driver sends nothing after a
+// refused del server; KeepBusy holds back only the ca-del of a CA a kept
+// server uses, and hands back the rest (a host's certificate removal, a CA
+// no kept server uses) to send, in the plan's order.
+func TestKeepBusySendsTheOtherUnsentOps(t *testing.T) {
+	v1 := &dcm.UpstreamTLS{CA: "secret:ns/ca", Version: "v1", ServerName: "a.ns.svc"}
+	actual := dcm.State{Backends: []dcm.Backend{{Name: "be_reencrypt:ns:a", Servers: []dcm.Server{
+		{Name: "a-1.v1", Endpoint: "a-1", Addr: "10.0.0.1", Port: 443, Weight: 1, State: dcm.StateMaint, Upstream: v1},
+	}}}}
+	next := dcm.State{Backends: []dcm.Backend{{Name: "be_reencrypt:ns:a", Servers: []dcm.Server{}}}}
+	certDel := dcm.Op{Kind: dcm.OpCertDel, Backend: "be_edge:ns:gone", Cert: &dcm.Cert{Host: "gone.test", Secret: "ns/gone", Version: "c1"}}
+	caDel := func(v string) dcm.Op {
+		return dcm.Op{Kind: dcm.OpCADel, Upstream: &dcm.UpstreamTLS{CA: "secret:ns/ca", Version: v}}
+	}
+	ops := []dcm.Op{{Kind: dcm.OpDelServer, Backend: "be_reencrypt:ns:a", Server: "a-1.v1"}, certDel, caDel("v1"), caDel("v0")}
+	tests := []struct {
+		name     string
+		busy     []string
+		unsent   []dcm.Op
+		wantOps  []string
+		wantSend []string
+	}{
+		{
+			name: "the kept server's CA stays; the certificate and the unused CA go",
+			busy: []string{"be_reencrypt:ns:a/a-1.v1"}, unsent: []dcm.Op{certDel, caDel("v1"), caDel("v0")},
+			wantOps:  []string{"cert-del ", "ca-del v0"},
+			wantSend: []string{"cert-del ", "ca-del v0"},
+		},
+		{
+			name:    "nothing unsent (a driver that sent them): only the del server is dropped",
+			busy:    []string{"be_reencrypt:ns:a/a-1.v1"},
+			wantOps: []string{"cert-del ", "ca-del v1", "ca-del v0"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gotOps, got, send, ok := KeepBusy(actual, ops, next, tt.busy, tt.unsent)
+			if !ok {
+				t.Fatal("KeepBusy refused")
+			}
+			if names := opNames(gotOps); !slices.Equal(names, tt.wantOps) {
+				t.Errorf("ops left %q, want %q", names, tt.wantOps)
+			}
+			if names := opNames(send); !slices.Equal(names, tt.wantSend) {
+				t.Errorf("ops to send %q, want %q", names, tt.wantSend)
+			}
+			if s, ok := got.Backends[0].Server("a-1.v1"); !ok || s.State != dcm.StateMaint || !s.Unobserved {
+				t.Errorf("the refused server in next: %+v (present %v), want maint and unobserved", s, ok)
+			}
+		})
+	}
 }

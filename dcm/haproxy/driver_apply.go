@@ -1,0 +1,213 @@
+package haproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// Apply sends ops as pipelined batches, one command per server op. Map
+// replaces (contiguous in ops, as the planner emits them) send the maps of
+// next, the state the ops lead to, as rendered for the files: the runtime
+// map and the file Write writes next are the same lines. They take two
+// batches, since add map needs the version prepare map returns: the server
+// ops before the maps and the prepares, then the entries, the commits and
+// the server ops after the maps. Nothing is sent when any op fails
+// validation; a failed batch stops before the next.
+//
+// Certificate ops come first and last (the planner puts a host's
+// certificate in place before its route and removes it after): each is
+// its own batch, one SSL transaction at a time, aborted when it fails.
+// Without an HTTPS frontend they are skipped: no certificate is served.
+// A *BusyError says that everything was applied but the del server
+// commands it lists, and returns unsent the certificate and CA ops after
+// them.
+func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error {
+	certFirst, ops, certLast, err := splitCertOps(ops)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	if d.cfg.Settings.HTTPSBind == "" {
+		// No certificate is served; CA files are still needed, by servers.
+		certFirst, certLast = onlyCAOps(certFirst), onlyCAOps(certLast)
+	}
+	first, err := d.certTransactions(certFirst)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	last, err := d.certTransactions(certLast)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	batch, err := d.prepareServersAndMaps(ops, next)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	if err := d.runCertTransactions(ctx, first); err != nil {
+		return err
+	}
+	if err := d.applyServersAndMaps(ctx, batch); err != nil {
+		var be *BusyError
+		if errors.As(err, &be) {
+			// A server HAProxy kept may use a CA file the plan deletes
+			// after it: deleting the file now would leave dcm believing it
+			// is still there (so deleting it again later fails) and a
+			// server re-added with it unable to load it. Which still go is
+			// the planner's rule (plan.KeepBusy): the driver sends none.
+			for _, tx := range last {
+				be.Unsent = append(be.Unsent, tx.op)
+			}
+		}
+		return err
+	}
+	return d.runCertTransactions(ctx, last)
+}
+
+// serverBatch is the server ops and map replaces of an Apply, spelled and
+// validated before anything is sent.
+type serverBatch struct {
+	ops               int
+	preCmds, postCmds []Command
+	txs               []mapTx
+}
+
+func (d *Driver) prepareServersAndMaps(ops []dcm.Op, next dcm.State) (serverBatch, error) {
+	pre, maps, post, err := splitMapOps(ops)
+	if err != nil {
+		return serverBatch{}, err
+	}
+	preCmds, err := commandsFor(pre, d.cfg.Settings.CookieSecret)
+	if err != nil {
+		return serverBatch{}, err
+	}
+	postCmds, err := commandsFor(post, d.cfg.Settings.CookieSecret)
+	if err != nil {
+		return serverBatch{}, err
+	}
+	txs, err := d.mapTransactions(maps, next)
+	if err != nil {
+		return serverBatch{}, err
+	}
+	return serverBatch{ops: len(ops), preCmds: preCmds, postCmds: postCmds, txs: txs}, nil
+}
+
+func (d *Driver) applyServersAndMaps(ctx context.Context, b serverBatch) error {
+	preCmds, postCmds, txs := b.preCmds, b.postCmds, b.txs
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.ready(); err != nil {
+		return err
+	}
+	var busy []string
+	if len(txs) == 0 {
+		_, err := d.client.Exec(ctx, append(preCmds, postCmds...))
+		if busy, err = splitBusy(err); err != nil {
+			return fmt.Errorf("apply %d ops: %w", b.ops, err)
+		}
+		return busyError(busy)
+	}
+	first := preCmds
+	for _, tx := range txs {
+		first = append(first, tx.prepare)
+	}
+	replies, err := d.client.Exec(ctx, first)
+	if busy, err = splitBusy(err); err != nil {
+		return fmt.Errorf("apply %d ops, before the map commits: %w", len(preCmds)+len(txs), err)
+	}
+	var second []Command
+	for k, tx := range txs {
+		version, err := ParseMapVersion(replies[len(preCmds)+k].Text)
+		if err != nil {
+			return fmt.Errorf("apply: %w", err)
+		}
+		cmds, err := tx.commands(version)
+		if err != nil {
+			return fmt.Errorf("apply: %w", err)
+		}
+		second = append(second, cmds...)
+	}
+	second = append(second, postCmds...)
+	_, err = d.client.Exec(ctx, second)
+	more, err := splitBusy(err)
+	if err != nil {
+		return fmt.Errorf("apply %d map replaces and %d ops after them: %w", len(txs), len(postCmds), err)
+	}
+	return busyError(append(busy, more...))
+}
+
+// BusyError is a batch that HAProxy applied but for del server commands it
+// refused because a connection was still attached to the server: a request
+// that arrived between the read-back that found the server idle and the
+// command. Each command of a batch is independent, so the rest stands.
+// The driver only recognises the refusal (splitBusy) and reports it; what
+// dcm does about it (the servers stay, in maint, until a later read-back
+// finds them idle; which unsent ops still go) is one rule, plan.KeepBusy.
+type BusyError struct {
+	// Servers are "<proxy>/<server>", as the commands named them.
+	Servers []string
+	// Unsent are the certificate and CA ops the plan put after the server
+	// ops, not sent: one of Servers may still use a CA file they delete.
+	Unsent []dcm.Op
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("del server refused, connections still attached: %s", strings.Join(e.Servers, ", "))
+}
+
+func busyError(servers []string) error {
+	if len(servers) == 0 {
+		return nil
+	}
+	return &BusyError{Servers: servers}
+}
+
+// delServerBusy is 2.6's reply to del server while the server has a stream
+// or a connection in use (cli_parse_delete_server).
+const delServerBusy = "Server still has connections attached to it, cannot remove it."
+
+// splitBusy takes the busy del server replies out of an Exec error: the
+// servers they named, and what remains (nil when they were all of it).
+func splitBusy(err error) (busy []string, rest error) {
+	if err == nil {
+		return nil, nil
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var others []error
+	for _, e := range errs {
+		var ce *CommandError
+		if errors.As(e, &ce) && strings.HasPrefix(ce.Command, "del server ") {
+			if _, msg, _ := severity(ce.Reply); strings.TrimSpace(msg) == delServerBusy {
+				busy = append(busy, strings.TrimPrefix(ce.Command, "del server "))
+				continue
+			}
+		}
+		others = append(others, e)
+	}
+	return busy, errors.Join(others...)
+}
+
+func commandsFor(ops []dcm.Op, cookieSecret string) ([]Command, error) {
+	cmds := make([]Command, 0, len(ops))
+	for _, op := range ops {
+		if op.Kind == dcm.OpCookieKey {
+			cs, err := CookieKeyCommands(op, cookieSecret)
+			if err != nil {
+				return nil, err
+			}
+			cmds = append(cmds, cs...)
+			continue
+		}
+		c, err := CommandFor(op)
+		if err != nil {
+			return nil, err
+		}
+		cmds = append(cmds, c)
+	}
+	return cmds, nil
+}

@@ -1,0 +1,112 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// Merge decides what dcm believes HAProxy holds, and so when a retired
+// server is proven idle and its del server is planned: a planner rule. It
+// lives here, pure, beside the planner that plans from the states it makes
+// (the engine calls it with every read-back), so the what-if, which starts
+// from those states, plans from the same beliefs.
+
+// Merge takes HAProxy's figures and admin state as the truth. A server
+// HAProxy lacks is dropped from the state (the planner adds it back); one dcm
+// does not know is kept so the planner retires it. names are the backends
+// obs was asked for (nil: all of them); obs and names use HAProxy's names
+// (ProxyName), the state dcm's. One of them missing from obs is
+// reported, since only a reload can bring a backend back. Without traffic,
+// obs carries no sessions figures: the ones dcm had are kept, and a server
+// changed since its last traffic observation stays unproven idle.
+func Merge(st dcm.State, obs map[string][]dcm.Server, names []string, traffic bool) (_ dcm.State, drift []string, missing bool) {
+	asked := func(string) bool { return true }
+	if names != nil {
+		set := make(map[string]bool, len(names))
+		for _, n := range names {
+			set[n] = true
+		}
+		asked = func(n string) bool { return set[n] }
+	}
+	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool}
+	for i, b := range out.Backends {
+		seen, ok := obs[b.ProxyName()]
+		if !ok {
+			if asked(b.ProxyName()) {
+				drift = append(drift, b.Name+": backend missing in HAProxy")
+				missing = true
+			}
+			continue
+		}
+		known := make(map[string]dcm.Server, len(b.Servers))
+		for _, s := range b.Servers {
+			known[s.Name] = s
+		}
+		servers := make([]dcm.Server, 0, len(seen))
+		for _, o := range seen {
+			s, ok := known[o.Name]
+			if !ok {
+				drift = append(drift, b.Name+"/"+o.Name+": unknown server")
+				o.Origin = dcm.OriginRuntime
+				o.Unobserved = !traffic
+				servers = append(servers, o)
+				continue
+			}
+			delete(known, o.Name)
+			if s.Addr != o.Addr && o.Addr != "" && s.Addr != "" || s.Port != o.Port && s.Addr != "" || s.Weight != o.Weight || s.State != o.State {
+				drift = append(drift, fmt.Sprintf("%s/%s: dcm has %s:%d w%d %s, HAProxy %s:%d w%d %s", b.Name, s.Name,
+					s.Addr, s.Port, s.Weight, s.State, o.Addr, o.Port, o.Weight, o.State))
+			}
+			if s.Addr != "" || o.Addr != "0.0.0.0" {
+				s.Addr, s.Port = o.Addr, o.Port
+			}
+			s.Weight, s.State, s.Health = o.Weight, o.State, o.Health
+			if traffic {
+				s.Sessions, s.Queued, s.UsedConn, s.IdleConn = o.Sessions, o.Queued, o.UsedConn, o.IdleConn
+				s.Unobserved = false
+			}
+			servers = append(servers, s)
+		}
+		for name := range known {
+			drift = append(drift, b.Name+"/"+name+": missing in HAProxy")
+		}
+		dcm.SortServers(servers)
+		b.Servers = servers
+		out.Backends[i] = b
+	}
+	slices.Sort(drift)
+	return out, drift, missing
+}
+
+// DriftBackends takes the backend names out of Merge's drift lines
+// ("backend/server: …" or "backend: …").
+func DriftBackends(drift []string) []string {
+	out := make([]string, 0, len(drift))
+	for _, d := range drift {
+		name, _, _ := strings.Cut(d, ": ")
+		name, _, _ = strings.Cut(name, "/")
+		out = append(out, name)
+	}
+	return out
+}
+
+// HealthChanged lists the backends where a server's admin state or health
+// differs between two observations (sessions come and go too often to say).
+func HealthChanged(a, b dcm.State) []string {
+	var out []string
+	for _, nb := range b.Backends {
+		ob, ok := a.Backend(nb.Name)
+		if !ok {
+			continue
+		}
+		if !slices.EqualFunc(ob.Servers, nb.Servers, func(x, y dcm.Server) bool {
+			return x.Name == y.Name && x.State == y.State && x.Health == y.Health
+		}) {
+			out = append(out, nb.Name)
+		}
+	}
+	return out
+}

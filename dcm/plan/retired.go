@@ -1,0 +1,73 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// HasEndpoint reports whether Kubernetes still has the endpoint name in b
+// (b's endpoints are sorted by name).
+func HasEndpoint(b dcm.DesiredBackend, name string) bool {
+	_, ok := slices.BinarySearchFunc(b.Endpoints, name, func(e dcm.Endpoint, n string) int { return strings.Compare(e.Name, n) })
+	return ok
+}
+
+// retired says whether s stands for an endpoint Kubernetes no longer has;
+// db and ok are the desired backend of s's backend, as Desired.Backend
+// returns them.
+func retired(s dcm.Server, db dcm.DesiredBackend, ok bool) bool {
+	return s.Endpoint != "" && (!ok || !HasEndpoint(db, s.Endpoint))
+}
+
+// MarkRetired flags, for clients, the servers whose endpoint Kubernetes no
+// longer has: with it a snapshot says what Kubernetes asks, so the what-if
+// planner can start from a snapshot alone. Backends are copied only when a
+// flag changes.
+func MarkRetired(backends []dcm.Backend, d dcm.Desired) []dcm.Backend {
+	out := backends
+	copied := false
+	for i, b := range backends {
+		db, ok := d.Backend(b.Name)
+		var servers []dcm.Server
+		for k, s := range b.Servers {
+			gone := retired(s, db, ok)
+			if gone == s.Retired {
+				continue
+			}
+			if servers == nil {
+				servers = slices.Clone(b.Servers)
+			}
+			servers[k].Retired = gone
+		}
+		if servers == nil {
+			continue
+		}
+		if !copied {
+			out, copied = slices.Clone(backends), true
+		}
+		b.Servers = servers
+		out[i] = b
+	}
+	return out
+}
+
+// WaitingBackends lists (by HAProxy name) the backends of st with a retired
+// server (its endpoint is gone from d, it is in maint) that HAProxy has not
+// yet reported idle: the planner deletes it only once a read-back does, so
+// the engine reads them back often for del server to follow the last
+// request soon.
+func WaitingBackends(st dcm.State, d dcm.Desired) []string {
+	var names []string
+	for _, b := range st.Backends {
+		db, desired := d.Backend(b.Name)
+		for _, s := range b.Servers {
+			if retired(s, db, desired) && s.State == dcm.StateMaint && !s.Deletable() {
+				names = append(names, b.ProxyName())
+				break
+			}
+		}
+	}
+	return names
+}

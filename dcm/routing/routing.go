@@ -1,0 +1,124 @@
+// Package routing holds the rules that turn dcm's routes into HAProxy's
+// routing: the keys a route puts into the maps and their order, the values
+// of the insecure-policy maps, and the names of the pool's spare backends.
+// The cfg renderer and the runtime map replace (dcm/haproxy) and the
+// planner (dcm/plan) all read them from here, so they cannot disagree on a
+// key, an order or a name; the model (dcm) keeps the types they work on.
+// Like the planner it imports only dcm and the standard library: it is
+// compiled to WebAssembly with it and runs in the browser.
+//
+// HAProxy finds a request's backend in four maps, tried in this order —
+// exact keys before prefixes, a named host before any host
+// (dcm.HTTPMapTables) — and the first match wins. A fifth map, sni, sends
+// TLS connections of passthrough routes by the ClientHello's server name
+// to their TCP backends, before any TLS is terminated. Two more, insecure
+// and insecure_host, say what plain HTTP for a TLS route gets
+// (dcm.Route.Insecure). The maps are derived from the routes alone.
+package routing
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// key is one key of a route in one routing map.
+type key struct {
+	table dcm.MapTable
+	key   string
+}
+
+// keys are the keys a route puts into the maps. A Prefix route "/api"
+// yields the exact key host/api and the prefix key host/api/, so /api and
+// /api/x match and /apix does not; Prefix "/" yields the prefix key host/.
+//
+// A passthrough route is found by its host alone, in the SNI map: HAProxy
+// sees no path of a connection it does not decrypt.
+func keys(r dcm.Route) []key {
+	if r.Kind == dcm.KindPassthrough {
+		return []key{{dcm.MapSNI, r.Host}}
+	}
+	exact, prefix := dcm.MapAnyExact, dcm.MapAnyPrefix
+	if r.Host != "" {
+		exact, prefix = dcm.MapHostExact, dcm.MapHostPrefix
+	}
+	if r.PathType == dcm.PathExact {
+		return []key{{exact, r.Host + r.Path}}
+	}
+	p := strings.TrimRight(r.Path, "/")
+	if p == "" {
+		return []key{{prefix, r.Host + "/"}}
+	}
+	return []key{{exact, r.Host + p}, {prefix, r.Host + p + "/"}}
+}
+
+// Tables builds the routing maps of the routed backends, each in the
+// order its file lists it and the runtime receives it. Two routes with the
+// same key: the first in route order (State.Routes) wins, the other is
+// skipped (the kube layer rejects such conflicts anyway). It does not
+// validate: the renderer does, before anything reaches HAProxy.
+func Tables(backends []dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
+	routed := make([]dcm.Backend, 0, len(backends))
+	for _, b := range backends {
+		if b.Routed() {
+			routed = append(routed, b)
+		}
+	}
+	slices.SortStableFunc(routed, func(a, b dcm.Backend) int {
+		switch {
+		case a.Route.Less(b.Route):
+			return -1
+		case b.Route.Less(a.Route):
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	out := make(map[dcm.MapTable][]dcm.MapEntry, len(dcm.MapTables))
+	seen := make(map[dcm.MapTable]map[string]bool, len(dcm.MapTables))
+	for _, t := range dcm.MapTables {
+		out[t] = []dcm.MapEntry{}
+		seen[t] = map[string]bool{}
+	}
+	for _, b := range routed {
+		for _, k := range keys(b.Route) {
+			if seen[k.table][k.key] {
+				continue
+			}
+			seen[k.table][k.key] = true
+			out[k.table] = append(out[k.table], dcm.MapEntry{Key: k.key, Backend: b.Name, Slot: b.Slot})
+		}
+		if a := InsecureAction(b.Route); a != "" {
+			t, key := dcm.MapInsecure, b.ProxyName()
+			if b.Route.Kind == dcm.KindPassthrough {
+				t, key = dcm.MapInsecureHost, b.Route.Host
+			}
+			if !seen[t][key] {
+				seen[t][key] = true
+				out[t] = append(out[t], dcm.MapEntry{Key: key, Backend: b.Name, Slot: b.Slot, Action: a})
+			}
+		}
+	}
+	for t, es := range out {
+		SortEntries(t, es)
+	}
+	return out
+}
+
+// SortEntries puts a map's entries in file order. map_beg scans a list and
+// takes the first match, so prefix maps list longer keys first; exact maps
+// are sorted by key. The order depends on the keys alone, so a map changed
+// entry by entry sorts back to the map rendered from scratch.
+func SortEntries(t dcm.MapTable, es []dcm.MapEntry) {
+	if t.Prefix() {
+		slices.SortFunc(es, func(a, b dcm.MapEntry) int {
+			if c := cmp.Compare(len(b.Key), len(a.Key)); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Key, b.Key)
+		})
+		return
+	}
+	slices.SortFunc(es, func(a, b dcm.MapEntry) int { return strings.Compare(a.Key, b.Key) })
+}
