@@ -84,6 +84,19 @@ func (nopReporter) Accepted(dcm.ObjectRef)                 {}
 // follows kubernetes/sample-controller: informers feed a rate-limited queue
 // of keys, workers recompute what a key affects from the listers. A sync is
 // level-triggered and idempotent, so it can always be rerun.
+//
+// Lock order: syncMu, then mu; seenMu and the PEMStore's lock are leaves.
+//   - syncMu is held for a whole sync, and by whoever sets or reads
+//     routeListers outside one; a sync takes mu in commit to publish, and
+//     the PEMStore's lock to keep or forget PEM.
+//   - mu is held only to read or write the snapshot (backends, sorted,
+//     since, rejections); nothing is taken under it but the status
+//     queue's own lock (commit queues Routes whose admission may change).
+//   - seenMu is taken alone (enqueue, takeSeen, putBackSeen), never with
+//     another lock held: informer handlers call enqueue, and a handler
+//     blocked on syncMu would stall the informer.
+//   - The Reporter is called under syncMu and not under mu, so it may call
+//     Desired and Rejections (mu) but nothing that takes syncMu.
 type Source struct {
 	opts      Options
 	reporter  Reporter
