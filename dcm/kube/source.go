@@ -31,7 +31,11 @@ type Options struct {
 	IngressClass string
 	// Namespaces limits the watch; empty watches all namespaces.
 	Namespaces []string
-	// Workers is the number of queue workers (default 2).
+	// Workers is ignored: the Source runs one queue worker, because every
+	// sync updates indexes shared by all keys and so holds one lock for
+	// all of them (see Source). It is kept so that callers still compile.
+	//
+	// Deprecated: leave it unset.
 	Workers int
 	// Resync is the informers' resync period (0: none).
 	Resync time.Duration
@@ -48,7 +52,7 @@ type Options struct {
 // when an object becomes rejected or its reason or message changes, Accepted
 // once when it is no longer rejected (valid again, deleted, or no longer used
 // by any route) — never on a resync that changes nothing. Calls come in the
-// order of the changes, from the Source's workers while they hold the sync
+// order of the changes, from Run and its worker while they hold the sync
 // lock: a Reporter must not block for long; it may call Desired and
 // Rejections.
 type Reporter interface {
@@ -82,8 +86,13 @@ func (nopReporter) Accepted(dcm.ObjectRef)                 {}
 
 // Source turns Ingresses, Services and EndpointSlices into dcm.Desired. It
 // follows kubernetes/sample-controller: informers feed a rate-limited queue
-// of keys, workers recompute what a key affects from the listers. A sync is
-// level-triggered and idempotent, so it can always be rerun.
+// of keys, a worker recomputes what a key affects from the listers. A sync
+// is level-triggered and idempotent, so it can always be rerun.
+//
+// One worker, not a pool: a sync reads and updates indexes shared by every
+// key (claims, routes, byService, bySecret), so syncs run one at a time
+// under syncMu whatever the number of workers, and a second worker would
+// only wait on it.
 //
 // Lock order: syncMu, then mu; seenMu and the PEMStore's lock are leaves.
 //   - syncMu is held for a whole sync, and by whoever sets or reads
@@ -195,9 +204,6 @@ func newSource(opts Options, reporter Reporter, logger *slog.Logger) *Source {
 	if opts.PEMs == nil {
 		opts.PEMs = NewPEMStore()
 	}
-	if opts.Workers <= 0 {
-		opts.Workers = 2
-	}
 	return &Source{
 		opts:         opts,
 		reporter:     reporter,
@@ -272,8 +278,8 @@ func (s *Source) Rejections() []dcm.Rejection {
 }
 
 // Run starts the informers, waits for their caches, builds the initial
-// state, signals Changed and then processes events with Options.Workers
-// workers until ctx is done. It returns an error if the caches cannot sync
+// state, signals Changed and then processes events with one worker (see
+// Source) until ctx is done. It returns an error if the caches cannot sync
 // (ctx cancelled first) and nil on a normal shutdown. Run may be called once.
 func (s *Source) Run(ctx context.Context) error {
 	if !s.ran.CompareAndSwap(false, true) {
@@ -312,9 +318,7 @@ func (s *Source) Run(ctx context.Context) error {
 	s.log.Info("initial state built", "backends", backends, "rejected", rejected, "took", s.now().Sub(start))
 
 	var wg sync.WaitGroup
-	for range s.opts.Workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, s.runWorker, time.Second) })
-	}
+	wg.Go(func() { wait.UntilWithContext(ctx, s.runWorker, time.Second) })
 	if s.rw.status != nil {
 		wg.Go(func() { wait.UntilWithContext(ctx, s.runStatusWorker, time.Second) })
 	}
