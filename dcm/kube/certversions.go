@@ -3,6 +3,7 @@ package kube
 import (
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -18,30 +19,12 @@ func (s *Source) certVersion(t *txn, secret string) string {
 	if v, ok := t.certs[secret]; ok {
 		return v
 	}
-	t.secrets[secret] = struct{}{}
-	ns, name, _ := strings.Cut(secret, "/")
-	ref := dcm.ObjectRef{Kind: KindSecret, Namespace: ns, Name: name}
-	version := ""
-	if ls, ok := s.lister(ns); ok && ls.secrets != nil {
-		sec, err := ls.secrets.Secrets(ns).Get(name)
-		switch {
-		case apierrors.IsNotFound(err):
-			t.reject(dcm.Rejection{Object: ref, Reason: dcm.RejectInvalidValue,
-				Message: "no kubernetes.io/tls Secret " + secret + ": its hosts get the default certificate"})
-		case err != nil:
-			s.log.Warn("reading secret", "secret", secret, "err", err)
-		default:
-			pem, v, err := SecretCert(sec)
-			if err != nil {
-				t.reject(dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: RejectMessage(err)})
-				version = s.pems.newestCert(secret)
-				break
-			}
-			t.accept(ref)
-			version = v
-			s.pems.keepCert(secret, v, pem)
-		}
-	}
+	version := s.secretVersion(t, secret, secretPEM{
+		parse:   SecretCert,
+		missing: ": its hosts get the default certificate",
+		newest:  func() string { return s.pems.newestCert(secret) },
+		keep:    func(v string, pem []byte) { s.pems.keepCert(secret, v, pem) },
+	})
 	t.certs[secret] = version
 	return version
 }
@@ -68,34 +51,56 @@ func (s *Source) caVersion(t *txn, ca, given string) string {
 			}
 		}
 	case strings.HasPrefix(ca, CASecretPrefix):
-		secret := strings.TrimPrefix(ca, CASecretPrefix)
-		t.secrets[secret] = struct{}{}
-		ns, name, _ := strings.Cut(secret, "/")
-		ref := dcm.ObjectRef{Kind: KindSecret, Namespace: ns, Name: name}
-		version = ""
-		if ls, ok := s.lister(ns); ok && ls.secrets != nil {
-			sec, err := ls.secrets.Secrets(ns).Get(name)
-			switch {
-			case apierrors.IsNotFound(err):
-				t.reject(dcm.Rejection{Object: ref, Reason: dcm.RejectInvalidValue,
-					Message: "no kubernetes.io/tls Secret " + secret + " with " + CAKey + ": its reencrypt routes get no servers (503)"})
-			case err != nil:
-				s.log.Warn("reading secret", "secret", secret, "err", err)
-			default:
-				pem, v, err := SecretCA(sec)
-				if err != nil {
-					t.reject(dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: "destination CA: " + RejectMessage(err)})
-					if last := s.pems.newestCA(ca); last != "" {
-						version = last
-					}
-					break
-				}
-				t.accept(ref)
-				version = v
-				s.pems.keepCA(ca, v, pem)
-			}
-		}
+		version = s.secretVersion(t, strings.TrimPrefix(ca, CASecretPrefix), secretPEM{
+			parse:   SecretCA,
+			missing: " with " + CAKey + ": its reencrypt routes get no servers (503)",
+			invalid: "destination CA: ",
+			newest:  func() string { return s.pems.newestCA(ca) },
+			keep:    func(v string, pem []byte) { s.pems.keepCA(ca, v, pem) },
+		})
 	}
 	t.cas[ca] = version
+	return version
+}
+
+// secretPEM is what differs between reading a certificate and reading a
+// destination CA from a kubernetes.io/tls Secret.
+type secretPEM struct {
+	parse   func(*corev1.Secret) (pem []byte, version string, err error)
+	missing string        // ends the message of a missing Secret's rejection
+	invalid string        // starts the message of an invalid one's
+	newest  func() string // the newest valid version kept, "" if none
+	keep    func(version string, pem []byte)
+}
+
+// secretVersion reads a Secret (ns/name) and returns the version of the
+// PEM it holds: "" when it is missing (rejected) or cannot be read
+// (logged), the newest valid version kept when it is invalid (rejected),
+// its own when it is valid (accepted, and its PEM kept).
+func (s *Source) secretVersion(t *txn, secret string, p secretPEM) string {
+	t.secrets[secret] = struct{}{}
+	ns, name, _ := strings.Cut(secret, "/")
+	ls, ok := s.lister(ns)
+	if !ok || ls.secrets == nil {
+		return ""
+	}
+	ref := dcm.ObjectRef{Kind: KindSecret, Namespace: ns, Name: name}
+	sec, err := ls.secrets.Secrets(ns).Get(name)
+	switch {
+	case apierrors.IsNotFound(err):
+		t.reject(dcm.Rejection{Object: ref, Reason: dcm.RejectInvalidValue,
+			Message: "no kubernetes.io/tls Secret " + secret + p.missing})
+		return ""
+	case err != nil:
+		s.log.Warn("reading secret", "secret", secret, "err", err)
+		return ""
+	}
+	pem, version, err := p.parse(sec)
+	if err != nil {
+		t.reject(dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: p.invalid + RejectMessage(err)})
+		return p.newest()
+	}
+	t.accept(ref)
+	p.keep(version, pem)
 	return version
 }
