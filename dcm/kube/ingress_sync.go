@@ -274,6 +274,31 @@ func (s *Source) unroute(t *txn, name string) {
 	}
 }
 
+// forgetUnused drops what the sync left unused among the Services and
+// Secrets it touched (t.services, t.secrets): their indexes, their
+// verdicts and, for a Secret, its PEM.
+func (s *Source) forgetUnused(t *txn) {
+	// Services no route uses any more: their slices are not dcm's concern.
+	for svc := range t.services {
+		if len(s.byService[svc]) == 0 {
+			delete(s.byService, svc)
+			for ref := range s.sliceRejects[svc] {
+				t.accept(ref)
+			}
+			delete(s.sliceRejects, svc)
+		}
+	}
+	// Secrets no route uses any more: forget their keys and verdicts.
+	for sec := range t.secrets {
+		if len(s.bySecret[sec]) == 0 {
+			delete(s.bySecret, sec)
+			ns, name, _ := strings.Cut(sec, "/")
+			t.accept(dcm.ObjectRef{Kind: KindSecret, Namespace: ns, Name: name})
+			s.pems.forget(sec, CASecretPrefix+sec)
+		}
+	}
+}
+
 // routeSecrets are the Secrets (ns/name) a route reads: its certificate's
 // and its destination CA's.
 func routeSecrets(r dcm.Route) []string {

@@ -11,8 +11,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/dcm-router/dcm/dcm"
 )
 
 // Queue keys: "ingress/<ns>/<name>" and "service/<ns>/<name>".
@@ -191,25 +189,7 @@ func (s *Source) sync(key string, seen time.Time) error {
 			}
 		}
 	}
-	// Services no route uses any more: their slices are not dcm's concern.
-	for svc := range t.services {
-		if len(s.byService[svc]) == 0 {
-			delete(s.byService, svc)
-			for ref := range s.sliceRejects[svc] {
-				t.accept(ref)
-			}
-			delete(s.sliceRejects, svc)
-		}
-	}
-	// Secrets no route uses any more: forget their keys and verdicts.
-	for sec := range t.secrets {
-		if len(s.bySecret[sec]) == 0 {
-			delete(s.bySecret, sec)
-			ns, name, _ := strings.Cut(sec, "/")
-			t.accept(dcm.ObjectRef{Kind: KindSecret, Namespace: ns, Name: name})
-			s.pems.forget(sec, CASecretPrefix+sec)
-		}
-	}
+	s.forgetUnused(t)
 	// Commit even after an error: what was computed is consistent with the
 	// indexes already updated, and the retry recomputes the rest.
 	s.commit(t, seen)
