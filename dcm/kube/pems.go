@@ -17,6 +17,8 @@ import (
 // after the engine it reports to) share it without either being handed
 // to the other late.
 type PEMStore struct {
+	// mu is a leaf lock: the Source takes it under its syncMu and the
+	// driver under whatever it holds, so nothing is called while holding it.
 	mu    sync.Mutex
 	certs pemVersions // by Secret "ns/name", or "route:ns/name"
 	cas   pemVersions // by CA source, dcm.UpstreamTLS.CA

@@ -7,26 +7,18 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
-	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -39,7 +31,11 @@ type Options struct {
 	IngressClass string
 	// Namespaces limits the watch; empty watches all namespaces.
 	Namespaces []string
-	// Workers is the number of queue workers (default 2).
+	// Workers is ignored: the Source runs one queue worker, because every
+	// sync updates indexes shared by all keys and so holds one lock for
+	// all of them (see Source). It is kept so that callers still compile.
+	//
+	// Deprecated: leave it unset.
 	Workers int
 	// Resync is the informers' resync period (0: none).
 	Resync time.Duration
@@ -56,7 +52,7 @@ type Options struct {
 // when an object becomes rejected or its reason or message changes, Accepted
 // once when it is no longer rejected (valid again, deleted, or no longer used
 // by any route) — never on a resync that changes nothing. Calls come in the
-// order of the changes, from the Source's workers while they hold the sync
+// order of the changes, from Run and its worker while they hold the sync
 // lock: a Reporter must not block for long; it may call Desired and
 // Rejections.
 type Reporter interface {
@@ -88,62 +84,28 @@ type nopReporter struct{}
 func (nopReporter) Rejected(dcm.ObjectRef, string, string) {}
 func (nopReporter) Accepted(dcm.ObjectRef)                 {}
 
-// Queue keys: "ingress/<ns>/<name>" and "service/<ns>/<name>".
-const (
-	prefixIngress = "ingress/"
-	prefixService = "service/"
-	prefixSecret  = "secret/"
-	prefixRoute   = "route/"
-	// indexByService indexes EndpointSlices by "<ns>/<service>".
-	indexByService = "dcm.io/by-service"
-)
-
-// listerSet reads one informer factory's caches.
-type listerSet struct {
-	ingresses networkinglisters.IngressLister
-	services  corelisters.ServiceLister
-	slices    cache.Indexer // EndpointSlices, indexed by indexByService
-	secrets   corelisters.SecretLister
-}
-
-// identity is something only one Ingress may have served at a time: a
-// host/path/pathType, or a backend name.
-type identity struct {
-	host     string
-	path     string
-	pathType dcm.PathType
-	backend  string
-}
-
-func (id identity) String() string {
-	if id.backend != "" {
-		return fmt.Sprintf("backend %q", id.backend)
-	}
-	return fmt.Sprintf("host %q path %q (%s)", hostOrAny(id.host), id.path, id.pathType)
-}
-
-// ingressState is what the Source knows of one Ingress or OpenShift Route
-// it serves or rejects: both claim host/paths under one rule.
-type ingressState struct {
-	key     string // ns/name for an Ingress, routeKey for a Route
-	ref     dcm.ObjectRef
-	created time.Time
-	routes  []dcm.Route // nil when invalid
-	ids     []identity
-	invalid *dcm.Rejection
-	served  []string // backend names currently in the desired state
-}
-
-// servedRoute is a route in the desired state and the Ingress it came from.
-type servedRoute struct {
-	route   dcm.Route // Workload unset: it comes from the Service
-	ingress string
-}
-
 // Source turns Ingresses, Services and EndpointSlices into dcm.Desired. It
 // follows kubernetes/sample-controller: informers feed a rate-limited queue
-// of keys, workers recompute what a key affects from the listers. A sync is
-// level-triggered and idempotent, so it can always be rerun.
+// of keys, a worker recomputes what a key affects from the listers. A sync
+// is level-triggered and idempotent, so it can always be rerun.
+//
+// One worker, not a pool: a sync reads and updates indexes shared by every
+// key (claims, routes, byService, bySecret), so syncs run one at a time
+// under syncMu whatever the number of workers, and a second worker would
+// only wait on it.
+//
+// Lock order: syncMu, then mu; seenMu and the PEMStore's lock are leaves.
+//   - syncMu is held for a whole sync, and by whoever sets or reads
+//     routeListers outside one; a sync takes mu in commit to publish, and
+//     the PEMStore's lock to keep or forget PEM.
+//   - mu is held only to read or write the snapshot (backends, sorted,
+//     since, rejections); nothing is taken under it but the status
+//     queue's own lock (commit queues Routes whose admission may change).
+//   - seenMu is taken alone (enqueue, takeSeen, putBackSeen), never with
+//     another lock held: informer handlers call enqueue, and a handler
+//     blocked on syncMu would stall the informer.
+//   - The Reporter is called under syncMu and not under mu, so it may call
+//     Desired and Rejections (mu) but nothing that takes syncMu.
 type Source struct {
 	opts      Options
 	reporter  Reporter
@@ -242,9 +204,6 @@ func newSource(opts Options, reporter Reporter, logger *slog.Logger) *Source {
 	if opts.PEMs == nil {
 		opts.PEMs = NewPEMStore()
 	}
-	if opts.Workers <= 0 {
-		opts.Workers = 2
-	}
 	return &Source{
 		opts:         opts,
 		reporter:     reporter,
@@ -264,107 +223,6 @@ func newSource(opts Options, reporter Reporter, logger *slog.Logger) *Source {
 		routeListers: map[string]cache.GenericLister{},
 		backends:     map[string]dcm.DesiredBackend{},
 		rejections:   map[dcm.ObjectRef]dcm.Rejection{},
-	}
-}
-
-func sliceServiceIndex(obj any) ([]string, error) {
-	sl, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return nil, nil
-	}
-	if svc := sl.Labels[discoveryv1.LabelServiceName]; svc != "" {
-		return []string{sl.Namespace + "/" + svc}, nil
-	}
-	return nil, nil
-}
-
-// handlers queue the keys of an informer's objects. Objects of the initial
-// list are not queued: Run reads the whole state from the caches once they
-// are synced, which covers them.
-func (s *Source) handlers(prefix string, key func(any) []string) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) {
-			if !initial {
-				s.enqueue(prefix, key(obj)...)
-			}
-		},
-		UpdateFunc: func(old, obj any) {
-			// A slice moved to another Service (label edit) affects both.
-			s.enqueue(prefix, slices.Compact(append(key(old), key(obj)...))...)
-		},
-		DeleteFunc: func(obj any) { s.enqueue(prefix, key(obj)...) },
-	}
-}
-
-func (s *Source) addHandlers(ing, svc, eps cache.SharedIndexInformer) {
-	handlers := s.handlers
-	for _, h := range []struct {
-		inf    cache.SharedIndexInformer
-		prefix string
-		key    func(any) []string
-	}{
-		{ing, prefixIngress, objectKey},
-		{svc, prefixService, objectKey},
-		{eps, prefixService, sliceServiceKey},
-	} {
-		if _, err := h.inf.AddEventHandler(handlers(h.prefix, h.key)); err != nil && s.initErr == nil {
-			s.initErr = fmt.Errorf("kube: add %s event handler: %w", strings.TrimSuffix(h.prefix, "/"), err)
-		}
-	}
-}
-
-func unwrapTombstone(obj any) any {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return t.Obj
-	}
-	return obj
-}
-
-func objectKey(obj any) []string {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		return nil
-	}
-	return []string{key}
-}
-
-func sliceServiceKey(obj any) []string {
-	keys, _ := sliceServiceIndex(unwrapTombstone(obj))
-	return keys
-}
-
-// enqueue records when an informer first saw a change for each key (for the
-// event→applied latency) and queues the keys.
-func (s *Source) enqueue(prefix string, keys ...string) {
-	now := s.now()
-	for _, k := range keys {
-		k = prefix + k
-		s.seenMu.Lock()
-		if _, ok := s.seen[k]; !ok {
-			s.seen[k] = now
-		}
-		s.seenMu.Unlock()
-		s.queue.Add(k)
-	}
-}
-
-func (s *Source) takeSeen(key string) time.Time {
-	s.seenMu.Lock()
-	defer s.seenMu.Unlock()
-	t := s.seen[key]
-	delete(s.seen, key)
-	return t
-}
-
-// putBackSeen keeps the time of a change whose sync failed for the retry.
-func (s *Source) putBackSeen(key string, t time.Time) {
-	if t.IsZero() {
-		return
-	}
-	s.seenMu.Lock()
-	defer s.seenMu.Unlock()
-	if old, ok := s.seen[key]; !ok || t.Before(old) {
-		s.seen[key] = t
 	}
 }
 
@@ -420,8 +278,8 @@ func (s *Source) Rejections() []dcm.Rejection {
 }
 
 // Run starts the informers, waits for their caches, builds the initial
-// state, signals Changed and then processes events with Options.Workers
-// workers until ctx is done. It returns an error if the caches cannot sync
+// state, signals Changed and then processes events with one worker (see
+// Source) until ctx is done. It returns an error if the caches cannot sync
 // (ctx cancelled first) and nil on a normal shutdown. Run may be called once.
 func (s *Source) Run(ctx context.Context) error {
 	if !s.ran.CompareAndSwap(false, true) {
@@ -460,9 +318,7 @@ func (s *Source) Run(ctx context.Context) error {
 	s.log.Info("initial state built", "backends", backends, "rejected", rejected, "took", s.now().Sub(start))
 
 	var wg sync.WaitGroup
-	for range s.opts.Workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, s.runWorker, time.Second) })
-	}
+	wg.Go(func() { wait.UntilWithContext(ctx, s.runWorker, time.Second) })
 	if s.rw.status != nil {
 		wg.Go(func() { wait.UntilWithContext(ctx, s.runStatusWorker, time.Second) })
 	}
@@ -497,118 +353,6 @@ func (s *Source) initial() error {
 	return nil
 }
 
-func (s *Source) runWorker(ctx context.Context) {
-	for s.processNextWorkItem(ctx) {
-	}
-}
-
-func (s *Source) processNextWorkItem(ctx context.Context) bool {
-	key, shutdown := s.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer s.queue.Done(key)
-	seen := s.takeSeen(key)
-	if err := s.sync(key, seen); err != nil {
-		s.putBackSeen(key, seen)
-		s.queue.AddRateLimited(key)
-		s.log.ErrorContext(ctx, "sync failed, retrying", "key", key, "requeues", s.queue.NumRequeues(key), "err", err)
-		return true
-	}
-	s.queue.Forget(key)
-	return true
-}
-
-// txn collects what one sync changes; commit publishes it at once so
-// Desired never sees half a sync.
-type txn struct {
-	backends   map[string]*dcm.DesiredBackend // nil: delete
-	rejections map[dcm.ObjectRef]*dcm.Rejection
-	views      map[string]*serviceView
-	services   map[string]struct{} // ns/svc whose route count may have dropped to zero
-	certs      map[string]string   // ns/secret → version read in this sync
-	cas        map[string]string   // CA source → version read in this sync
-	secrets    map[string]struct{} // ns/secret whose route count may have dropped to zero
-}
-
-func newTxn() *txn {
-	return &txn{
-		backends:   map[string]*dcm.DesiredBackend{},
-		rejections: map[dcm.ObjectRef]*dcm.Rejection{},
-		views:      map[string]*serviceView{},
-		services:   map[string]struct{}{},
-		certs:      map[string]string{},
-		cas:        map[string]string{},
-		secrets:    map[string]struct{}{},
-	}
-}
-
-func (t *txn) reject(r dcm.Rejection)   { t.rejections[r.Object] = &r }
-func (t *txn) accept(ref dcm.ObjectRef) { t.rejections[ref] = nil }
-
-// sync recomputes what the key affects. seen is when an informer first saw
-// the change (zero for the initial state).
-func (s *Source) sync(key string, seen time.Time) error {
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
-	s.syncs.Add(1)
-	kind, rest, _ := strings.Cut(key, "/")
-	ns, name, ok := strings.Cut(rest, "/")
-	if !ok {
-		s.log.Warn("dropping malformed queue key", "key", key)
-		return nil
-	}
-	t := newTxn()
-	var err error
-	switch kind + "/" {
-	case prefixIngress:
-		err = s.syncIngress(t, ns, name)
-	case prefixService:
-		err = s.syncService(t, ns, name)
-	case prefixSecret:
-		err = s.syncSecret(t, ns, name)
-	case prefixRoute:
-		err = s.syncRoute(t, ns, name)
-	default:
-		s.log.Warn("dropping queue key of unknown kind", "key", key)
-		return nil
-	}
-	if err == nil {
-		for _, v := range t.views {
-			if v.err != nil {
-				err = v.err
-				break
-			}
-		}
-	}
-	// Services no route uses any more: their slices are not dcm's concern.
-	for svc := range t.services {
-		if len(s.byService[svc]) == 0 {
-			delete(s.byService, svc)
-			for ref := range s.sliceRejects[svc] {
-				t.accept(ref)
-			}
-			delete(s.sliceRejects, svc)
-		}
-	}
-	// Secrets no route uses any more: forget their keys and verdicts.
-	for sec := range t.secrets {
-		if len(s.bySecret[sec]) == 0 {
-			delete(s.bySecret, sec)
-			ns, name, _ := strings.Cut(sec, "/")
-			t.accept(dcm.ObjectRef{Kind: KindSecret, Namespace: ns, Name: name})
-			s.pems.forget(sec, CASecretPrefix+sec)
-		}
-	}
-	// Commit even after an error: what was computed is consistent with the
-	// indexes already updated, and the retry recomputes the rest.
-	s.commit(t, seen)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", key, err)
-	}
-	return nil
-}
-
 func (s *Source) lister(ns string) (listerSet, bool) {
 	if ls, ok := s.listers[""]; ok {
 		return ls, true
@@ -617,596 +361,8 @@ func (s *Source) lister(ns string) (listerSet, bool) {
 	return ls, ok
 }
 
-func (s *Source) syncIngress(t *txn, ns, name string) error {
-	key := ns + "/" + name
-	ref := dcm.ObjectRef{Kind: KindIngress, Namespace: ns, Name: name}
-	var st *ingressState
-	if ls, ok := s.lister(ns); ok {
-		ing, err := ls.ingresses.Ingresses(ns).Get(name)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return fmt.Errorf("get ingress: %w", err)
-		case MatchesClass(ing, s.opts.IngressClass):
-			st = s.convertIngress(ing)
-		}
-	}
-	s.settle(t, key, ref, st)
-	return nil
-}
-
-// settle puts what the Source now knows of one Ingress or Route (nil: gone
-// or not dcm's) in place and decides again who serves what among the
-// objects it competes with.
-func (s *Source) settle(t *txn, key string, ref dcm.ObjectRef, st *ingressState) {
-	old := s.ingresses[key]
-	start := []string{key}
-	if old != nil {
-		start = append(start, s.release(old)...)
-		if st != nil {
-			st.served = old.served
-		}
-	}
-	if st == nil {
-		if old != nil {
-			s.serve(t, old, nil)
-			delete(s.ingresses, key)
-		}
-		t.accept(ref)
-	} else {
-		s.ingresses[key] = st
-		start = append(start, s.claim(st)...)
-	}
-	s.resolve(t, s.component(start), key)
-}
-
-func (s *Source) convertIngress(ing *networkingv1.Ingress) *ingressState {
-	ref := dcm.ObjectRef{Kind: KindIngress, Namespace: ing.Namespace, Name: ing.Name}
-	st := &ingressState{key: ing.Namespace + "/" + ing.Name, ref: ref, created: ing.CreationTimestamp.Time}
-	routes, err := IngressRoutes(ing)
-	if err != nil {
-		st.invalid = &dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: RejectMessage(err)}
-		return st
-	}
-	for _, r := range routes {
-		if r.Upstream != nil && r.Upstream.CA == CADefault && len(s.opts.DefaultBackendCA) == 0 {
-			st.invalid = &dcm.Rejection{Object: ref, Reason: dcm.RejectInvalidValue,
-				Message: "reencrypt route " + r.Name + ": no " + AnnotationBackendCA + " annotation and no --default-backend-ca-file"}
-			return st
-		}
-	}
-	st.routes = routes
-	for _, r := range routes {
-		st.ids = append(st.ids,
-			identity{host: r.Host, path: r.Path, pathType: r.PathType},
-			identity{backend: r.BackendName()})
-	}
-	return st
-}
-
-// release drops the claims of an Ingress and returns the other Ingresses
-// that claimed the same things: they may win now.
-func (s *Source) release(st *ingressState) []string {
-	var others []string
-	for _, id := range st.ids {
-		delete(s.claims[id], st.key)
-		if len(s.claims[id]) == 0 {
-			delete(s.claims, id)
-		}
-		for k := range s.claims[id] {
-			others = append(others, k)
-		}
-	}
-	return others
-}
-
-func (s *Source) claim(st *ingressState) []string {
-	var others []string
-	for _, id := range st.ids {
-		set := s.claims[id]
-		if set == nil {
-			set = map[string]struct{}{}
-			s.claims[id] = set
-		}
-		for k := range set {
-			others = append(others, k)
-		}
-		set[st.key] = struct{}{}
-	}
-	return others
-}
-
-// component returns the Ingresses linked to start through shared claims:
-// who serves a contested host/path can change only among them.
-func (s *Source) component(start []string) []*ingressState {
-	done := map[string]bool{}
-	var out []*ingressState
-	queue := start
-	for len(queue) > 0 {
-		k := queue[0]
-		queue = queue[1:]
-		if done[k] {
-			continue
-		}
-		done[k] = true
-		st := s.ingresses[k]
-		if st == nil {
-			continue
-		}
-		out = append(out, st)
-		for _, id := range st.ids {
-			for other := range s.claims[id] {
-				if !done[other] {
-					queue = append(queue, other)
-				}
-			}
-		}
-	}
-	return out
-}
-
-// resolve decides who serves what within a component: oldest object first
-// (then namespace/name, then Ingress before Route), each taking its
-// host/paths and backend names unless an older one already has one of them,
-// in which case the whole Ingress or Route is rejected — OpenShift's router
-// rule, applied to Ingresses and Routes alike. The answer depends only on
-// the objects, never on event order.
-func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
-	slices.SortFunc(comp, func(a, b *ingressState) int {
-		return cmp.Or(a.created.Compare(b.created), strings.Compare(a.ref.Namespace, b.ref.Namespace),
-			strings.Compare(a.ref.Name, b.ref.Name), strings.Compare(a.ref.Kind, b.ref.Kind))
-	})
-	taken := map[identity]*ingressState{}
-	for _, st := range comp {
-		if st.invalid != nil {
-			t.reject(*st.invalid)
-			s.serve(t, st, nil)
-			continue
-		}
-		var conflict *dcm.Rejection
-		for _, id := range st.ids {
-			if owner, ok := taken[id]; ok {
-				conflict = &dcm.Rejection{Object: st.ref, Reason: dcm.RejectConflict,
-					Message: fmt.Sprintf("%s is already served by %s %s/%s, which is older", id, owner.ref.Kind, owner.ref.Namespace, owner.ref.Name)}
-				break
-			}
-		}
-		if conflict != nil {
-			t.reject(*conflict)
-			s.serve(t, st, nil)
-			continue
-		}
-		for _, id := range st.ids {
-			taken[id] = st
-		}
-		t.accept(st.ref)
-		// An Ingress that kept its routes and its place needs no work.
-		if st.key == changed || len(st.served) != len(st.routes) {
-			s.serve(t, st, st.routes)
-		}
-	}
-}
-
-// serve makes routes the backends an Ingress has in the desired state.
-func (s *Source) serve(t *txn, st *ingressState, routes []dcm.Route) {
-	keep := make(map[string]bool, len(routes))
-	for _, r := range routes {
-		keep[r.BackendName()] = true
-	}
-	for _, name := range st.served {
-		// The backend may have passed to an older Ingress in this same
-		// resolve; then it is no longer ours to remove.
-		if !keep[name] && s.routes[name].ingress == st.key {
-			s.unroute(t, name)
-			t.backends[name] = nil
-		}
-	}
-	served := make([]string, 0, len(routes))
-	for _, r := range routes {
-		name := r.BackendName()
-		s.unroute(t, name)
-		s.routes[name] = servedRoute{route: r, ingress: st.key}
-		for _, ref := range r.Services {
-			svc := r.Namespace + "/" + ref.Name
-			if s.byService[svc] == nil {
-				s.byService[svc] = map[string]struct{}{}
-			}
-			s.byService[svc][name] = struct{}{}
-		}
-		for _, sec := range routeSecrets(r) {
-			if s.bySecret[sec] == nil {
-				s.bySecret[sec] = map[string]struct{}{}
-			}
-			s.bySecret[sec][name] = struct{}{}
-		}
-		b := s.backendFor(t, r)
-		t.backends[name] = &b
-		served = append(served, name)
-	}
-	st.served = served
-}
-
-// unroute forgets which Service a backend uses.
-func (s *Source) unroute(t *txn, name string) {
-	old, ok := s.routes[name]
-	if !ok {
-		return
-	}
-	delete(s.routes, name)
-	for _, ref := range old.route.Services {
-		svc := old.route.Namespace + "/" + ref.Name
-		delete(s.byService[svc], name)
-		t.services[svc] = struct{}{}
-	}
-	for _, sec := range routeSecrets(old.route) {
-		delete(s.bySecret[sec], name)
-		t.secrets[sec] = struct{}{}
-	}
-}
-
-// routeSecrets are the Secrets (ns/name) a route reads: its certificate's
-// and its destination CA's.
-func routeSecrets(r dcm.Route) []string {
-	var out []string
-	if r.TLS != nil && !dcm.InlineCert(r.TLS.Secret) {
-		// A Route's inline certificate comes with the Route.
-		out = append(out, r.TLS.Secret)
-	}
-	if r.Upstream != nil {
-		if sec, ok := strings.CutPrefix(r.Upstream.CA, CASecretPrefix); ok && (len(out) == 0 || out[0] != sec) {
-			out = append(out, sec)
-		}
-	}
-	return out
-}
-
-func (s *Source) syncService(t *txn, ns, name string) error {
-	svc := ns + "/" + name
-	t.services[svc] = struct{}{}
-	names := s.byService[svc]
-	if len(names) == 0 {
-		return nil
-	}
-	v := s.view(t, ns, name)
-	if v.err != nil {
-		return v.err
-	}
-	for n := range names {
-		b := s.backendFor(t, s.routes[n].route)
-		t.backends[n] = &b
-	}
-	return nil
-}
-
-// syncSecret recomputes the edge routes that use a Secret: a new version
-// is a certificate rotation, a deleted Secret leaves its hosts to the
-// default certificate (certVersion says what an invalid one does).
-func (s *Source) syncSecret(t *txn, ns, name string) error {
-	key := ns + "/" + name
-	t.secrets[key] = struct{}{}
-	for n := range s.bySecret[key] {
-		r := s.routes[n].route
-		b := s.backendFor(t, r)
-		t.backends[n] = &b
-	}
-	return nil
-}
-
 // secretSelector keeps the Secret informer to TLS Secrets.
 const secretSelector = "type=" + string(corev1.SecretTypeTLS)
-
-// certVersion reads a route's Secret (once per sync) and returns the
-// version of its certificate. A missing Secret gives "": its hosts get the
-// default certificate. An invalid one is rejected with its reason and its
-// hosts keep the last valid version dcm has seen of it, so a botched
-// rotation does not turn into clients refusing the default certificate
-// (after a restart of dcm there is none: they get the default one).
-func (s *Source) certVersion(t *txn, secret string) string {
-	if v, ok := t.certs[secret]; ok {
-		return v
-	}
-	t.secrets[secret] = struct{}{}
-	ns, name, _ := strings.Cut(secret, "/")
-	ref := dcm.ObjectRef{Kind: KindSecret, Namespace: ns, Name: name}
-	version := ""
-	if ls, ok := s.lister(ns); ok && ls.secrets != nil {
-		sec, err := ls.secrets.Secrets(ns).Get(name)
-		switch {
-		case apierrors.IsNotFound(err):
-			t.reject(dcm.Rejection{Object: ref, Reason: dcm.RejectInvalidValue,
-				Message: "no kubernetes.io/tls Secret " + secret + ": its hosts get the default certificate"})
-		case err != nil:
-			s.log.Warn("reading secret", "secret", secret, "err", err)
-		default:
-			pem, v, err := SecretCert(sec)
-			if err != nil {
-				t.reject(dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: RejectMessage(err)})
-				version = s.pems.newestCert(secret)
-				break
-			}
-			t.accept(ref)
-			version = v
-			s.pems.keepCert(secret, v, pem)
-		}
-	}
-	t.certs[secret] = version
-	return version
-}
-
-// serviceView is a Service and its usable slices, read once per sync.
-type serviceView struct {
-	svc      *corev1.Service
-	slices   []*discoveryv1.EndpointSlice // valid ones only
-	workload *dcm.WorkloadRef
-	err      error
-}
-
-func (s *Source) view(t *txn, ns, name string) *serviceView {
-	key := ns + "/" + name
-	if v, ok := t.views[key]; ok {
-		return v
-	}
-	v := &serviceView{}
-	t.views[key] = v
-	ls, ok := s.lister(ns)
-	if !ok {
-		return v
-	}
-	svc, err := ls.services.Services(ns).Get(name)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		v.err = fmt.Errorf("get service %s: %w", key, err)
-		return v
-	default:
-		v.svc = svc
-	}
-	objs, err := ls.slices.ByIndex(indexByService, key)
-	if err != nil {
-		v.err = fmt.Errorf("list endpointslices of %s: %w", key, err)
-		return v
-	}
-	all := make([]*discoveryv1.EndpointSlice, 0, len(objs))
-	for _, o := range objs {
-		if sl, ok := o.(*discoveryv1.EndpointSlice); ok {
-			all = append(all, sl)
-		}
-	}
-	slices.SortFunc(all, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
-
-	rejects := map[dcm.ObjectRef]dcm.Rejection{}
-	for _, sl := range all {
-		ref := dcm.ObjectRef{Kind: KindEndpointSlice, Namespace: sl.Namespace, Name: sl.Name}
-		if err := ValidateEndpointSlice(sl); err != nil {
-			r := dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: RejectMessage(err)}
-			rejects[ref] = r
-			t.reject(r)
-			continue
-		}
-		v.slices = append(v.slices, sl)
-	}
-	for ref := range s.sliceRejects[key] {
-		if _, still := rejects[ref]; !still {
-			t.accept(ref)
-		}
-	}
-	if len(rejects) > 0 {
-		s.sliceRejects[key] = rejects
-	} else {
-		delete(s.sliceRejects, key)
-	}
-
-	w, err := Workload(v.svc, v.slices)
-	if err != nil {
-		s.log.Warn("ignoring workload annotation", "service", key, "err", err)
-	}
-	v.workload = w
-	return v
-}
-
-// backendFor is the desired backend of a route: its Services' endpoints
-// and, for an edge or reencrypt route, its Secret's version; a reencrypt
-// route's destination CA version too, and its servers named after it
-// (dcm.DesiredBackend.WithUpstreamNames). A reencrypt route whose CA is
-// missing has no servers: HAProxy answers 503 rather than talk to pods it
-// cannot verify.
-func (s *Source) backendFor(t *txn, r dcm.Route) dcm.DesiredBackend {
-	if r.TLS != nil && !dcm.InlineCert(r.TLS.Secret) {
-		// An inline certificate's version comes with its Route.
-		tls := *r.TLS // shared with s.routes: never written in place
-		tls.Version = s.certVersion(t, tls.Secret)
-		r.TLS = &tls
-	}
-	if r.Upstream != nil {
-		up := *r.Upstream
-		up.Version = s.caVersion(t, up.CA, up.Version)
-		r.Upstream = &up
-	}
-	views := make([]*serviceView, len(r.Services))
-	for i, ref := range r.Services {
-		views[i] = s.view(t, r.Namespace, ref.Name)
-	}
-	b := backendFor(r, views)
-	if r.Upstream != nil && r.Upstream.Version == "" {
-		b.Endpoints = []dcm.Endpoint{}
-	}
-	return b.WithUpstreamNames()
-}
-
-// caVersion reads a reencrypt route's destination CA (once per sync) and
-// returns its version. A CA from a Secret's ca.crt: a missing Secret gives
-// "" (the route gets no servers), an invalid one is rejected with its
-// reason and the route keeps the last valid version dcm has seen of it,
-// as certVersion does. The default CA is the one checked at start. Other
-// sources (an OpenShift Route's inline CA) bring their version along and
-// register their PEM in the PEMStore.
-func (s *Source) caVersion(t *txn, ca, given string) string {
-	if v, ok := t.cas[ca]; ok {
-		return v
-	}
-	version := given
-	switch {
-	case ca == CADefault:
-		version = ""
-		if len(s.opts.DefaultBackendCA) > 0 {
-			if v, err := ParseCA(s.opts.DefaultBackendCA); err == nil {
-				version = v
-				s.pems.keepCA(ca, v, s.opts.DefaultBackendCA)
-			}
-		}
-	case strings.HasPrefix(ca, CASecretPrefix):
-		secret := strings.TrimPrefix(ca, CASecretPrefix)
-		t.secrets[secret] = struct{}{}
-		ns, name, _ := strings.Cut(secret, "/")
-		ref := dcm.ObjectRef{Kind: KindSecret, Namespace: ns, Name: name}
-		version = ""
-		if ls, ok := s.lister(ns); ok && ls.secrets != nil {
-			sec, err := ls.secrets.Secrets(ns).Get(name)
-			switch {
-			case apierrors.IsNotFound(err):
-				t.reject(dcm.Rejection{Object: ref, Reason: dcm.RejectInvalidValue,
-					Message: "no kubernetes.io/tls Secret " + secret + " with " + CAKey + ": its reencrypt routes get no servers (503)"})
-			case err != nil:
-				s.log.Warn("reading secret", "secret", secret, "err", err)
-			default:
-				pem, v, err := SecretCA(sec)
-				if err != nil {
-					t.reject(dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: "destination CA: " + RejectMessage(err)})
-					if last := s.pems.newestCA(ca); last != "" {
-						version = last
-					}
-					break
-				}
-				t.accept(ref)
-				version = v
-				s.pems.keepCA(ca, v, pem)
-			}
-		}
-	}
-	t.cas[ca] = version
-	return version
-}
-
-// backendFor builds a route's backend from the views of its services, in
-// the order of r.Services. A route with several services weighs each
-// server so that every service gets its share (dcm.ServerWeights); as
-// endpoints come and go the weights of all the route's servers follow.
-func backendFor(r dcm.Route, views []*serviceView) dcm.DesiredBackend {
-	eps := []dcm.Endpoint{} // JSON [] rather than null
-	if len(views) > 0 {
-		r.Workload = views[0].workload
-	}
-	if len(views) == 1 {
-		eps = append(eps, routeEndpoints(r, 0, views[0])...)
-		return dcm.DesiredBackend{Name: r.BackendName(), Route: r, Endpoints: eps}
-	}
-	// Two Services may select the same pods: one server per name and per
-	// address, the first service's (the primary comes first), and it counts
-	// for that service only.
-	names, addrs := map[string]bool{}, map[string]bool{}
-	service := map[string]int{} // endpoint name → index in r.Services
-	shares, ready := make([]int, len(views)), make([]int, len(views))
-	for i, v := range views {
-		shares[i] = r.Services[i].Weight
-		for _, e := range routeEndpoints(r, i, v) {
-			addr := net.JoinHostPort(e.Addr, strconv.Itoa(e.Port))
-			if names[e.Name] || addrs[addr] {
-				continue
-			}
-			names[e.Name], addrs[addr] = true, true
-			service[e.Name] = i
-			if e.State == dcm.StateReady {
-				ready[i]++
-			}
-			e.Service = r.Services[i].Name
-			eps = append(eps, e)
-		}
-	}
-	weights := dcm.ServerWeights(shares, ready)
-	for k := range eps {
-		eps[k].Weight = weights[service[eps[k].Name]]
-	}
-	slices.SortFunc(eps, func(a, b dcm.Endpoint) int { return strings.Compare(a.Name, b.Name) })
-	return dcm.DesiredBackend{Name: r.BackendName(), Route: r, Endpoints: eps}
-}
-
-func equalBackend(a, b dcm.DesiredBackend) bool {
-	// Endpoints are the bulk and compare cheaply; Route is compared deeply so
-	// a field added to the model later cannot be missed.
-	return a.Name == b.Name && slices.Equal(a.Endpoints, b.Endpoints) && reflect.DeepEqual(a.Route, b.Route)
-}
-
-type report struct {
-	ref dcm.ObjectRef
-	rej *dcm.Rejection
-}
-
-// commit publishes a sync's result, signals Changed if the desired state
-// moved and tells the Reporter about rejections that changed.
-func (s *Source) commit(t *txn, seen time.Time) {
-	var reports []report
-	s.mu.Lock()
-	changed := false
-	for name, b := range t.backends {
-		old, had := s.backends[name]
-		switch {
-		case b == nil && had:
-			delete(s.backends, name)
-			s.sorted = nil
-			changed = true
-		case b != nil && !had:
-			s.backends[name] = *b
-			s.sorted = nil
-			changed = true
-		case b != nil && !equalBackend(old, *b):
-			s.backends[name] = *b
-			if i, ok := slices.BinarySearchFunc(s.sorted, name, func(e dcm.DesiredBackend, n string) int {
-				return strings.Compare(e.Name, n)
-			}); ok {
-				s.sorted[i] = *b
-			}
-			changed = true
-		}
-	}
-	for ref, r := range t.rejections {
-		if ref.Kind == KindRoute && s.rw.status != nil {
-			// Its admission may have changed: status.ingress says so.
-			s.rw.status.Add(ref.Namespace + "/" + ref.Name)
-		}
-		old, had := s.rejections[ref]
-		switch {
-		case r == nil && had:
-			delete(s.rejections, ref)
-			reports = append(reports, report{ref: ref})
-		case r != nil && (!had || old != *r):
-			s.rejections[ref] = *r
-			reports = append(reports, report{ref: ref, rej: r})
-		}
-	}
-	if changed {
-		if !seen.IsZero() && (s.since.IsZero() || seen.Before(s.since)) {
-			s.since = seen
-		}
-	}
-	s.mu.Unlock()
-	// Still under syncMu: reports leave in the order of the commits.
-	slices.SortFunc(reports, func(a, b report) int {
-		return cmp.Or(strings.Compare(a.ref.Kind, b.ref.Kind), strings.Compare(a.ref.Namespace, b.ref.Namespace), strings.Compare(a.ref.Name, b.ref.Name))
-	})
-	for _, r := range reports {
-		if r.rej != nil {
-			s.log.Info("rejected", "object", r.ref.String(), "reason", r.rej.Reason, "message", r.rej.Message)
-			s.reporter.Rejected(r.ref, r.rej.Reason, r.rej.Message)
-		} else {
-			s.log.Info("accepted", "object", r.ref.String())
-			s.reporter.Accepted(r.ref)
-		}
-	}
-	// The initial state is signalled once, when it is complete.
-	if changed && s.synced.Load() {
-		s.notify()
-	}
-}
 
 func (s *Source) notify() {
 	select {

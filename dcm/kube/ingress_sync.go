@@ -1,0 +1,316 @@
+package kube
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// identity is something only one Ingress may have served at a time: a
+// host/path/pathType, or a backend name.
+type identity struct {
+	host     string
+	path     string
+	pathType dcm.PathType
+	backend  string
+}
+
+func (id identity) String() string {
+	if id.backend != "" {
+		return fmt.Sprintf("backend %q", id.backend)
+	}
+	return fmt.Sprintf("host %q path %q (%s)", hostOrAny(id.host), id.path, id.pathType)
+}
+
+// ingressState is what the Source knows of one Ingress or OpenShift Route
+// it serves or rejects: both claim host/paths under one rule.
+type ingressState struct {
+	key     string // ns/name for an Ingress, routeKey for a Route
+	ref     dcm.ObjectRef
+	created time.Time
+	routes  []dcm.Route // nil when invalid
+	ids     []identity
+	invalid *dcm.Rejection
+	served  []string // backend names currently in the desired state
+}
+
+// servedRoute is a route in the desired state and the Ingress it came from.
+type servedRoute struct {
+	route   dcm.Route // Workload unset: it comes from the Service
+	ingress string
+}
+
+func (s *Source) syncIngress(t *txn, ns, name string) error {
+	key := ns + "/" + name
+	ref := dcm.ObjectRef{Kind: KindIngress, Namespace: ns, Name: name}
+	var st *ingressState
+	if ls, ok := s.lister(ns); ok {
+		ing, err := ls.ingresses.Ingresses(ns).Get(name)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("get ingress: %w", err)
+		case MatchesClass(ing, s.opts.IngressClass):
+			st = s.convertIngress(ing)
+		}
+	}
+	s.settle(t, key, ref, st)
+	return nil
+}
+
+// settle puts what the Source now knows of one Ingress or Route (nil: gone
+// or not dcm's) in place and decides again who serves what among the
+// objects it competes with.
+func (s *Source) settle(t *txn, key string, ref dcm.ObjectRef, st *ingressState) {
+	old := s.ingresses[key]
+	start := []string{key}
+	if old != nil {
+		start = append(start, s.release(old)...)
+		if st != nil {
+			st.served = old.served
+		}
+	}
+	if st == nil {
+		if old != nil {
+			s.serve(t, old, nil)
+			delete(s.ingresses, key)
+		}
+		t.accept(ref)
+	} else {
+		s.ingresses[key] = st
+		start = append(start, s.claim(st)...)
+	}
+	s.resolve(t, s.component(start), key)
+}
+
+func (s *Source) convertIngress(ing *networkingv1.Ingress) *ingressState {
+	ref := dcm.ObjectRef{Kind: KindIngress, Namespace: ing.Namespace, Name: ing.Name}
+	st := &ingressState{key: ing.Namespace + "/" + ing.Name, ref: ref, created: ing.CreationTimestamp.Time}
+	routes, err := IngressRoutes(ing)
+	if err != nil {
+		st.invalid = &dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: RejectMessage(err)}
+		return st
+	}
+	for _, r := range routes {
+		if r.Upstream != nil && r.Upstream.CA == CADefault && len(s.opts.DefaultBackendCA) == 0 {
+			st.invalid = &dcm.Rejection{Object: ref, Reason: dcm.RejectInvalidValue,
+				Message: "reencrypt route " + r.Name + ": no " + AnnotationBackendCA + " annotation and no --default-backend-ca-file"}
+			return st
+		}
+	}
+	st.routes = routes
+	for _, r := range routes {
+		st.ids = append(st.ids,
+			identity{host: r.Host, path: r.Path, pathType: r.PathType},
+			identity{backend: r.BackendName()})
+	}
+	return st
+}
+
+// release drops the claims of an Ingress and returns the other Ingresses
+// that claimed the same things: they may win now.
+func (s *Source) release(st *ingressState) []string {
+	var others []string
+	for _, id := range st.ids {
+		delete(s.claims[id], st.key)
+		if len(s.claims[id]) == 0 {
+			delete(s.claims, id)
+		}
+		for k := range s.claims[id] {
+			others = append(others, k)
+		}
+	}
+	return others
+}
+
+func (s *Source) claim(st *ingressState) []string {
+	var others []string
+	for _, id := range st.ids {
+		set := s.claims[id]
+		if set == nil {
+			set = map[string]struct{}{}
+			s.claims[id] = set
+		}
+		for k := range set {
+			others = append(others, k)
+		}
+		set[st.key] = struct{}{}
+	}
+	return others
+}
+
+// component returns the Ingresses linked to start through shared claims:
+// who serves a contested host/path can change only among them.
+func (s *Source) component(start []string) []*ingressState {
+	done := map[string]bool{}
+	var out []*ingressState
+	queue := start
+	for len(queue) > 0 {
+		k := queue[0]
+		queue = queue[1:]
+		if done[k] {
+			continue
+		}
+		done[k] = true
+		st := s.ingresses[k]
+		if st == nil {
+			continue
+		}
+		out = append(out, st)
+		for _, id := range st.ids {
+			for other := range s.claims[id] {
+				if !done[other] {
+					queue = append(queue, other)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// resolve decides who serves what within a component: oldest object first
+// (then namespace/name, then Ingress before Route), each taking its
+// host/paths and backend names unless an older one already has one of them,
+// in which case the whole Ingress or Route is rejected — OpenShift's router
+// rule, applied to Ingresses and Routes alike. The answer depends only on
+// the objects, never on event order.
+func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
+	slices.SortFunc(comp, func(a, b *ingressState) int {
+		return cmp.Or(a.created.Compare(b.created), strings.Compare(a.ref.Namespace, b.ref.Namespace),
+			strings.Compare(a.ref.Name, b.ref.Name), strings.Compare(a.ref.Kind, b.ref.Kind))
+	})
+	taken := map[identity]*ingressState{}
+	for _, st := range comp {
+		if st.invalid != nil {
+			t.reject(*st.invalid)
+			s.serve(t, st, nil)
+			continue
+		}
+		var conflict *dcm.Rejection
+		for _, id := range st.ids {
+			if owner, ok := taken[id]; ok {
+				conflict = &dcm.Rejection{Object: st.ref, Reason: dcm.RejectConflict,
+					Message: fmt.Sprintf("%s is already served by %s %s/%s, which is older", id, owner.ref.Kind, owner.ref.Namespace, owner.ref.Name)}
+				break
+			}
+		}
+		if conflict != nil {
+			t.reject(*conflict)
+			s.serve(t, st, nil)
+			continue
+		}
+		for _, id := range st.ids {
+			taken[id] = st
+		}
+		t.accept(st.ref)
+		// An Ingress that kept its routes and its place needs no work.
+		if st.key == changed || len(st.served) != len(st.routes) {
+			s.serve(t, st, st.routes)
+		}
+	}
+}
+
+// serve makes routes the backends an Ingress has in the desired state.
+func (s *Source) serve(t *txn, st *ingressState, routes []dcm.Route) {
+	keep := make(map[string]bool, len(routes))
+	for _, r := range routes {
+		keep[r.BackendName()] = true
+	}
+	for _, name := range st.served {
+		// The backend may have passed to an older Ingress in this same
+		// resolve; then it is no longer ours to remove.
+		if !keep[name] && s.routes[name].ingress == st.key {
+			s.unroute(t, name)
+			t.backends[name] = nil
+		}
+	}
+	served := make([]string, 0, len(routes))
+	for _, r := range routes {
+		name := r.BackendName()
+		s.unroute(t, name)
+		s.routes[name] = servedRoute{route: r, ingress: st.key}
+		for _, ref := range r.Services {
+			svc := r.Namespace + "/" + ref.Name
+			if s.byService[svc] == nil {
+				s.byService[svc] = map[string]struct{}{}
+			}
+			s.byService[svc][name] = struct{}{}
+		}
+		for _, sec := range routeSecrets(r) {
+			if s.bySecret[sec] == nil {
+				s.bySecret[sec] = map[string]struct{}{}
+			}
+			s.bySecret[sec][name] = struct{}{}
+		}
+		b := s.backendFor(t, r)
+		t.backends[name] = &b
+		served = append(served, name)
+	}
+	st.served = served
+}
+
+// unroute forgets which Service a backend uses.
+func (s *Source) unroute(t *txn, name string) {
+	old, ok := s.routes[name]
+	if !ok {
+		return
+	}
+	delete(s.routes, name)
+	for _, ref := range old.route.Services {
+		svc := old.route.Namespace + "/" + ref.Name
+		delete(s.byService[svc], name)
+		t.services[svc] = struct{}{}
+	}
+	for _, sec := range routeSecrets(old.route) {
+		delete(s.bySecret[sec], name)
+		t.secrets[sec] = struct{}{}
+	}
+}
+
+// forgetUnused drops what the sync left unused among the Services and
+// Secrets it touched (t.services, t.secrets): their indexes, their
+// verdicts and, for a Secret, its PEM.
+func (s *Source) forgetUnused(t *txn) {
+	// Services no route uses any more: their slices are not dcm's concern.
+	for svc := range t.services {
+		if len(s.byService[svc]) == 0 {
+			delete(s.byService, svc)
+			for ref := range s.sliceRejects[svc] {
+				t.accept(ref)
+			}
+			delete(s.sliceRejects, svc)
+		}
+	}
+	// Secrets no route uses any more: forget their keys and verdicts.
+	for sec := range t.secrets {
+		if len(s.bySecret[sec]) == 0 {
+			delete(s.bySecret, sec)
+			ns, name, _ := strings.Cut(sec, "/")
+			t.accept(dcm.ObjectRef{Kind: KindSecret, Namespace: ns, Name: name})
+			s.pems.forget(sec, CASecretPrefix+sec)
+		}
+	}
+}
+
+// routeSecrets are the Secrets (ns/name) a route reads: its certificate's
+// and its destination CA's.
+func routeSecrets(r dcm.Route) []string {
+	var out []string
+	if r.TLS != nil && !dcm.InlineCert(r.TLS.Secret) {
+		// A Route's inline certificate comes with the Route.
+		out = append(out, r.TLS.Secret)
+	}
+	if r.Upstream != nil {
+		if sec, ok := strings.CutPrefix(r.Upstream.CA, CASecretPrefix); ok && (len(out) == 0 || out[0] != sec) {
+			out = append(out, sec)
+		}
+	}
+	return out
+}

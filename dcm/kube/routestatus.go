@@ -1,0 +1,118 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// RouterName is the name dcm gives itself in a Route's status.ingress.
+const RouterName = "dcm"
+
+func (s *Source) runStatusWorker(ctx context.Context) {
+	for {
+		key, shutdown := s.rw.status.Get()
+		if shutdown {
+			return
+		}
+		if err := s.writeStatus(ctx, key); err != nil {
+			s.log.Warn("writing route status, retrying", "route", key, "err", err)
+			s.rw.status.AddRateLimited(key)
+		} else {
+			s.rw.status.Forget(key)
+		}
+		s.rw.status.Done(key)
+	}
+}
+
+// writeStatus makes dcm's entry of a Route's status.ingress say whether dcm
+// serves it — condition Admitted True, or False with the rejection's reason
+// and message — leaving other routers' entries alone. Nothing is written
+// when the entry already says so, so the update event it causes ends here.
+func (s *Source) writeStatus(ctx context.Context, key string) error {
+	ns, name, _ := strings.Cut(key, "/")
+	s.syncMu.Lock()
+	l, ok := s.routeLister(ns)
+	s.syncMu.Unlock()
+	if !ok {
+		return nil
+	}
+	obj, err := l.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	rej, rejected := s.rejections[dcm.ObjectRef{Kind: KindRoute, Namespace: ns, Name: name}]
+	s.mu.Unlock()
+	cond := map[string]any{"type": "Admitted", "status": "True"}
+	host, _, _ := unstructured.NestedString(u.Object, "spec", "host")
+	if c, err := RouteFromOpenShift(u, s.rw.opts.Convert); err == nil {
+		host = c.Route.Host
+	}
+	if rejected {
+		cond = map[string]any{"type": "Admitted", "status": "False", "reason": rej.Reason, "message": rej.Message}
+	}
+	entries, _, _ := unstructured.NestedSlice(u.Object, "status", "ingress")
+	mine := -1
+	for i, e := range entries {
+		if m, ok := e.(map[string]any); ok && m["routerName"] == RouterName {
+			mine = i
+		}
+	}
+	if mine >= 0 && sameAdmission(entries[mine], host, cond) {
+		return nil
+	}
+	cond["lastTransitionTime"] = s.now().UTC().Format(time.RFC3339)
+	entry := map[string]any{"host": host, "routerName": RouterName, "conditions": []any{cond}}
+	if mine >= 0 {
+		entries[mine] = entry
+	} else {
+		entries = append(entries, entry)
+	}
+	u = u.DeepCopy()
+	if err := unstructured.SetNestedSlice(u.Object, entries, "status", "ingress"); err != nil {
+		return fmt.Errorf("set status: %w", err)
+	}
+	_, err = s.rw.opts.Client.Resource(RouteGVR).Namespace(ns).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// sameAdmission compares an entry of status.ingress with what dcm would
+// write, ignoring the transition time.
+func sameAdmission(entry any, host string, cond map[string]any) bool {
+	m, ok := entry.(map[string]any)
+	if !ok || m["host"] != host {
+		return false
+	}
+	conds, ok := m["conditions"].([]any)
+	if !ok || len(conds) != 1 {
+		return false
+	}
+	c, ok := conds[0].(map[string]any)
+	if !ok {
+		return false
+	}
+	for _, k := range []string{"type", "status", "reason", "message"} {
+		if fmt.Sprint(c[k]) != fmt.Sprint(cond[k]) {
+			return false
+		}
+	}
+	return true
+}
