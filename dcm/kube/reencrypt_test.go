@@ -129,7 +129,7 @@ func TestSourceReencrypt(t *testing.T) {
 	client := fake.NewClientset(ing, dflt, testService("web"), testSlice("web", "web-abc", ready("web-7d9f8c6b5-aaaaa", "10.0.0.1")),
 		tlsSecret("a-tls", leaf.CertPEM, leaf.KeyPEM), caSecret("web-ca", ca1.CertPEM()))
 	rec := &recorder{}
-	s := NewSource(client, Options{Workers: 2, DefaultBackendCA: ca2.CertPEM()}, rec, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
+	s := NewSource(client, Options{DefaultBackendCA: ca2.CertPEM()}, rec, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	defer func() {

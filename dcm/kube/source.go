@@ -31,12 +31,6 @@ type Options struct {
 	IngressClass string
 	// Namespaces limits the watch; empty watches all namespaces.
 	Namespaces []string
-	// Workers is ignored: the Source runs one queue worker, because every
-	// sync updates indexes shared by all keys and so holds one lock for
-	// all of them (see Source). It is kept so that callers still compile.
-	//
-	// Deprecated: leave it unset.
-	Workers int
 	// Resync is the informers' resync period (0: none).
 	Resync time.Duration
 	// DefaultBackendCA is the destination CA (PEM, checked with ParseCA)

@@ -201,7 +201,7 @@ func TestSource(t *testing.T) {
 		testSlice("api", "api-abc", ready("api-0", "10.0.1.1")),
 	)
 	rec := &recorder{}
-	s := NewSource(client, Options{Workers: 2}, rec, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
+	s := NewSource(client, Options{}, rec, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	defer func() {
@@ -387,7 +387,7 @@ func TestSourceBurst(t *testing.T) {
 	client.PrependWatchReactor("endpointslices", func(k8stesting.Action) (bool, watch.Interface, error) {
 		return true, w, nil
 	})
-	s := NewSource(client, Options{Workers: 2}, nil, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
+	s := NewSource(client, Options{}, nil, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	defer func() {

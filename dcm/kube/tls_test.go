@@ -176,7 +176,7 @@ func TestSourceSecrets(t *testing.T) {
 	client := fake.NewClientset(ing, testService("web"), testSlice("web", "web-abc", ready("web-7d9f8c6b5-aaaaa", "10.0.0.1")),
 		tlsSecret("a-tls", one.CertPEM, one.KeyPEM))
 	rec := &recorder{}
-	s := NewSource(client, Options{Workers: 2}, rec, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
+	s := NewSource(client, Options{}, rec, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	defer func() {
