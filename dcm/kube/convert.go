@@ -20,60 +20,6 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 )
 
-// Annotations dcm reads.
-const (
-	// AnnotationIngressClass is the pre-IngressClass way to pick a controller;
-	// spec.ingressClassName wins when both are set.
-	AnnotationIngressClass = "kubernetes.io/ingress.class"
-	// AnnotationBalance on an Ingress picks the balance algorithm of its routes.
-	AnnotationBalance = "dcm.io/balance"
-	// AnnotationHealthCheck on an Ingress: "false" turns HAProxy's health checks off.
-	AnnotationHealthCheck = "dcm.io/health-check"
-	// AnnotationSSLPassthrough on an Ingress: "true" passes its hosts' TLS
-	// connections to the pods undecrypted, picked by SNI (passthrough
-	// routes). Every rule then needs a host and the path "/" only, and
-	// spec.tls must be empty: the pods hold the certificates.
-	AnnotationSSLPassthrough = "dcm.io/ssl-passthrough"
-	// AnnotationWorkload on a Service names the workload behind it
-	// ("Deployment/web", "StatefulSet/db") when pod names cannot tell.
-	AnnotationWorkload = "dcm.io/workload"
-	// AnnotationWeights on an Ingress splits traffic between services, as an
-	// OpenShift Route's to and alternateBackends do: "web=80,web-canary=20".
-	// The first service is the primary: every path of the Ingress that routes
-	// to it is served by all the listed services (on the same port), each
-	// getting its weight's share of the requests whatever its number of pods.
-	AnnotationWeights = "dcm.io/weights"
-	// AnnotationSticky on an Ingress: "true" keeps each client on one pod
-	// with a dynamic cookie (off by default).
-	AnnotationSticky = "dcm.io/sticky"
-	// AnnotationReencrypt on an Ingress: "true" makes its hosts of
-	// spec.tls reencrypt routes: HAProxy terminates the client's TLS with
-	// the host's Secret, as for any host of spec.tls, then connects to the
-	// pods over TLS and verifies their certificate. Every rule then needs
-	// a host listed in spec.tls. Implied by AnnotationBackendCA.
-	AnnotationReencrypt = "dcm.io/reencrypt"
-	// AnnotationBackendCA on an Ingress names a Secret of its namespace
-	// whose ca.crt is the CA the pods' certificates must be signed by
-	// (cert-manager writes ca.crt into the kubernetes.io/tls Secrets it
-	// issues); without it, the file of --default-backend-ca-file.
-	AnnotationBackendCA = "dcm.io/backend-ca"
-	// AnnotationBackendServerName on an Ingress is the name the pods'
-	// certificates must carry, also sent as SNI; by default
-	// <service>.<namespace>.svc, the name of a service-serving certificate.
-	AnnotationBackendServerName = "dcm.io/backend-server-name"
-	// AnnotationSSLRedirect on an Ingress: what plain HTTP requests for its
-	// spec.tls hosts get. "true" (the default, as with haproxy-ingress,
-	// HAProxy's kubernetes-ingress and ingress-nginx) redirects them to
-	// https; "false" serves them as HTTPS requests are. On an Ingress with
-	// dcm.io/ssl-passthrough, "true" redirects its hosts' plain HTTP, and
-	// the default ("false") leaves it unserved, as before.
-	AnnotationSSLRedirect = "dcm.io/ssl-redirect"
-	// AnnotationSSLRedirectCode on an Ingress: the status of those
-	// redirects, 301, 302 (the default, as OpenShift's router), 303, 307
-	// or 308.
-	AnnotationSSLRedirectCode = "dcm.io/ssl-redirect-code"
-)
-
 // Destination CA sources (dcm.UpstreamTLS.CA).
 const (
 	// CASecretPrefix starts the source of a CA read from a Secret's ca.crt.
@@ -177,80 +123,54 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 	if err := dcm.ValidateDNSSubdomain("metadata.name", ing.Name); err != nil {
 		return nil, err
 	}
-	balance := dcm.BalanceRoundRobin
-	if v, ok := ing.Annotations[AnnotationBalance]; ok {
-		if err := dcm.ValidateBalance("metadata.annotations["+AnnotationBalance+"]", v); err != nil {
-			return nil, err
-		}
-		balance = v
-	}
-	var err error
-	check := true
-	if v, ok := ing.Annotations[AnnotationHealthCheck]; ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "metadata.annotations[" + AnnotationHealthCheck + "]", Value: v}
-		}
-		check = b
-	}
-
-	passthrough := false
-	if v, ok := ing.Annotations[AnnotationSSLPassthrough]; ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "metadata.annotations[" + AnnotationSSLPassthrough + "]", Value: v}
-		}
-		passthrough = b
-	}
-	if passthrough && len(ing.Spec.TLS) > 0 {
-		// HAProxy never holds the key of a passed-through host: a Secret
-		// named here would be a certificate nobody serves.
-		return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: "spec.tls", Value: "with " + AnnotationSSLPassthrough}
-	}
-	sticky := false
-	if v, ok := ing.Annotations[AnnotationSticky]; ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "metadata.annotations[" + AnnotationSticky + "]", Value: v}
-		}
-		sticky = b
-	}
-	if sticky && passthrough {
-		// A cookie needs HTTP; HAProxy never reads a passed-through request.
-		return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: "metadata.annotations[" + AnnotationSticky + "]", Value: "with " + AnnotationSSLPassthrough}
-	}
-	redirect, redirectSet := true, false
-	if v, ok := ing.Annotations[AnnotationSSLRedirect]; ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "metadata.annotations[" + AnnotationSSLRedirect + "]", Value: v}
-		}
-		redirect, redirectSet = b, true
-	}
-	redirectCode := 0
-	if v, ok := ing.Annotations[AnnotationSSLRedirectCode]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || !slices.Contains(dcm.RedirectCodes, n) || strconv.Itoa(n) != v {
-			return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "metadata.annotations[" + AnnotationSSLRedirectCode + "]", Value: v}
-		}
-		redirectCode = n
-	}
-	var split []dcm.ServiceRef
-	if v, ok := ing.Annotations[AnnotationWeights]; ok {
-		if split, err = ParseWeights("metadata.annotations["+AnnotationWeights+"]", v); err != nil {
-			return nil, err
-		}
-	}
-	upstream, err := ingressUpstream(ing, passthrough, len(split) > 0)
+	opts, err := ingressAnnotations(ing)
 	if err != nil {
 		return nil, err
 	}
-
 	tlsHosts, err := ingressTLS(ing)
 	if err != nil {
 		return nil, err
 	}
+	raws, err := ingressRawRoutes(ing)
+	if err != nil {
+		return nil, err
+	}
 
+	routes := make([]dcm.Route, 0, len(raws))
+	names := map[string]string{}
+	splitUsed := false
+	for _, r := range raws {
+		name := ing.Name
+		if len(raws) > 1 {
+			name = RouteName(ing.Name, r.host, r.path, r.pathType)
+		}
+		if other, dup := names[name]; dup {
+			// Two different host/paths with the same 32-bit hash: never seen,
+			// but two backends with one name would be worse than a rejection.
+			return nil, &dcm.InvalidError{Reason: dcm.RejectConflict, Field: r.field, Value: "route name " + name + " also used by " + other}
+		}
+		names[name] = r.field
+		route, err := opts.route(ing, r, name, tlsHosts)
+		if err != nil {
+			return nil, err
+		}
+		if len(opts.split) > 0 && opts.split[0].Name == r.service.Name {
+			splitUsed = true
+		}
+		routes = append(routes, route)
+	}
+	if len(opts.split) > 0 && !splitUsed {
+		// A typo in the primary's name would otherwise silently split nothing.
+		return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: annotationField(AnnotationWeights),
+			Value: ing.Annotations[AnnotationWeights] + " (no path routes to " + opts.split[0].Name + ")"}
+	}
+	slices.SortFunc(routes, func(a, b dcm.Route) int { return strings.Compare(a.Name, b.Name) })
+	return routes, nil
+}
+
+// ingressRawRoutes lists the host/paths of an Ingress's rules, then its
+// default backend unless a rule already catches every request.
+func ingressRawRoutes(ing *networkingv1.Ingress) ([]rawRoute, error) {
 	var raws []rawRoute
 	seen := map[string]int{} // id → index in raws
 	add := func(r rawRoute) error {
@@ -307,174 +227,78 @@ func IngressRoutes(ing *networkingv1.Ingress) ([]dcm.Route, error) {
 			raws = append(raws, d)
 		}
 	}
-
-	routes := make([]dcm.Route, 0, len(raws))
-	names := map[string]string{}
-	splitUsed := false
-	for _, r := range raws {
-		name := ing.Name
-		if len(raws) > 1 {
-			name = RouteName(ing.Name, r.host, r.path, r.pathType)
-		}
-		if other, dup := names[name]; dup {
-			// Two different host/paths with the same 32-bit hash: never seen,
-			// but two backends with one name would be worse than a rejection.
-			return nil, &dcm.InvalidError{Reason: dcm.RejectConflict, Field: r.field, Value: "route name " + name + " also used by " + other}
-		}
-		names[name] = r.field
-		route := dcm.Route{
-			Namespace: ing.Namespace,
-			Name:      name,
-			Source:    dcm.SourceIngress,
-			Object:    ing.Name,
-			Kind:      dcm.KindHTTP,
-			Host:      r.host,
-			Path:      r.path,
-			PathType:  r.pathType,
-			Services:  []dcm.ServiceRef{r.service},
-			Balance:   balance,
-			Check:     check,
-			Sticky:    sticky,
-		}
-		if len(split) > 0 && split[0].Name == r.service.Name {
-			splitUsed = true
-			route.Services = make([]dcm.ServiceRef, len(split))
-			for i, s := range split {
-				route.Services[i] = dcm.ServiceRef{Name: s.Name, Port: r.service.Port, Weight: s.Weight}
-			}
-		}
-		if passthrough {
-			// The connection is routed before any request is read: by
-			// host alone.
-			if r.host == "" {
-				return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: r.field, Value: "passthrough without a host"}
-			}
-			if r.path != "/" || r.pathType != dcm.PathPrefix {
-				return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: r.field + ".path", Value: "passthrough with path " + r.path}
-			}
-			route.Kind = dcm.KindPassthrough
-			route.Insecure = dcm.InsecureNone
-			if redirect && redirectSet {
-				route.Insecure, route.RedirectCode = dcm.InsecureRedirect, redirectCode
-			}
-		}
-		if secret, ok := tlsHosts[r.host]; ok && r.host != "" {
-			// The Secret's version is the Source's to fill in: it
-			// changes without the Ingress changing.
-			route.Kind = dcm.KindEdge
-			route.TLS = &dcm.TLSRef{Secret: ing.Namespace + "/" + secret}
-			route.Insecure = dcm.InsecureAllow
-			if redirect {
-				route.Insecure, route.RedirectCode = dcm.InsecureRedirect, redirectCode
-			}
-		}
-		if upstream != nil {
-			if route.Kind != dcm.KindEdge {
-				// Reencrypt ends the client's TLS first: without a
-				// certificate there is nothing to reencrypt, and
-				// sending such a host in clear text to pods that
-				// expect TLS would only fail.
-				return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: r.field,
-					Value: "host " + hostOrAny(r.host) + " is not in spec.tls (" + AnnotationReencrypt + ")"}
-			}
-			up := *upstream
-			if up.ServerName == "" {
-				up.ServerName = r.service.Name + "." + ing.Namespace + ".svc"
-			}
-			route.Kind = dcm.KindReencrypt
-			route.Upstream = &up
-		}
-		if err := dcm.ValidateRoute(route); err != nil {
-			// Names derived from a long Ingress name can outgrow the limit.
-			return nil, invalidAt(err, r.field+" derived route name", route.Name)
-		}
-		routes = append(routes, route)
-	}
-	if len(split) > 0 && !splitUsed {
-		// A typo in the primary's name would otherwise silently split nothing.
-		return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: "metadata.annotations[" + AnnotationWeights + "]",
-			Value: ing.Annotations[AnnotationWeights] + " (no path routes to " + split[0].Name + ")"}
-	}
-	slices.SortFunc(routes, func(a, b dcm.Route) int { return strings.Compare(a.Name, b.Name) })
-	return routes, nil
+	return raws, nil
 }
 
-// ingressUpstream reads the reencrypt annotations: nil when the Ingress
-// is not reencrypt. The CA's version is the Source's to fill in, and so is
-// the check that a default CA exists; the server name is left empty when
-// it defaults to each route's service.
-func ingressUpstream(ing *networkingv1.Ingress, passthrough, weighted bool) (*dcm.UpstreamTLS, error) {
-	field := func(a string) string { return "metadata.annotations[" + a + "]" }
-	reencrypt := false
-	if v, ok := ing.Annotations[AnnotationReencrypt]; ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: field(AnnotationReencrypt), Value: v}
-		}
-		reencrypt = b
+// route is the route of one host/path of the Ingress, named name, as its
+// annotations and spec.tls (tlsHosts: host → Secret) make it.
+func (o ingressOptions) route(ing *networkingv1.Ingress, r rawRoute, name string, tlsHosts map[string]string) (dcm.Route, error) {
+	route := dcm.Route{
+		Namespace: ing.Namespace,
+		Name:      name,
+		Source:    dcm.SourceIngress,
+		Object:    ing.Name,
+		Kind:      dcm.KindHTTP,
+		Host:      r.host,
+		Path:      r.path,
+		PathType:  r.pathType,
+		Services:  []dcm.ServiceRef{r.service},
+		Balance:   o.balance,
+		Check:     o.check,
+		Sticky:    o.sticky,
 	}
-	ca, hasCA := ing.Annotations[AnnotationBackendCA]
-	name, hasName := ing.Annotations[AnnotationBackendServerName]
-	if hasCA {
-		if err := dcm.ValidateDNSSubdomain(field(AnnotationBackendCA), ca); err != nil {
-			return nil, invalidAt(err, field(AnnotationBackendCA), ca)
-		}
-		reencrypt = true
-	}
-	if hasName {
-		if err := dcm.ValidateHost(field(AnnotationBackendServerName), name); err != nil || name == "" {
-			return nil, invalidAt(cmpErr(err, dcm.RejectInvalidHost, field(AnnotationBackendServerName), name), field(AnnotationBackendServerName), name)
+	if len(o.split) > 0 && o.split[0].Name == r.service.Name {
+		route.Services = make([]dcm.ServiceRef, len(o.split))
+		for i, s := range o.split {
+			route.Services[i] = dcm.ServiceRef{Name: s.Name, Port: r.service.Port, Weight: s.Weight}
 		}
 	}
-	if !reencrypt {
-		if hasName {
-			return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: field(AnnotationBackendServerName), Value: "without " + AnnotationReencrypt}
+	if o.passthrough {
+		// The connection is routed before any request is read: by
+		// host alone.
+		if r.host == "" {
+			return route, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: r.field, Value: "passthrough without a host"}
 		}
-		return nil, nil
-	}
-	if passthrough {
-		return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: field(AnnotationReencrypt), Value: "with " + AnnotationSSLPassthrough}
-	}
-	if weighted && !hasName {
-		// Each service's pods would carry their own service's name, and
-		// only the primary's would be verified.
-		return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: field(AnnotationWeights),
-			Value: "with " + AnnotationReencrypt + " but without " + AnnotationBackendServerName}
-	}
-	up := &dcm.UpstreamTLS{CA: CADefault, ServerName: name}
-	if hasCA {
-		up.CA = CASecretPrefix + ing.Namespace + "/" + ca
-	}
-	return up, nil
-}
-
-// ParseWeights reads the weights annotation: "primary=80,alternate=20",
-// service names that are DNS labels, weights in 0..256, at most
-// dcm.MaxServices services, none twice. Ports are the route's business.
-func ParseWeights(field, v string) ([]dcm.ServiceRef, error) {
-	bad := func(reason string) error { return &dcm.InvalidError{Reason: reason, Field: field, Value: v} }
-	if len(v) > 1024 {
-		return nil, bad(dcm.RejectInvalidValue)
-	}
-	var out []dcm.ServiceRef
-	for _, part := range strings.Split(v, ",") {
-		name, weight, ok := strings.Cut(strings.TrimSpace(part), "=")
-		if !ok {
-			return nil, bad(dcm.RejectInvalidValue)
+		if r.path != "/" || r.pathType != dcm.PathPrefix {
+			return route, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: r.field + ".path", Value: "passthrough with path " + r.path}
 		}
-		if dcm.ValidateDNSLabel(field, name) != nil {
-			return nil, bad(dcm.RejectInvalidName)
+		route.Kind = dcm.KindPassthrough
+		route.Insecure = dcm.InsecureNone
+		if o.redirect && o.redirectSet {
+			route.Insecure, route.RedirectCode = dcm.InsecureRedirect, o.redirectCode
 		}
-		w, err := strconv.Atoi(weight)
-		if err != nil || w < 0 || w > dcm.MaxWeight || strconv.Itoa(w) != weight {
-			return nil, bad(dcm.RejectInvalidValue)
+	}
+	if secret, ok := tlsHosts[r.host]; ok && r.host != "" {
+		// The Secret's version is the Source's to fill in: it
+		// changes without the Ingress changing.
+		route.Kind = dcm.KindEdge
+		route.TLS = &dcm.TLSRef{Secret: ing.Namespace + "/" + secret}
+		route.Insecure = dcm.InsecureAllow
+		if o.redirect {
+			route.Insecure, route.RedirectCode = dcm.InsecureRedirect, o.redirectCode
 		}
-		out = append(out, dcm.ServiceRef{Name: name, Weight: w})
 	}
-	if err := dcm.ValidateServices(out); err != nil {
-		return nil, invalidAt(err, field, v)
+	if o.upstream != nil {
+		if route.Kind != dcm.KindEdge {
+			// Reencrypt ends the client's TLS first: without a
+			// certificate there is nothing to reencrypt, and
+			// sending such a host in clear text to pods that
+			// expect TLS would only fail.
+			return route, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: r.field,
+				Value: "host " + hostOrAny(r.host) + " is not in spec.tls (" + AnnotationReencrypt + ")"}
+		}
+		up := *o.upstream
+		if up.ServerName == "" {
+			up.ServerName = r.service.Name + "." + ing.Namespace + ".svc"
+		}
+		route.Kind = dcm.KindReencrypt
+		route.Upstream = &up
 	}
-	return out, nil
+	if err := dcm.ValidateRoute(route); err != nil {
+		// Names derived from a long Ingress name can outgrow the limit.
+		return route, invalidAt(err, r.field+" derived route name", route.Name)
+	}
+	return route, nil
 }
 
 // ingressTLS reads spec.tls: which host is served with which Secret (of
@@ -826,33 +650,6 @@ var (
 	statefulSetPod = regexp.MustCompile(`^([a-z0-9][a-z0-9.-]*)-(?:0|[1-9][0-9]*)$`)
 )
 
-// ParseWorkload reads "Deployment/web" or "StatefulSet/db" (kind
-// case-insensitive) into a WorkloadRef with the canonical kind.
-func ParseWorkload(field, s string) (*dcm.WorkloadRef, error) {
-	kind, name, ok := strings.Cut(s, "/")
-	if !ok {
-		return nil, &dcm.InvalidError{Reason: dcm.RejectInvalidValue, Field: field, Value: s}
-	}
-	k, err := canonicalKind(kind)
-	if err != nil {
-		return nil, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: field, Value: s}
-	}
-	if err := dcm.ValidateDNSSubdomain(field, name); err != nil {
-		return nil, invalidAt(err, field, s)
-	}
-	return &dcm.WorkloadRef{Kind: k, Name: name}, nil
-}
-
-func canonicalKind(kind string) (string, error) {
-	switch {
-	case strings.EqualFold(kind, WorkloadDeployment):
-		return WorkloadDeployment, nil
-	case strings.EqualFold(kind, WorkloadStatefulSet):
-		return WorkloadStatefulSet, nil
-	}
-	return "", fmt.Errorf("unsupported workload kind %q: want Deployment or StatefulSet", kind)
-}
-
 // Workload finds the workload behind a Service for the what-if planner: the
 // dcm.io/workload annotation, else the pattern of its pods' names (all
 // <x>-<hash>-<suffix> → Deployment x, all <x>-<ordinal> → StatefulSet x),
@@ -860,8 +657,8 @@ func canonicalKind(kind string) (string, error) {
 // author meant something, dcm should not pretend to know what).
 func Workload(svc *corev1.Service, endpointSlices []*discoveryv1.EndpointSlice) (*dcm.WorkloadRef, error) {
 	if svc != nil {
-		if v, ok := svc.Annotations[AnnotationWorkload]; ok {
-			return ParseWorkload("metadata.annotations["+AnnotationWorkload+"]", v)
+		if w, set, err := annotationValue[*dcm.WorkloadRef](svc.Annotations, AnnotationWorkload); set {
+			return w, err
 		}
 	}
 	var pods []string

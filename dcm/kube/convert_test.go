@@ -19,6 +19,28 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
+// checkRefusal: refused for this field with this reason, and the message
+// people read (events, logs, the portal) is one line of printable ASCII that
+// names the field, whatever bytes the value held.
+func checkRefusal(t *testing.T, err error, reason, field string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	var ie *dcm.InvalidError
+	if !errors.As(err, &ie) || ie.Reason != reason || ie.Field != field {
+		t.Fatalf("refused as %v, want reason %s on field %s", err, reason, field)
+	}
+	msg := RejectMessage(err)
+	if strings.ContainsFunc(msg, func(r rune) bool { return r < 0x20 || r > 0x7e }) || !strings.Contains(msg, field) {
+		t.Errorf("message %q: want printable ASCII naming %s", msg, field)
+	}
+}
+
+// CheckRefusal is checkRefusal for the external tests (injection_test.go):
+// they import the injection corpus, which imports this package.
+var CheckRefusal = checkRefusal
+
 var (
 	prefix   = ptr(networkingv1.PathTypePrefix)
 	exact    = ptr(networkingv1.PathTypeExact)

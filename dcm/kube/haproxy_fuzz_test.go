@@ -33,14 +33,33 @@ var fuzzSettings = haproxy.Settings{AdminSocket: "/run/dcm/admin.sock", HTTPBind
 var (
 	cfgLineShapes = []*regexp.Regexp{
 		regexp.MustCompile(`^$`),
-		regexp.MustCompile(`^backend be_http:[a-z0-9-]+:(route_)?[a-z0-9.-]+$`),
+		regexp.MustCompile(`^backend be_(http|passthrough):[a-z0-9-]+:(route_)?[a-z0-9.-]+$`),
+		regexp.MustCompile(`^    mode tcp$`),
 		regexp.MustCompile(`^    balance (roundrobin|leastconn|random|first)$`),
+		regexp.MustCompile(`^    cookie ` + haproxy.CookieName + ` insert indirect nocache dynamic$`),
+		regexp.MustCompile(`^    dynamic-cookie-key [0-9a-f]+$`),
 		regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)?( disabled)?$`),
 	}
 	mapKey       = regexp.MustCompile(`^[a-z0-9.-]*/[A-Za-z0-9/\-._~%!$&()*+,=:@]*$`)
-	commandShape = regexp.MustCompile(`^(add server|del server|set server|set weight|enable health) be_http:[a-z0-9-]+:(route_)?[a-z0-9.-]+/[A-Za-z0-9._:-]+` +
-		`( (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)? disabled| addr [0-9A-Fa-f:.]+ port \d{1,5}| state (ready|drain|maint)| \d{1,3})?$`)
+	hostKey      = regexp.MustCompile(`^[a-z0-9.-]+$`)
+	actionValue  = regexp.MustCompile(`^(none|redirect-\d{3})$`)
+	commandShape = regexp.MustCompile(`^(add server|del server|set server|set weight|enable health) be_(http|passthrough):[a-z0-9-]+:(route_)?[a-z0-9.-]+/[A-Za-z0-9._:-]+` +
+		`( (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)? disabled| addr [0-9A-Fa-f:.]+ port \d{1,5}| state (ready|drain|maint)| \d{1,3})?$` +
+		`|^enable dynamic-cookie backend be_http:[a-z0-9-]+:(route_)?[a-z0-9.-]+$`)
 )
+
+// annotationIndex is the index of annotation name among the rows of kind,
+// for the seeds: the fuzzer picks a row by index, so that every row of the
+// table is fuzzed without being listed here.
+func annotationIndex(kind, name string) uint8 {
+	return uint8(slices.IndexFunc(kube.AnnotationsOf(kind), func(a kube.Annotation) bool { return a.Name == name }))
+}
+
+// pickAnnotation is the name of the annotation of kind the fuzzer picked.
+func pickAnnotation(kind string, pick uint8) string {
+	rows := kube.AnnotationsOf(kind)
+	return rows[int(pick)%len(rows)].Name
+}
 
 // rejectionOK checks what a refusal tells people: a known reason, the field,
 // and a message on one printable ASCII line whatever the value held (the
@@ -66,23 +85,32 @@ func rejectionOK(t *testing.T, err error) {
 	}
 }
 
-// FuzzKubeToHAProxy: any Ingress, Service and EndpointSlice strings are
-// either refused with a reason, or everything dcm renders and sends for
-// them has the expected shape: no newline, ';', '#', quote, space or
-// non-ASCII byte sneaks into a cfg line, a map line or a runtime command.
+// FuzzKubeToHAProxy: any Ingress, Service and EndpointSlice strings, with
+// any value in two annotations of the table (picked by index, so every row
+// is fuzzed), are either refused with a reason, or everything dcm renders
+// and sends for them has the expected shape: no newline, ';', '#', quote,
+// space or non-ASCII byte sneaks into a cfg line, a map line or a runtime
+// command.
 func FuzzKubeToHAProxy(f *testing.F) {
-	f.Add("demo", "web", "web.demo.localhost", "/api", uint8(0), "web", "http", int32(0), "", "",
+	balance, check := annotationIndex(kube.KindIngress, kube.AnnotationBalance), annotationIndex(kube.KindIngress, kube.AnnotationHealthCheck)
+	passthrough, sticky := annotationIndex(kube.KindIngress, kube.AnnotationSSLPassthrough), annotationIndex(kube.KindIngress, kube.AnnotationSticky)
+	weights := annotationIndex(kube.KindIngress, kube.AnnotationWeights)
+	f.Add("demo", "web", "web.demo.localhost", "/api", uint8(0), "web", "http", int32(0), balance, "", check, "",
 		"web-7d4b9c6f5-x2x9z", "127.0.0.1", int32(8080), uint8(0))
-	f.Add("demo", "web", "", "/", uint8(1), "web", "", int32(80), "leastconn", "false",
+	f.Add("demo", "web", "", "/", uint8(1), "web", "", int32(80), balance, "leastconn", check, "false",
 		"web-0", "fd00::1", int32(1), uint8(1))
-	f.Add("de;mo", "w\neb", "a b.example", "/a#b", uint8(2), "s'x", "ht\"tp", int32(-1), "roundrobin;x", "true\r",
+	f.Add("de;mo", "w\neb", "a b.example", "/a#b", uint8(2), "s'x", "ht\"tp", int32(-1), balance, "roundrobin;x", check, "true\r",
 		"p%[x]", "127.0.0.1 check", int32(65536), uint8(2))
-	f.Add("demo", "web", "\u0435xample.com", "/caf\u00e9\u202e", uint8(0), "web", "http", int32(0), "", "",
+	f.Add("demo", "web", "\u0435xample.com", "/caf\u00e9\u202e", uint8(0), "web", "http", int32(0), balance, "", check, "",
 		"\U0001F600", "10.0.0.1\x00", int32(8080), uint8(3))
-	f.Add("demo", strings.Repeat("a", 254), strings.Repeat("b", 64)+".example", "/"+strings.Repeat("c", 2048), uint8(0), "web", "http", int32(0), "", "",
+	f.Add("demo", strings.Repeat("a", 254), strings.Repeat("b", 64)+".example", "/"+strings.Repeat("c", 2048), uint8(0), "web", "http", int32(0), balance, "", check, "",
 		strings.Repeat("d", 254), "10.0.0.1", int32(8080), uint8(0))
+	f.Add("demo", "db", "db.demo.localhost", "/", uint8(0), "db", "tls", int32(0), passthrough, "true", check, "false",
+		"db-0", "127.0.0.1", int32(5432), uint8(0))
+	f.Add("demo", "shop", "shop.demo.localhost", "/", uint8(0), "shop", "http", int32(0), sticky, "true", weights, "shop=80,canary=20",
+		"shop-0", "127.0.0.1", int32(8080), uint8(1))
 	f.Fuzz(func(t *testing.T, ns, name, host, path string, pathType uint8, svcName, portName string, portNumber int32,
-		balance, healthCheck, pod, addr string, slicePort int32, mode uint8) {
+		annA uint8, valueA string, annB uint8, valueB string, pod, addr string, slicePort int32, mode uint8) {
 		pt := []networkingv1.PathType{networkingv1.PathTypePrefix, networkingv1.PathTypeExact, networkingv1.PathTypeImplementationSpecific}[int(pathType)%3]
 		port := networkingv1.ServiceBackendPort{Name: portName, Number: portNumber}
 		ing := &networkingv1.Ingress{
@@ -93,11 +121,11 @@ func FuzzKubeToHAProxy(f *testing.F) {
 					Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: svcName, Port: port}},
 				}}}}}}},
 		}
-		if balance != "" {
-			ing.Annotations[kube.AnnotationBalance] = balance
+		if valueA != "" {
+			ing.Annotations[pickAnnotation(kube.KindIngress, annA)] = valueA
 		}
-		if healthCheck != "" {
-			ing.Annotations[kube.AnnotationHealthCheck] = healthCheck
+		if valueB != "" {
+			ing.Annotations[pickAnnotation(kube.KindIngress, annB)] = valueB
 		}
 		routes, err := kube.IngressRoutes(ing)
 		if err != nil {
@@ -158,15 +186,21 @@ func FuzzKubeToHAProxy(f *testing.F) {
 }
 
 // FuzzRouteToHAProxy: any strings of an OpenShift Route (namespace, name,
-// host, path, services, target port, balance annotation) are either
-// refused with a reason, or what dcm renders and sends for the Route has
-// the expected shape. Cookies are off: the shapes are a plain backend's.
+// host, path, services, target port, any annotation of the table, picked
+// by index) are either refused with a reason, or what dcm renders and
+// sends for the Route has the expected shape. Cookies are off unless the
+// fuzzer turns them on.
 func FuzzRouteToHAProxy(f *testing.F) {
-	f.Add("demo", "web", "web.demo.localhost", "/api", "web", "canary", "http", int64(80), "", "10.0.0.1", int32(8080))
-	f.Add("demo", "web", "", "", "web", "", "8080", int64(0), "leastconn", "fd00::1", int32(1))
-	f.Add("de;mo", "w\neb", "A B.example", "/a#b", "s'x", "web", "ht\"tp", int64(-1), "roundrobin;x", "127.0.0.1 check", int32(65536))
-	f.Add("demo", "web", "\u0435xample.com", "/caf\u00e9\u202e", "web", "web", "08080", int64(300), "source", "10.0.0.1\x00", int32(8080))
-	f.Fuzz(func(t *testing.T, ns, name, host, path, to, alt, targetPort string, weight int64, balance, addr string, slicePort int32) {
+	balance := annotationIndex(kube.KindRoute, kube.AnnotationRouteBalance)
+	cookies := annotationIndex(kube.KindRoute, kube.AnnotationRouteDisableCookies)
+	allow := annotationIndex(kube.KindRoute, kube.AnnotationRouteIPAllowlist)
+	f.Add("demo", "web", "web.demo.localhost", "/api", "web", "canary", "http", int64(80), balance, "", "10.0.0.1", int32(8080))
+	f.Add("demo", "web", "", "", "web", "", "8080", int64(0), balance, "leastconn", "fd00::1", int32(1))
+	f.Add("de;mo", "w\neb", "A B.example", "/a#b", "s'x", "web", "ht\"tp", int64(-1), balance, "roundrobin;x", "127.0.0.1 check", int32(65536))
+	f.Add("demo", "web", "\u0435xample.com", "/caf\u00e9\u202e", "web", "web", "08080", int64(300), balance, "source", "10.0.0.1\x00", int32(8080))
+	f.Add("demo", "web", "web.demo.localhost", "/", "web", "", "http", int64(100), cookies, "false", "10.0.0.1", int32(8080))
+	f.Add("demo", "web", "web.demo.localhost", "/", "web", "", "http", int64(100), allow, "10.0.0.0/8", "10.0.0.1", int32(8080))
+	f.Fuzz(func(t *testing.T, ns, name, host, path, to, alt, targetPort string, weight int64, annotation uint8, value, addr string, slicePort int32) {
 		spec := map[string]any{"host": host, "path": path,
 			"to":   map[string]any{"kind": "Service", "name": to, "weight": weight},
 			"port": map[string]any{"targetPort": targetPort}}
@@ -174,8 +208,8 @@ func FuzzRouteToHAProxy(f *testing.F) {
 			spec["alternateBackends"] = []any{map[string]any{"kind": "Service", "name": alt, "weight": int64(20)}}
 		}
 		ann := map[string]any{kube.AnnotationRouteDisableCookies: "true"}
-		if balance != "" {
-			ann[kube.AnnotationRouteBalance] = balance
+		if value != "" {
+			ann[pickAnnotation(kube.KindRoute, annotation)] = value
 		}
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "route.openshift.io/v1", "kind": "Route",
 			"metadata": map[string]any{"namespace": ns, "name": name, "annotations": ann}, "spec": spec}}
@@ -235,14 +269,28 @@ func checkFiles(t *testing.T, files haproxy.Files, desired dcm.Desired) {
 			t.Fatalf("unexpected cfg line %q", l)
 		}
 	}
+	isBackend := func(s string) bool {
+		return slices.ContainsFunc(desired.Backends, func(b dcm.DesiredBackend) bool { return b.Name == s })
+	}
 	for name, m := range files.Maps {
+		// The HTTP maps: host + path → backend; the SNI map: host →
+		// backend; the insecure maps: backend or host → action.
+		key, value := mapKey.MatchString, isBackend
+		switch name {
+		case haproxy.MapFile(dcm.MapSNI):
+			key = hostKey.MatchString
+		case haproxy.MapFile(dcm.MapInsecure):
+			key, value = isBackend, actionValue.MatchString
+		case haproxy.MapFile(dcm.MapInsecureHost):
+			key, value = hostKey.MatchString, actionValue.MatchString
+		}
 		for _, l := range strings.Split(strings.TrimSuffix(string(m), "\n"), "\n") {
 			if l == "" {
 				continue
 			}
 			f := strings.Split(l, " ")
-			if len(f) != 2 || !mapKey.MatchString(f[0]) || !slices.ContainsFunc(desired.Backends, func(b dcm.DesiredBackend) bool { return b.Name == f[1] }) {
-				t.Fatalf("%s: line %q is not one key and one backend", name, l)
+			if len(f) != 2 || !key(f[0]) || !value(f[1]) {
+				t.Fatalf("%s: line %q is not one key and one value of the map's shape", name, l)
 			}
 		}
 	}

@@ -26,24 +26,6 @@ var RouteGVR = schema.GroupVersionResource{Group: "route.openshift.io", Version:
 // KindRoute is the kind of an OpenShift Route in rejections.
 const KindRoute = "Route"
 
-// Annotations of OpenShift's router that dcm reads on a Route.
-const (
-	// AnnotationRouteBalance picks the balance algorithm: roundrobin,
-	// leastconn or random (source is rejected: dcm does not serve it).
-	AnnotationRouteBalance = "haproxy.router.openshift.io/balance"
-	// AnnotationRouteDisableCookies: "true" turns off the cookie that keeps
-	// a client on one pod (on by default, as in OpenShift).
-	AnnotationRouteDisableCookies = "haproxy.router.openshift.io/disable_cookies"
-	// AnnotationRouteCookieName names the cookie in OpenShift; dcm's
-	// cookie name is its own, so a Route that asks for one is rejected.
-	AnnotationRouteCookieName = "router.openshift.io/cookie_name"
-	// AnnotationRouteIPWhitelist and AnnotationRouteIPAllowlist restrict
-	// clients by address in OpenShift. dcm cannot, and serving such a Route
-	// to everyone would open what its author closed: rejected.
-	AnnotationRouteIPWhitelist = "haproxy.router.openshift.io/ip_whitelist"
-	AnnotationRouteIPAllowlist = "haproxy.router.openshift.io/ip_allowlist"
-)
-
 // DefaultRouteWeight is the weight of spec.to and of an alternate backend
 // that names none, as OpenShift's API defaults it.
 const DefaultRouteWeight = 100
@@ -269,32 +251,19 @@ func routeTargetPort(p *routePort) (string, error) {
 	return t.StrVal, nil
 }
 
+// routeAnnotations reads the OpenShift router's annotations dcm honours
+// through the table, and refuses those it reads but does not honour.
 func routeAnnotations(ann map[string]string, r *dcm.Route) error {
-	field := func(k string) string { return "metadata.annotations[" + k + "]" }
-	if v, ok := ann[AnnotationRouteBalance]; ok {
-		switch v {
-		case dcm.BalanceRoundRobin, dcm.BalanceLeastConn, dcm.BalanceRandom:
-			r.Balance = v
-		case "source":
-			return routeErr(dcm.RejectUnsupported, field(AnnotationRouteBalance), v)
-		default:
-			return routeErr(dcm.RejectInvalidValue, field(AnnotationRouteBalance), v)
-		}
+	balance, _, err := annotationValue[string](ann, AnnotationRouteBalance)
+	if err != nil {
+		return err
 	}
-	r.Sticky = true
-	if v, ok := ann[AnnotationRouteDisableCookies]; ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return routeErr(dcm.RejectInvalidValue, field(AnnotationRouteDisableCookies), v)
-		}
-		r.Sticky = !b
+	disable, _, err := annotationValue[bool](ann, AnnotationRouteDisableCookies)
+	if err != nil {
+		return err
 	}
-	for _, k := range []string{AnnotationRouteCookieName, AnnotationRouteIPWhitelist, AnnotationRouteIPAllowlist} {
-		if v, ok := ann[k]; ok {
-			return routeErr(dcm.RejectUnsupported, field(k), v)
-		}
-	}
-	return nil
+	r.Balance, r.Sticky = balance, !disable
+	return refuseUnhonoured(ann, KindRoute)
 }
 
 // routeTLSOf reads spec.tls into the route's kind, certificate, upstream

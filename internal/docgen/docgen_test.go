@@ -20,3 +20,17 @@ func TestGeneratedDocsFresh(t *testing.T) {
 		}
 	}
 }
+
+// TestPagesListed: the pages TestGeneratedDocsFresh compares include every
+// generated reference page, so a stale one fails it.
+func TestPagesListed(t *testing.T) {
+	for _, want := range []string{"docs/flags.md", "docs/annotations.md"} {
+		found := false
+		for _, p := range pages() {
+			found = found || p.path == want
+		}
+		if !found {
+			t.Errorf("%s is not among docgen's pages", want)
+		}
+	}
+}

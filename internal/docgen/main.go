@@ -1,8 +1,8 @@
 // Command docgen writes the reference pages that are generated from the
 // code, so that they cannot drift from it: docs/flags.md from dcm's flag
-// set. Run it from the repository's root (make generate does);
-// TestGeneratedDocsFresh fails while a committed page differs from what it
-// writes.
+// set, docs/annotations.md from kube's annotation table. Run it from the
+// repository's root (make generate does); TestGeneratedDocsFresh fails
+// while a committed page differs from what it writes.
 package main
 
 import (
@@ -32,5 +32,5 @@ type page struct {
 }
 
 func pages() []page {
-	return []page{{"docs/flags.md", flagsPage}}
+	return []page{{"docs/flags.md", flagsPage}, {"docs/annotations.md", annotationsPage}}
 }

@@ -6,12 +6,14 @@ package injection
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/kube"
 )
 
 // Hostile is the injection corpus: each value, were it to reach HAProxy
@@ -76,8 +78,11 @@ type (
 	slice = discoveryv1.EndpointSlice
 )
 
-// StringFields lists every string field dcm reads and passes on to HAProxy.
-var StringFields = []Field{
+// StringFields lists every string field dcm reads and passes on to HAProxy:
+// those of the specs, then every Ingress annotation of kube's table.
+var StringFields = slices.Concat(specFields, ingressAnnotationFields())
+
+var specFields = []Field{
 	{"namespace", func(i *ing, _ *slice, v string) { i.Namespace = v },
 		inName, Marker + strings.Repeat("a", 61), dcm.RejectInvalidName, "metadata.namespace"},
 	{"ingress name", func(i *ing, _ *slice, v string) { i.Name = v },
@@ -94,47 +99,19 @@ var StringFields = []Field{
 		inName, Marker + strings.Repeat("a", 61), dcm.RejectInvalidName, "spec.defaultBackend.service.name"},
 	{"default backend port name", func(i *ing, _ *slice, v string) { i.Spec.DefaultBackend.Service.Port.Name = v },
 		inName, Marker + strings.Repeat("a", 61), dcm.RejectInvalidPort, "spec.defaultBackend.service.port.name"},
-	{"balance annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/balance"] = v },
-		func(h string) string { return "roundrobin" + h + Marker }, "roundrobin" + Marker + strings.Repeat("a", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/balance]"},
-	{"health-check annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/health-check"] = v },
-		func(h string) string { return "true" + h + Marker }, "true" + Marker + strings.Repeat("e", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/health-check]"},
-	{"ssl-passthrough annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/ssl-passthrough"] = v },
-		func(h string) string { return "true" + h + Marker }, "true" + Marker + strings.Repeat("e", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/ssl-passthrough]"},
 	// A passthrough route's host is an SNI map key: a whole host, no path.
 	{"passthrough host", func(i *ing, _ *slice, v string) {
-		i.Annotations["dcm.io/ssl-passthrough"] = "true"
+		i.Annotations[kube.AnnotationSSLPassthrough] = "true"
 		i.Spec.DefaultBackend = nil
 		i.Spec.Rules[0].Host = v
 		i.Spec.Rules[0].HTTP.Paths[0].Path = "/"
 	}, func(h string) string { return Marker + h + "x.example.com" }, Marker + strings.Repeat("a", 61) + ".example.com", dcm.RejectInvalidHost, "spec.rules[0].host"},
-	{"weights annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/weights"] = v },
-		func(h string) string { return "web=80," + inName(h) + "=20" }, "web=80," + Marker + strings.Repeat("a", 61) + "=20", dcm.RejectInvalidName, "metadata.annotations[dcm.io/weights]"},
-	{"sticky annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/sticky"] = v },
-		func(h string) string { return "true" + h + Marker }, "true" + Marker + strings.Repeat("e", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/sticky]"},
-	{"ssl-redirect annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/ssl-redirect"] = v },
-		func(h string) string { return "true" + h + Marker }, "true" + Marker + strings.Repeat("e", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/ssl-redirect]"},
-	{"ssl-redirect-code annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/ssl-redirect-code"] = v },
-		func(h string) string { return "302" + h + Marker }, "302" + strings.Repeat("0", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/ssl-redirect-code]"},
 	{"tls secret name", func(i *ing, _ *slice, v string) {
 		i.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{i.Spec.Rules[0].Host}, SecretName: v}}
 	}, inName, Marker + strings.Repeat("a", 251), dcm.RejectInvalidName, "spec.tls[0].secretName"},
 	{"tls host", func(i *ing, _ *slice, v string) {
 		i.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{v}, SecretName: "web-tls"}}
 	}, func(h string) string { return Marker + h + "x.example.com" }, Marker + strings.Repeat("a", 61) + ".example.com", dcm.RejectInvalidHost, "spec.tls[0].hosts[0]"},
-	{"reencrypt annotation", func(i *ing, _ *slice, v string) { i.Annotations["dcm.io/reencrypt"] = v },
-		func(h string) string { return "true" + h + Marker }, "true" + Marker + strings.Repeat("e", 300), dcm.RejectInvalidValue, "metadata.annotations[dcm.io/reencrypt]"},
-	// The CA Secret's name and the pods' server name reach HAProxy (as a
-	// CA source in logs, as SNI and verifyhost): on an Ingress that would
-	// be served as reencrypt but for them.
-	{"backend-ca annotation", func(i *ing, _ *slice, v string) {
-		i.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{i.Spec.Rules[0].Host}, SecretName: "web-tls"}}
-		i.Annotations["dcm.io/backend-ca"] = v
-	}, inName, Marker + strings.Repeat("a", 251), dcm.RejectInvalidName, "metadata.annotations[dcm.io/backend-ca]"},
-	{"backend-server-name annotation", func(i *ing, _ *slice, v string) {
-		i.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{i.Spec.Rules[0].Host}, SecretName: "web-tls"}}
-		i.Annotations["dcm.io/backend-ca"] = "web-ca"
-		i.Annotations["dcm.io/backend-server-name"] = v
-	}, func(h string) string { return Marker + h + "x.example.com" }, Marker + strings.Repeat("a", 61) + ".example.com", dcm.RejectInvalidHost, "metadata.annotations[dcm.io/backend-server-name]"},
 	{"slice port name", func(_ *ing, s *slice, v string) { s.Ports[0].Name = &v },
 		inName, Marker + strings.Repeat("a", 61), dcm.RejectInvalidPort, "ports[0].name"},
 	{"endpoint address", func(_ *ing, s *slice, v string) { s.Endpoints[0].Addresses[0] = v },
@@ -233,13 +210,11 @@ func pemWith(h string) string {
 	return "-----BEGIN CERTIFICATE-----\nMIIB" + h + Marker + "\n-----END CERTIFICATE-----\n"
 }
 
-const (
-	routeBalance = "metadata.annotations[haproxy.router.openshift.io/balance]"
-	routeCookies = "metadata.annotations[haproxy.router.openshift.io/disable_cookies]"
-)
+// RouteFields lists every string field of a Route dcm reads: those of the
+// spec, then every Route annotation of kube's table.
+var RouteFields = slices.Concat(routeSpecFields, routeAnnotationFields())
 
-// RouteFields lists every string field of a Route dcm reads.
-var RouteFields = []RouteField{
+var routeSpecFields = []RouteField{
 	{Name: "route namespace", Set: func(r route, v string) { r["metadata"].(route)["namespace"] = v },
 		Wrap: inName, Long: Marker + strings.Repeat("a", 61), Reason: dcm.RejectInvalidName, Path: "metadata.namespace", Meta: true},
 	{Name: "route name", Set: func(r route, v string) { r["metadata"].(route)["name"] = v },
@@ -262,12 +237,6 @@ var RouteFields = []RouteField{
 	{Name: "route wildcard policy", Set: func(r route, v string) { spec(r)["wildcardPolicy"] = v },
 		Wrap: func(h string) string { return "None" + h + Marker }, Long: "None" + Marker + strings.Repeat("e", 300),
 		Reason: dcm.RejectUnsupported, Path: "spec.wildcardPolicy"},
-	{Name: "route balance annotation", Set: func(r route, v string) { annotations(r)["haproxy.router.openshift.io/balance"] = v },
-		Wrap: func(h string) string { return "roundrobin" + h + Marker }, Long: "roundrobin" + Marker + strings.Repeat("a", 300),
-		Reason: dcm.RejectInvalidValue, Path: routeBalance},
-	{Name: "route disable_cookies annotation", Set: func(r route, v string) { annotations(r)["haproxy.router.openshift.io/disable_cookies"] = v },
-		Wrap: func(h string) string { return "true" + h + Marker }, Long: "true" + Marker + strings.Repeat("e", 300),
-		Reason: dcm.RejectInvalidValue, Path: routeCookies},
 	{Name: "route termination", Set: func(r route, v string) { edgeTLS(r)["termination"] = v },
 		Wrap: func(h string) string { return "edge" + h + Marker }, Long: "edge" + Marker + strings.Repeat("e", 300),
 		Reason: dcm.RejectInvalidValue, Path: "spec.tls.termination"},
