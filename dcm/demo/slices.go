@@ -222,38 +222,65 @@ func sliceLabels(svc *corev1.Service) map[string]string {
 // without endpoints keeps one empty placeholder slice. want must be sorted
 // (serviceEndpoints sorts it); the plan is then deterministic.
 func planSlices(svc *corev1.Service, want []wantEndpoint, existing []*discoveryv1.EndpointSlice, maxPerSlice int) slicePlan {
-	type group struct {
-		ports  []discoveryv1.EndpointPort
-		eps    []discoveryv1.Endpoint
-		byKey  map[string]int
-		placed []bool
+	groups, groupKeys := groupByPorts(want)
+	works, free := keepPlaced(groups, existing, maxPerSlice)
+	for _, k := range groupKeys {
+		works, free = placeRest(groups[k], works, free, maxPerSlice)
 	}
-	groups := map[string]*group{}
+	if len(want) == 0 {
+		w := &sliceWork{}
+		if len(free) > 0 {
+			w.orig, free = free[0].orig, free[1:]
+		}
+		works = append(works, w)
+	}
+	return sliceWrites(svc, works, free)
+}
+
+// portGroup is the wanted endpoints that share ports, and so slices.
+type portGroup struct {
+	ports  []discoveryv1.EndpointPort
+	eps    []discoveryv1.Endpoint
+	byKey  map[string]int
+	placed []bool // eps[i] is in a slice already
+}
+
+// sliceWork is one slice as it will be: an existing one (orig set) or a new
+// one.
+type sliceWork struct {
+	orig    *discoveryv1.EndpointSlice
+	group   *portGroup
+	eps     []discoveryv1.Endpoint
+	changed bool // its endpoints differ from orig's
+}
+
+// groupByPorts groups want by ports, and returns the groups' keys sorted.
+func groupByPorts(want []wantEndpoint) (map[string]*portGroup, []string) {
+	groups := map[string]*portGroup{}
 	for _, w := range want {
 		k := portsKey(w.ports)
 		g := groups[k]
 		if g == nil {
-			g = &group{ports: w.ports, byKey: map[string]int{}}
+			g = &portGroup{ports: w.ports, byKey: map[string]int{}}
 			groups[k] = g
 		}
 		g.byKey[endpointKey(w.ep)] = len(g.eps)
 		g.eps = append(g.eps, w.ep)
 		g.placed = append(g.placed, false)
 	}
-	groupKeys := slices.Sorted(maps.Keys(groups))
+	return groups, slices.Sorted(maps.Keys(groups))
+}
 
-	// work is one slice as it will be: an existing one (orig set) or a new one.
-	type work struct {
-		orig    *discoveryv1.EndpointSlice
-		group   *group
-		eps     []discoveryv1.Endpoint
-		changed bool // its endpoints differ from orig's
-	}
+// keepPlaced keeps each wanted endpoint in the existing slice it is in (up
+// to maxPerSlice a slice), by slice name. The slices left empty are free.
+// The others come back changed ones first: new endpoints go to slices that
+// are written anyway before they touch an unchanged one, as the real
+// controller does.
+func keepPlaced(groups map[string]*portGroup, existing []*discoveryv1.EndpointSlice, maxPerSlice int) (works, free []*sliceWork) {
 	existing = slices.Clone(existing)
 	slices.SortFunc(existing, func(a, b *discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) })
-	var works, free []*work
 	for _, es := range existing {
-		w := &work{orig: es, group: groups[portsKey(es.Ports)]}
+		w := &sliceWork{orig: es, group: groups[portsKey(es.Ports)]}
 		if w.group != nil {
 			for _, ep := range es.Endpoints {
 				i, ok := w.group.byKey[endpointKey(ep)]
@@ -270,46 +297,45 @@ func planSlices(svc *corev1.Service, want []wantEndpoint, existing []*discoveryv
 		w.changed = !sameEndpoints(w.eps, es.Endpoints)
 		works = append(works, w)
 	}
-	// New endpoints go to slices that are written anyway before they touch
-	// an unchanged one, as the real controller does.
-	slices.SortStableFunc(works, func(a, b *work) int { return boolFirst(a.changed, b.changed) })
+	slices.SortStableFunc(works, func(a, b *sliceWork) int { return boolFirst(a.changed, b.changed) })
+	return works, free
+}
 
-	for _, k := range groupKeys {
-		g := groups[k]
-		var rest []discoveryv1.Endpoint
-		for i, ep := range g.eps {
-			if !g.placed[i] {
-				rest = append(rest, ep)
-			}
-		}
-		for _, w := range works {
-			if len(rest) == 0 {
-				break
-			}
-			if w.group != g || len(w.eps) >= maxPerSlice {
-				continue
-			}
-			n := min(maxPerSlice-len(w.eps), len(rest))
-			w.eps, rest = append(w.eps, rest[:n]...), rest[n:]
-		}
-		for len(rest) > 0 {
-			n := min(maxPerSlice, len(rest))
-			w := &work{group: g, eps: rest[:n:n]}
-			rest = rest[n:]
-			if len(free) > 0 {
-				w.orig, free = free[0].orig, free[1:]
-			}
-			works = append(works, w)
+// placeRest puts g's endpoints not placed yet into its slices with room,
+// then into new slices, which take the names of free ones while any are
+// left.
+func placeRest(g *portGroup, works, free []*sliceWork, maxPerSlice int) ([]*sliceWork, []*sliceWork) {
+	var rest []discoveryv1.Endpoint
+	for i, ep := range g.eps {
+		if !g.placed[i] {
+			rest = append(rest, ep)
 		}
 	}
-	if len(want) == 0 {
-		w := &work{}
+	for _, w := range works {
+		if len(rest) == 0 {
+			break
+		}
+		if w.group != g || len(w.eps) >= maxPerSlice {
+			continue
+		}
+		n := min(maxPerSlice-len(w.eps), len(rest))
+		w.eps, rest = append(w.eps, rest[:n]...), rest[n:]
+	}
+	for len(rest) > 0 {
+		n := min(maxPerSlice, len(rest))
+		w := &sliceWork{group: g, eps: rest[:n:n]}
+		rest = rest[n:]
 		if len(free) > 0 {
 			w.orig, free = free[0].orig, free[1:]
 		}
 		works = append(works, w)
 	}
+	return works, free
+}
 
+// sliceWrites renders the slices as they will be and keeps those that differ
+// from what exists: creates, updates, and deletes of the free ones left.
+func sliceWrites(svc *corev1.Service, works, free []*sliceWork) slicePlan {
 	var plan slicePlan
 	for _, w := range works {
 		es := &discoveryv1.EndpointSlice{}

@@ -90,16 +90,33 @@ func workerRSS(tb testing.TB, d *haproxy.Driver) int64 {
 // RunMicro measures the constants. quick uses fewer repetitions.
 func RunMicro(t *testing.T, quick bool) Micro {
 	m := Micro{Reload: map[int]MicroReload{}, ReloadServers: 5, MemoryBackends: 1000}
-	ctx := context.Background()
 	reps, rounds := 2000, 20
 	if quick {
 		reps, rounds = 300, 5
 	}
+	m.RoundTrip, m.Pipelined = roundTrips(t, reps, rounds)
 
-	// Round trips, on a backend with one server.
+	// Reloads at 10, 1,000 and 5,000 backends of 5 servers (quick: at 10).
+	sizes := []int{10, 1000, 5000}
+	if quick {
+		sizes = sizes[:1]
+	}
+	for _, n := range sizes {
+		m.Reload[n] = reloadAt(t, n, m.ReloadServers)
+	}
+	memoryCosts(t, &m)
+	return m
+}
+
+// roundTrips times admin socket commands on a backend with one server: one
+// at a time (reps of them), and 1,000 in one write (rounds of them).
+func roundTrips(t *testing.T, reps, rounds int) (one, pipelined time.Duration) {
+	ctx := context.Background()
 	_, dir, stop := startHAProxy(t, microState(1, 1, false))
+	defer stop()
 	be := route("m00000").BackendName()
 	c := haproxy.NewClient(filepath.Join(dir, "admin.sock"), haproxy.ClientOptions{})
+	defer func() { _ = c.Close() }()
 	cmd := func(w int) haproxy.Command {
 		cmd, err := haproxy.CommandFor(dcm.Op{Kind: dcm.OpSetWeight, Backend: be, Server: "s0", Weight: w%256 + 1})
 		if err != nil {
@@ -107,17 +124,17 @@ func RunMicro(t *testing.T, quick bool) Micro {
 		}
 		return cmd
 	}
-	one := []haproxy.Command{cmd(1)}
-	if _, err := c.Exec(ctx, one); err != nil { // connect outside the timing
+	single := []haproxy.Command{cmd(1)}
+	if _, err := c.Exec(ctx, single); err != nil { // connect outside the timing
 		t.Fatal(err)
 	}
 	begin := time.Now()
 	for range reps {
-		if _, err := c.Exec(ctx, one); err != nil {
+		if _, err := c.Exec(ctx, single); err != nil {
 			t.Fatal(err)
 		}
 	}
-	m.RoundTrip = time.Since(begin) / time.Duration(reps)
+	one = time.Since(begin) / time.Duration(reps)
 	batch := make([]haproxy.Command, 1000)
 	for i := range batch {
 		batch[i] = cmd(i)
@@ -128,48 +145,47 @@ func RunMicro(t *testing.T, quick bool) Micro {
 			t.Fatal(err)
 		}
 	}
-	m.Pipelined = time.Since(begin) / time.Duration(rounds*len(batch))
-	_ = c.Close()
-	stop()
+	return one, time.Since(begin) / time.Duration(rounds*len(batch))
+}
 
-	// Reloads at 10, 1,000 and 5,000 backends of 5 servers (quick: at 10).
-	sizes := []int{10, 1000, 5000}
-	if quick {
-		sizes = sizes[:1]
-	}
-	for _, n := range sizes {
-		st := microState(n, m.ReloadServers, false)
-		d, _, stop := startHAProxy(t, st)
-		var totals, masters []time.Duration
-		for range 3 {
-			begin := time.Now()
-			rr, err := d.Reload(ctx, st)
-			if err != nil {
-				t.Fatalf("reload at %d backends: %v", n, err)
-			}
-			totals = append(totals, time.Since(begin))
-			masters = append(masters, rr.Duration)
-		}
-		// The old workers have no connections: they are gone at once; wait for it.
-		procs, err := d.Procs(ctx)
+// reloadAt times three reloads at n backends of servers each and takes
+// the median, and HAProxy's memory once the old workers are gone.
+func reloadAt(t *testing.T, n, servers int) MicroReload {
+	ctx := context.Background()
+	st := microState(n, servers, false)
+	d, _, stop := startHAProxy(t, st)
+	defer stop()
+	var totals, masters []time.Duration
+	for range 3 {
+		begin := time.Now()
+		rr, err := d.Reload(ctx, st)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("reload at %d backends: %v", n, err)
 		}
-		var pss int64
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if hs, err := sampleHAProxy(procs.Master.PID); err == nil && hs.oldWorkers == 0 {
-				pss = hs.pssKB
-				break
-			}
-		}
-		slices.Sort(totals)
-		slices.Sort(masters)
-		m.Reload[n] = MicroReload{Total: totals[1], Master: masters[1], PSSMB: float64(pss) / 1024}
-		stop()
+		totals = append(totals, time.Since(begin))
+		masters = append(masters, rr.Duration)
 	}
+	// The old workers have no connections: they are gone at once; wait for it.
+	procs, err := d.Procs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pss int64
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if hs, err := sampleHAProxy(procs.Master.PID); err == nil && hs.oldWorkers == 0 {
+			pss = hs.pssKB
+			break
+		}
+	}
+	slices.Sort(totals)
+	slices.Sort(masters)
+	return MicroReload{Total: totals[1], Master: masters[1], PSSMB: float64(pss) / 1024}
+}
 
-	// Memory: the worker's RSS with 1,000 backends empty, with 8 free slots
-	// each, with 8 cfg servers each, and with one server each added at runtime.
+// memoryCosts fills in m's memory constants: the worker's RSS with
+// m.MemoryBackends backends empty, with 8 free slots each, with 8 cfg
+// servers each, and with one server each added at runtime.
+func memoryCosts(t *testing.T, m *Micro) {
 	n := m.MemoryBackends
 	d, _, stop := startHAProxy(t, dcm.State{})
 	base := workerRSS(t, d)
@@ -181,7 +197,7 @@ func RunMicro(t *testing.T, quick bool) Micro {
 	for i, b := range empty.Backends {
 		ops = append(ops, dcm.Op{Kind: dcm.OpAddServer, Backend: b.Name, Server: "dyn", Addr: fmt.Sprintf("127.253.%d.%d", i/250, i%250+1), Port: 9, Weight: 1})
 	}
-	if err := d.Apply(ctx, ops, dcm.State{}); err != nil {
+	if err := d.Apply(context.Background(), ops, dcm.State{}); err != nil {
 		t.Fatalf("add servers: %v", err)
 	}
 	withRuntime := workerRSS(t, d)
@@ -196,5 +212,4 @@ func RunMicro(t *testing.T, quick bool) Micro {
 	m.PerRuntimeSrv = float64(withRuntime-withBackends) / float64(n)
 	m.PerSlot = float64(withSlots-withBackends) / float64(n*8)
 	m.PerCfgServer = float64(withServers-withBackends) / float64(n*8)
-	return m
 }

@@ -2,18 +2,13 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/e2e/harness"
-	"github.com/dcm-router/dcm/internal/testkit"
 	"github.com/dcm-router/dcm/system"
 )
 
@@ -95,56 +90,53 @@ func (r Result) DCMCPU() float64 { return max(r.CPU-r.CPUBaseline, 0) }
 // ReloadCount counts every reload once, whatever its reasons.
 func (r Result) ReloadCount() int { return r.ReloadsDone }
 
-func processCPU() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
-
-// byLabel sums a counter's or a histogram's sample count per value of one label.
-func byLabel(reg *prometheus.Registry, name, label string) (map[string]float64, error) {
-	mfs, err := reg.Gather()
-	if err != nil {
-		return nil, fmt.Errorf("gather: %w", err)
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			key := ""
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == label {
-					key = lp.GetValue()
-				}
-			}
-			switch {
-			case m.GetCounter() != nil:
-				out[key] += m.GetCounter().GetValue()
-			case m.GetHistogram() != nil:
-				out[key] += float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return out, nil
-}
-
-func delta(after, before map[string]float64) map[string]int {
-	out := map[string]int{}
-	for k, v := range after {
-		if d := int(v - before[k]); d > 0 {
-			out[k] = d
-		}
-	}
-	return out
-}
-
 // RunMode runs the script through dcm in one mode, with the real haproxy.
 func RunMode(t *testing.T, cfg Config, mode Mode, script Script, certs *certs) Result {
 	res := Result{Mode: mode.Name, Events: map[EventKind]int{}}
+	s, cl, master := startMode(t, mode, script, certs)
+	ctx := context.Background()
+
+	tg := newTargets(script.Order)
+	stats := newLoadStats()
+	stopLoad := startLoad(ctx, s.HTTPAddr, cfg, script.Order[:cfg.Stable], tg, stats)
+	defer stopLoad()
+	baseRate := calibrate(cfg.Calibrate, stats)
+
+	before := readCounters(t, s.Registry, master)
+	start := time.Now()
+	cpu0 := processCPU()
+	samples := sampleFrom(ctx, master, cfg.SampleEvery, start)
+
+	pr := &prober{t: t, mode: mode.Name, httpAddr: s.HTTPAddr, httpsAddr: s.HTTPSAddr, ca: certs.ca.Pool(), limit: cfg.ProbeLimit, res: &res}
+	play(t, cl, tg, pr, script.Events, start, res.Events)
+	pr.wg.Wait()
+	time.Sleep(4 * time.Second) // the last removals (1 s) and pod stops (2–3 s later) settle
+	res.Churn = time.Since(start)
+	res.CPU = processCPU() - cpu0
+	res.CPUBaseline = baseRate * res.Churn.Seconds()
+	after := readCounters(t, s.Registry, master)
+	res.countChurn(before, after)
+	res.Samples = samples()
+	for _, sm := range res.Samples {
+		res.PeakPSSMB = max(res.PeakPSSMB, sm.PSSMB)
+		res.PeakOld = max(res.PeakOld, sm.OldWorkers)
+	}
+	res.EndPSSMB = float64(after.haproxy.pssKB) / 1024
+	stopLoad()
+	stats.mu.Lock()
+	res.OK, res.Expected, res.Failed = stats.ok, stats.expected503, stats.failed
+	res.FailReasons, res.StreamReasons = stats.failReasons, stats.streamReasons
+	res.StreamsDone, res.StreamsCut = stats.streamsDone, stats.streamsCut
+	stats.mu.Unlock()
+	slices.Sort(res.Latencies)
+	slices.Sort(res.CertLatencies)
+	return res
+}
+
+// startMode starts the script's initial pods and dcm in a mode on them,
+// and returns once HAProxy serves the first complete state, with the
+// master's PID.
+func startMode(t *testing.T, mode Mode, script Script, certs *certs) (*harness.Stack, *cluster, int) {
 	src := harness.NewStaticSource(dcm.Desired{})
 	cl := newCluster(src.Set, certs)
 	t.Cleanup(func() {
@@ -160,122 +152,46 @@ func RunMode(t *testing.T, cfg Config, mode Mode, script Script, certs *certs) R
 	cl.publish()
 	// harness.Start waits until the first complete state is served.
 	s := harness.Start(t, harness.Options{Source: src, Config: mode.Flags, Certs: certs.store()})
-	ctx := context.Background()
-	procs, err := s.Driver.Procs(ctx)
+	procs, err := s.Driver.Procs(context.Background())
 	if err != nil {
 		t.Fatalf("show proc: %v", err)
 	}
-	master := procs.Master.PID
+	return s, cl, procs.Master.PID
+}
 
-	stable := script.Order[:cfg.Stable]
-	tg := newTargets(script.Order)
-	stats := newLoadStats()
+// startLoad starts the constant load and the long-lived connections (to
+// the stable routes); the function it returns stops them and waits.
+func startLoad(ctx context.Context, addr string, cfg Config, stable []string, tg *targets, stats *loadStats) (stop func()) {
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var loadWG sync.WaitGroup
-	loadWG.Go(func() { runLoad(loadCtx, s.HTTPAddr, cfg.LoadRate, tg, stats, cfg.Seed) })
+	loadWG.Go(func() { runLoad(loadCtx, addr, cfg.LoadRate, tg, stats, cfg.Seed) })
 	loadWG.Go(func() {
-		runStreams(loadCtx, s.HTTPAddr, cfg.Streams, stable, cfg.StreamLife[0], cfg.StreamLife[1], stats, cfg.Seed)
+		runStreams(loadCtx, addr, cfg.Streams, stable, cfg.StreamLife[0], cfg.StreamLife[1], stats, cfg.Seed)
 	})
-	defer func() { stopLoad(); loadWG.Wait() }()
+	return func() { stopLoad(); loadWG.Wait() }
+}
 
-	// Calibration: the same load, no churn.
-	time.Sleep(cfg.Calibrate / 4) // connections open
+// calibrate measures the bench process's CPU rate under the same load
+// without churn, then zeroes the request counts so that they cover the
+// churn alone.
+func calibrate(d time.Duration, stats *loadStats) (cpuPerSecond float64) {
+	time.Sleep(d / 4) // connections open
 	c0 := processCPU()
-	time.Sleep(cfg.Calibrate)
-	baseRate := (processCPU() - c0) / cfg.Calibrate.Seconds()
+	time.Sleep(d)
+	baseRate := (processCPU() - c0) / d.Seconds()
 	stats.mu.Lock()
 	stats.ok, stats.failed, stats.expected503 = 0, 0, 0
 	stats.failReasons = map[string]int{}
 	stats.mu.Unlock()
+	return baseRate
+}
 
-	reloads0, err := byLabel(s.Registry, "dcm_reloads_total", "reason")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done0, err := byLabel(s.Registry, "dcm_reload_duration_seconds", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmds0, err := byLabel(s.Registry, "dcm_runtime_command_duration_seconds", "command")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h0, err := sampleHAProxy(master)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	cpu0 := processCPU()
-
-	// HAProxy's memory and old workers over time.
-	sampleCtx, stopSampling := context.WithCancel(ctx)
-	var sampleWG sync.WaitGroup
-	var samples []Sample
-	sampleWG.Go(func() {
-		tick := time.NewTicker(cfg.SampleEvery)
-		defer tick.Stop()
-		for {
-			if hs, err := sampleHAProxy(master); err == nil {
-				samples = append(samples, Sample{At: time.Since(start), PSSMB: float64(hs.pssKB) / 1024, OldWorkers: hs.oldWorkers})
-			}
-			select {
-			case <-sampleCtx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	})
-
-	var probeWG sync.WaitGroup
-	var latMu sync.Mutex
-	measure := func(host string, pods []*pod, written time.Time, then func()) {
-		probeWG.Go(func() {
-			lat, missed := probe(s.HTTPAddr, host, pods, written, cfg.ProbeLimit)
-			latMu.Lock()
-			defer latMu.Unlock()
-			res.Latencies = append(res.Latencies, lat...)
-			res.ProbeTimeouts += missed
-			if missed > 0 {
-				t.Logf("%s: %s: %d new pods got no request within %s", mode.Name, host, missed, cfg.ProbeLimit)
-			}
-		})
-		if then != nil {
-			probeWG.Go(func() {
-				// A new route joins the load once any of its pods answers.
-				client := newProbeClient()
-				for time.Since(written) < cfg.ProbeLimit {
-					if code, _, err := get(ctx, client, s.HTTPAddr, host, "/"); err == nil && code == 200 {
-						then()
-						return
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-			})
-		}
-	}
-
-	measureCert := func(host string, leaf testkit.Leaf, written time.Time) {
-		probeWG.Go(func() {
-			for time.Since(written) < cfg.ProbeLimit {
-				got, err := testkit.ServedLeaf(s.HTTPSAddr, host, certs.ca.Pool())
-				if err == nil && got.SerialNumber.Cmp(leaf.Cert.SerialNumber) == 0 {
-					latMu.Lock()
-					res.CertLatencies = append(res.CertLatencies, time.Since(written))
-					latMu.Unlock()
-					return
-				}
-				time.Sleep(min(time.Millisecond+time.Since(written)/20, 10*time.Millisecond))
-			}
-			latMu.Lock()
-			res.CertTimeouts++
-			latMu.Unlock()
-			t.Logf("%s: %s: the new certificate was not served within %s", mode.Name, host, cfg.ProbeLimit)
-		})
-	}
-
-	for _, ev := range script.Events {
+// play makes the script's changes at their offsets from start, counting
+// them, and has pr time each one that starts pods or rotates a certificate.
+func play(t *testing.T, cl *cluster, tg *targets, pr *prober, events []Event, start time.Time, counts map[EventKind]int) {
+	for _, ev := range events {
 		time.Sleep(time.Until(start.Add(ev.At)))
-		res.Events[ev.Kind]++
+		counts[ev.Kind]++
 		switch ev.Kind {
 		case ScaleOut:
 			names, err := cl.addPods(ev.Route, ev.N)
@@ -284,7 +200,7 @@ func RunMode(t *testing.T, cfg Config, mode Mode, script Script, certs *certs) R
 			}
 			written := time.Now()
 			cl.publish()
-			measure(host(ev.Route), names, written, nil)
+			pr.measure(host(ev.Route), names, written, nil)
 		case ScaleIn, Replace:
 			victims := cl.terminate(ev.Route, ev.Victims)
 			names, err := cl.addPods(ev.Route, ev.NewPods())
@@ -293,7 +209,7 @@ func RunMode(t *testing.T, cfg Config, mode Mode, script Script, certs *certs) R
 			}
 			written := time.Now()
 			cl.publish()
-			measure(host(ev.Route), names, written, nil)
+			pr.measure(host(ev.Route), names, written, nil)
 			// Terminating pods drain for a second, then their endpoints go;
 			// the pods themselves stop two seconds later, as a grace period.
 			route := ev.Route
@@ -306,65 +222,16 @@ func RunMode(t *testing.T, cfg Config, mode Mode, script Script, certs *certs) R
 			written := time.Now()
 			cl.publish()
 			route := ev.Route
-			measure(host(ev.Route), names[:1], written, func() { tg.add(route) })
+			pr.measure(host(ev.Route), names[:1], written, func() { tg.add(route) })
 		case CertRotate:
 			leaf := cl.rotate(ev.Route)
 			written := time.Now()
 			cl.publish()
-			measureCert(host(ev.Route), leaf, written)
+			pr.measureCert(host(ev.Route), leaf, written)
 		case RouteDelete:
 			tg.retire(ev.Route)
 			route := ev.Route
 			time.AfterFunc(200*time.Millisecond, func() { cl.deleteRoute(route, 3*time.Second) })
 		}
 	}
-	probeWG.Wait()
-	time.Sleep(4 * time.Second) // the last removals (1 s) and pod stops (2–3 s later) settle
-	res.Churn = time.Since(start)
-	res.CPU = processCPU() - cpu0
-	res.CPUBaseline = baseRate * res.Churn.Seconds()
-	h1, err := sampleHAProxy(master)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.HAProxyCPU = float64(h1.cpuTicks-h0.cpuTicks) / clockTick
-	reloads1, err := byLabel(s.Registry, "dcm_reloads_total", "reason")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done1, err := byLabel(s.Registry, "dcm_reload_duration_seconds", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.ReloadsDone = int(done1[""] - done0[""])
-	cmds1, err := byLabel(s.Registry, "dcm_runtime_command_duration_seconds", "command")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Reloads = delta(reloads1, reloads0)
-	res.ByVerb = delta(cmds1, cmds0)
-	for verb, n := range res.ByVerb {
-		res.Commands += n
-		if len(verb) < 4 || verb[:4] != "show" {
-			res.Changes += n
-		}
-	}
-	stopSampling()
-	sampleWG.Wait()
-	res.Samples = samples
-	for _, sm := range samples {
-		res.PeakPSSMB = max(res.PeakPSSMB, sm.PSSMB)
-		res.PeakOld = max(res.PeakOld, sm.OldWorkers)
-	}
-	res.EndPSSMB = float64(h1.pssKB) / 1024
-	stopLoad()
-	loadWG.Wait()
-	stats.mu.Lock()
-	res.OK, res.Expected, res.Failed = stats.ok, stats.expected503, stats.failed
-	res.FailReasons, res.StreamReasons = stats.failReasons, stats.streamReasons
-	res.StreamsDone, res.StreamsCut = stats.streamsDone, stats.streamsCut
-	stats.mu.Unlock()
-	slices.Sort(res.Latencies)
-	slices.Sort(res.CertLatencies)
-	return res
 }

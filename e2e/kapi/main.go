@@ -101,23 +101,104 @@ func run(ctx context.Context, dir string, keep bool, controllers, logFile string
 	if err != nil {
 		return err
 	}
-	token, err := persistent(filepath.Join(dir, "admin-token"), func() ([]byte, error) {
+	token, tokens, saKey, err := credentials(dir)
+	if err != nil {
+		return err
+	}
+	serve, loopback, err := apiServer(ctx, dir, ln, port, tokens, saKey)
+	if err != nil {
+		return err
+	}
+	serveCtx, cancelServe := context.WithCancel(context.Background())
+	defer cancelServe()
+	runErr := make(chan error, 1)
+	go func() { runErr <- serve(serveCtx) }()
+
+	host := "https://127.0.0.1:" + strconv.Itoa(port)
+	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	if err := waitReady(ctx, host, token, runErr); err != nil {
+		return err
+	}
+	if err := writeKubeconfig(kubeconfig, host, token); err != nil {
+		return err
+	}
+	ctrlCtx, cancelCtrl := context.WithCancel(ctx)
+	defer cancelCtrl()
+	if err := startControllers(ctrlCtx, loopback, controllers); err != nil {
+		return err
+	}
+	fmt.Printf("READY %s kubeconfig=%s\n", host, kubeconfig)
+
+	select {
+	case <-ctx.Done():
+	case err := <-runErr:
+		return fmt.Errorf("apiserver stopped: %w", err)
+	}
+	cancelCtrl()
+	cancelServe()
+	// The apiserver waits up to its request timeout (60 s) for open watches;
+	// the data is throw-away or kept on disk, so a bounded wait is enough.
+	select {
+	case <-runErr:
+	case <-time.After(3 * time.Second):
+	}
+	return nil
+}
+
+// credentials are the admin's token, also written to the apiserver's token
+// file (tokens), and the ServiceAccount signing key (saKey): both kept in
+// dir, so that a restart accepts the tokens it handed out before.
+func credentials(dir string) (token, tokens, saKey string, err error) {
+	b, err := persistent(filepath.Join(dir, "admin-token"), func() ([]byte, error) {
 		b := make([]byte, 24)
 		_, err := rand.Read(b)
 		return []byte(hex.EncodeToString(b)), err
 	})
 	if err != nil {
-		return err
+		return "", "", "", err
 	}
-	tokens := filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(string(token)+`,kapi-admin,kapi-admin,"system:masters"`+"\n"), 0o600); err != nil {
-		return err
+	tokens = filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(string(b)+`,kapi-admin,kapi-admin,"system:masters"`+"\n"), 0o600); err != nil {
+		return "", "", "", err
 	}
-	saKey, err := serviceAccountKey(dir)
+	saKey, err = serviceAccountKey(dir)
 	if err != nil {
-		return err
+		return "", "", "", err
 	}
+	return string(b), tokens, saKey, nil
+}
 
+// apiServer builds the kube-apiserver serving on ln; it returns the
+// function that runs it until its context ends, and the loopback client
+// configuration of the in-process controllers.
+func apiServer(ctx context.Context, dir string, ln net.Listener, port int, tokens, saKey string) (run func(context.Context) error, loopback *rest.Config, err error) {
+	completed, err := apiServerOptions(ctx, dir, ln, port, tokens, saKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	config, err := app.NewConfig(completed)
+	if err != nil {
+		return nil, nil, fmt.Errorf("apiserver config: %w", err)
+	}
+	cc, err := config.Complete()
+	if err != nil {
+		return nil, nil, fmt.Errorf("apiserver config: %w", err)
+	}
+	server, err := app.CreateServerChain(cc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("apiserver: %w", err)
+	}
+	prepared, err := server.PrepareRun()
+	if err != nil {
+		return nil, nil, fmt.Errorf("apiserver: %w", err)
+	}
+	return prepared.Run, server.GenericAPIServer.LoopbackClientConfig, nil
+}
+
+// apiServerOptions are kube-apiserver's flags for a test control plane:
+// etcd on its socket, RBAC, the token file and the ServiceAccount key, on
+// the listener already open.
+func apiServerOptions(ctx context.Context, dir string, ln net.Listener, port int, tokens, saKey string) (options.CompletedOptions, error) {
 	s := options.NewServerRunOptions()
 	fs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
 	for _, f := range s.Flags().FlagSets {
@@ -139,76 +220,27 @@ func run(ctx context.Context, dir string, keep bool, controllers, logFile string
 		// No ServiceAccount controller runs, so no "default" ServiceAccount exists for Pods.
 		"--disable-admission-plugins=ServiceAccount",
 	}); err != nil {
-		return fmt.Errorf("apiserver flags: %w", err)
+		return options.CompletedOptions{}, fmt.Errorf("apiserver flags: %w", err)
 	}
 	s.SecureServing.Listener = ln
 	s.SecureServing.BindPort = port
 	if err := s.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
-		return err
+		return options.CompletedOptions{}, err
 	}
 	rest.SetDefaultWarningHandler(rest.NoWarnings{})
 	completed, err := s.Complete(ctx)
 	if err != nil {
-		return fmt.Errorf("complete options: %w", err)
+		return options.CompletedOptions{}, fmt.Errorf("complete options: %w", err)
 	}
 	if errs := completed.Validate(); len(errs) > 0 {
-		return fmt.Errorf("validate options: %w", errors.Join(errs...))
+		return options.CompletedOptions{}, fmt.Errorf("validate options: %w", errors.Join(errs...))
 	}
 	if completed.InformerName == nil {
 		if completed.InformerName, err = cache.NewInformerName("kube-apiserver"); err != nil {
-			return err
+			return options.CompletedOptions{}, err
 		}
 	}
-	config, err := app.NewConfig(completed)
-	if err != nil {
-		return fmt.Errorf("apiserver config: %w", err)
-	}
-	cc, err := config.Complete()
-	if err != nil {
-		return fmt.Errorf("apiserver config: %w", err)
-	}
-	server, err := app.CreateServerChain(cc)
-	if err != nil {
-		return fmt.Errorf("apiserver: %w", err)
-	}
-	prepared, err := server.PrepareRun()
-	if err != nil {
-		return fmt.Errorf("apiserver: %w", err)
-	}
-	serveCtx, cancelServe := context.WithCancel(context.Background())
-	defer cancelServe()
-	runErr := make(chan error, 1)
-	go func() { runErr <- prepared.Run(serveCtx) }()
-
-	host := "https://127.0.0.1:" + strconv.Itoa(port)
-	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
-	if err := waitReady(ctx, host, string(token), runErr); err != nil {
-		return err
-	}
-	if err := writeKubeconfig(kubeconfig, host, string(token)); err != nil {
-		return err
-	}
-	ctrlCtx, cancelCtrl := context.WithCancel(ctx)
-	defer cancelCtrl()
-	if err := startControllers(ctrlCtx, server.GenericAPIServer.LoopbackClientConfig, controllers); err != nil {
-		return err
-	}
-	fmt.Printf("READY %s kubeconfig=%s\n", host, kubeconfig)
-
-	select {
-	case <-ctx.Done():
-	case err := <-runErr:
-		return fmt.Errorf("apiserver stopped: %w", err)
-	}
-	cancelCtrl()
-	cancelServe()
-	// The apiserver waits up to its request timeout (60 s) for open watches;
-	// the data is throw-away or kept on disk, so a bounded wait is enough.
-	select {
-	case <-runErr:
-	case <-time.After(3 * time.Second):
-	}
-	return nil
+	return completed, nil
 }
 
 // quietKlog sends the apiserver's hundreds of startup lines to a file.
