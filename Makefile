@@ -57,7 +57,7 @@ vet:
 	GOOS=js GOARCH=wasm $(GO) vet ./wasm/...
 	cd e2e/kapi && $(GO) vet ./...
 
-## lint: staticcheck (a tool dependency in go.mod) over every build of the
+## lint: staticcheck (a tool dependency in go.mod), part of make test, over every build of the
 ## code: the bench and soak tags, and the planner's WebAssembly entry points
 ## (go tool -n builds the tool for this machine and names it: GOOS=js on go
 ## tool itself would build staticcheck for the browser)
@@ -82,7 +82,7 @@ kapi:
 ## test: everything CI runs (unit, integration with the real haproxy binary, e2e),
 ## then the race detector on the packages that do not pull in client-go (there
 ## it would add ten minutes of compiling on two cores)
-test: deps fmt-check generate-check vet kapi wasm
+test: deps fmt-check generate-check vet lint kapi wasm
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -race -count=1 -timeout 10m ./dcm/engine/ ./dcm/haproxy/ ./dcm/plan/ ./server/
 	@$(MAKE) --no-print-directory fuzz-quick
