@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -307,9 +306,10 @@ func kubectl(t *testing.T, args ...string) string {
 
 func deployDir(t *testing.T) string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the test's source")
+	// go test runs a test in its package's directory.
+	dir, err := filepath.Abs(filepath.Join("..", "..", "deploy"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "deploy")
+	return dir
 }

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,11 +32,11 @@ import (
 // does) and returns its path. go build is incremental: about a second when
 // nothing changed, ten minutes on a cold two-core machine the first time.
 func Binary(ctx context.Context) (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("cannot locate the kapitest package")
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return "", err
 	}
-	script := filepath.Join(filepath.Dir(file), "..", "kapi", "build.sh")
+	script := filepath.Join(root, "e2e", "kapi", "build.sh")
 	cmd := exec.CommandContext(ctx, script)
 	// build.sh runs go: go test puts its own GOROOT/bin first in PATH.
 	var stderr strings.Builder
@@ -218,4 +217,20 @@ func Namespace(tb testing.TB, client kubernetes.Interface) string {
 		tb.Fatalf("create namespace: %v", err)
 	}
 	return created.Name
+}
+
+// moduleRoot is the directory of dcm's go.mod, found by go itself from the
+// test's working directory: the source path the binary was built from is
+// not there to read under -trimpath, which make test uses so that a fresh
+// clone reuses the build cache.
+func moduleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("locate dcm's module: go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("locate dcm's module: go env GOMOD names no go.mod")
+	}
+	return filepath.Dir(mod), nil
 }
