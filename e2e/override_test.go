@@ -8,6 +8,7 @@ import (
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/e2e/harness"
+	"github.com/dcm-router/dcm/system"
 )
 
 // TestAdminOverrides: an admin drains a pod's server; it takes no new
@@ -15,7 +16,9 @@ import (
 // is handed back; a weight override shifts the traffic share; both are in
 // the audit log. Kubernetes never loses control of what is not overridden.
 func TestAdminOverrides(t *testing.T) {
-	s := harness.Start(t, harness.Options{})
+	// Observation passes every second instead of ten: the test is about
+	// what a pass leaves of an override, and waits for two of them.
+	s := harness.Start(t, harness.Options{Config: func(c *system.Config) { c.ObserveEvery = time.Second }})
 	s.Scale("demo", "web", 2)
 	s.DemoServes(webHost, "/", "demo", "web", 2)
 	rec := s.Subscribe(t)
