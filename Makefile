@@ -85,6 +85,11 @@ fmt-check:
 kapi:
 	e2e/kapi/build.sh
 
+# The e2e packages spend most of their time waiting on HAProxy, the API
+# server and Chromium, so three at a time on two cores finish sooner than
+# go test's default of one per core.
+TEST_PACKAGES_AT_ONCE ?= 3
+
 ## test: everything CI runs (unit, integration with the real haproxy binary, e2e),
 ## then the race detector on the packages that do not pull in client-go (there
 ## it would add ten minutes of compiling on two cores)
@@ -92,7 +97,7 @@ test: deps fmt-check generate-check vet kapi wasm
 	@# lint runs beside the tests, which mostly wait on HAProxy and the API
 	@# server: in sequence it would add most of a minute to a warm run
 	@log=$$(mktemp); $(MAKE) --no-print-directory lint >$$log 2>&1 & lint=$$!; \
-	$(GO) test -count=1 -timeout 20m ./...; rc=$$?; \
+	$(GO) test -p $(TEST_PACKAGES_AT_ONCE) -count=1 -timeout 20m ./...; rc=$$?; \
 	wait $$lint; lrc=$$?; echo "== make lint"; cat $$log; rm -f $$log; \
 	[ $$rc = 0 ] && [ $$lrc = 0 ]
 	$(GO) test -race -count=1 -timeout 10m ./dcm/engine/ ./dcm/haproxy/ ./dcm/plan/ ./server/
