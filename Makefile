@@ -93,7 +93,10 @@ TEST_PACKAGES_AT_ONCE ?= 3
 ## test: everything CI runs (unit, integration with the real haproxy binary, e2e),
 ## then the race detector on the packages that do not pull in client-go (there
 ## it would add ten minutes of compiling on two cores)
-test: deps fmt-check generate-check vet kapi wasm
+test: deps fmt-check generate-check
+	@# vet, the control plane and the planner's wasm build side by side: on
+	@# a warm cache each is mostly one single-threaded link
+	@$(MAKE) --no-print-directory -j3 --output-sync=target vet kapi wasm
 	@# lint runs beside the tests, which mostly wait on HAProxy and the API
 	@# server: in sequence it would add most of a minute to a warm run
 	@log=$$(mktemp); $(MAKE) --no-print-directory lint >$$log 2>&1 & lint=$$!; \
