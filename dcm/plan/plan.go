@@ -249,7 +249,7 @@ func AfterReload(st dcm.State) dcm.State {
 func serverFor(e dcm.Endpoint, r dcm.Route, origin dcm.Origin) dcm.Server {
 	return dcm.Server{
 		Name: e.Name, Addr: e.Addr, Port: e.Port, Weight: e.Weight, State: e.State,
-		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Check: r.Check, Upstream: upstreamOf(r), Unobserved: true,
+		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Terminating: e.Terminating, Check: r.Check, Upstream: upstreamOf(r), Unobserved: true,
 	}
 }
 
@@ -377,7 +377,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 				out.reason = dcm.ReasonCertChanged
 			}
 			ops, ns := converge(a.Name, s, e)
-			if len(ops) > 0 {
+			if len(ops) > 0 || ns.Service != s.Service || ns.Terminating != s.Terminating {
 				changed(i)
 				out.ops = append(out.ops, ops...)
 			}
@@ -428,7 +428,7 @@ func converge(backend string, s dcm.Server, e dcm.Endpoint) ([]dcm.Op, dcm.Serve
 		s.Addr, s.Port, s.Endpoint, s.Pod = e.Addr, e.Port, e.Name, e.Pod
 		s.Unobserved = true
 	}
-	s.Service = e.Service // bookkeeping only: HAProxy does not know it
+	s.Service, s.Terminating = e.Service, e.Terminating // bookkeeping only: HAProxy does not know them
 	if s.Weight != e.Weight {
 		ops = append(ops, dcm.Op{Kind: dcm.OpSetWeight, Backend: backend, Server: s.Name, Weight: e.Weight, Endpoint: e.Name, Pod: e.Pod})
 		s.Weight = e.Weight

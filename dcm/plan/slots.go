@@ -32,7 +32,7 @@ func freeSlot(n int, r dcm.Route) dcm.Server {
 
 func bind(s dcm.Server, e dcm.Endpoint) dcm.Server {
 	s.Addr, s.Port, s.Weight, s.State = e.Addr, e.Port, e.Weight, e.State
-	s.Endpoint, s.Pod, s.Service = e.Name, e.Pod, e.Service
+	s.Endpoint, s.Pod, s.Service, s.Terminating = e.Name, e.Pod, e.Service, e.Terminating
 	return s
 }
 
