@@ -55,7 +55,7 @@ func TestSimulateTerminatingFallback(t *testing.T) {
 		{name: "scale to zero: the pods serve while they terminate",
 			snap:   snapshotOf(webApp(2), caps),
 			whatif: dcm.WhatIf{Kind: dcm.WhatIfScale, Namespace: "demo", Workload: web, Replicas: 0},
-			want: []string{"web-0:http maint", "web-1:http maint"}, notWant: []string{"drain"}},
+			want:   []string{"web-0:http maint", "web-1:http maint"}, notWant: []string{"drain"}},
 		{name: "a pod turns ready: the terminating one drains",
 			snap:   snapshotOf(rolling, caps),
 			whatif: dcm.WhatIf{Kind: dcm.WhatIfScale, Namespace: "demo", Workload: web, Replicas: 2},
