@@ -329,6 +329,10 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 	out := backendPlan{next: a}
 	out.next.Route = d.Route
 	var retireOps []dcm.Op // after the adds: a server replaced by a new one (a CA rotation) leaves only once the new one is in
+	// Ready servers that stop taking traffic go after those that start, so
+	// that a backend is never left without one between two commands (the
+	// last pod's terminating server drains as its replacement turns ready).
+	var leaving []dcm.Op
 	servers := a.Servers
 	eps := d.Endpoints
 	var next []dcm.Server // nil until the first change: unchanged backends share their slice
@@ -379,7 +383,11 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 			ops, ns := converge(a.Name, s, e)
 			if len(ops) > 0 || ns.Service != s.Service || ns.Terminating != s.Terminating {
 				changed(i)
-				out.ops = append(out.ops, ops...)
+				if s.State == dcm.StateReady && ns.State != dcm.StateReady {
+					leaving = append(leaving, ops...)
+				} else {
+					out.ops = append(out.ops, ops...)
+				}
 			}
 			if next != nil {
 				next = append(next, ns)
@@ -388,7 +396,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 			j++
 		}
 	}
-	out.ops = append(out.ops, retireOps...)
+	out.ops = append(append(out.ops, leaving...), retireOps...)
 	if next != nil {
 		out.next.Servers = next
 	}

@@ -176,3 +176,23 @@ func TestComputeTerminatingFallback(t *testing.T) {
 		t.Errorf("a replacement ready: ops %q; want web-0 drained and web-1 ready", ops)
 	}
 }
+
+// TestComputeReadyBeforeLeaving: as the last pod's replacement turns ready
+// and the terminating pod drains in one sync, the replacement's set-state
+// ready comes first, whatever the names' order: between the two commands
+// HAProxy still has a ready server.
+func TestComputeReadyBeforeLeaving(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
+	old := ep("web-a", "10.0.0.1", dcm.StateReady)
+	old.Terminating = true
+	d := webApp(0)
+	d.Backends[0].Endpoints = []dcm.Endpoint{old, ep("web-b", "10.0.0.2", dcm.StateMaint)}
+	st := idle(Fresh(d, caps))
+	d.Backends[0].Endpoints = dcm.ServeTerminating([]dcm.Endpoint{old, ep("web-b", "10.0.0.2", dcm.StateReady)})
+	ops := opStrings(Compute(st, d, caps).Ops)
+	ready := slices.IndexFunc(ops, func(o string) bool { return strings.HasSuffix(o, "web-b:http ready") })
+	drain := slices.IndexFunc(ops, func(o string) bool { return strings.HasSuffix(o, "web-a:http drain") })
+	if ready < 0 || drain < 0 || ready > drain {
+		t.Errorf("ops %q: want web-b ready before web-a drains", ops)
+	}
+}
