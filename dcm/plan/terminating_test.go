@@ -178,21 +178,36 @@ func TestComputeTerminatingFallback(t *testing.T) {
 }
 
 // TestComputeReadyBeforeLeaving: as the last pod's replacement turns ready
-// and the terminating pod drains in one sync, the replacement's set-state
-// ready comes first, whatever the names' order: between the two commands
-// HAProxy still has a ready server.
+// and the old pod drains or is gone in the same sync, the replacement's
+// set-state ready comes first, whatever the names' order and the mode:
+// between the two commands HAProxy still has a ready server.
 func TestComputeReadyBeforeLeaving(t *testing.T) {
-	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
 	old := ep("web-a", "10.0.0.1", dcm.StateReady)
 	old.Terminating = true
-	d := webApp(0)
-	d.Backends[0].Endpoints = []dcm.Endpoint{old, ep("web-b", "10.0.0.2", dcm.StateMaint)}
-	st := idle(Fresh(d, caps))
-	d.Backends[0].Endpoints = dcm.ServeTerminating([]dcm.Endpoint{old, ep("web-b", "10.0.0.2", dcm.StateReady)})
-	ops := opStrings(Compute(st, d, caps).Ops)
-	ready := slices.IndexFunc(ops, func(o string) bool { return strings.HasSuffix(o, "web-b:http ready") })
-	drain := slices.IndexFunc(ops, func(o string) bool { return strings.HasSuffix(o, "web-a:http drain") })
-	if ready < 0 || drain < 0 || ready > drain {
-		t.Errorf("ops %q: want web-b ready before web-a drains", ops)
+	fresh := ep("web-b", "10.0.0.2", dcm.StateReady)
+	starting := ep("web-b", "10.0.0.2", dcm.StateMaint)
+	for _, tc := range []struct {
+		name  string
+		caps  dcm.Caps
+		after []dcm.Endpoint
+		leave string // the old server's op
+	}{
+		{"dynamic: drains", dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}, []dcm.Endpoint{old, fresh}, "web-a:http drain"},
+		{"dynamic: gone", dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}, []dcm.Endpoint{fresh}, "web-a:http maint"},
+		{"slots: drains", dcm.Caps{Mode: dcm.ModeSlots, Slots: 2, AddServer: true}, []dcm.Endpoint{old, fresh}, "drain"},
+		{"slots: gone", dcm.Caps{Mode: dcm.ModeSlots, Slots: 2, AddServer: true}, []dcm.Endpoint{fresh}, "maint"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := webApp(0)
+			d.Backends[0].Endpoints = []dcm.Endpoint{old, starting}
+			st := idle(Fresh(d, tc.caps))
+			d.Backends[0].Endpoints = dcm.ServeTerminating(tc.after)
+			ops := opStrings(Compute(st, d, tc.caps).Ops)
+			ready := slices.IndexFunc(ops, func(o string) bool { return strings.HasSuffix(o, " ready") })
+			leave := slices.IndexFunc(ops, func(o string) bool { return strings.HasSuffix(o, tc.leave) })
+			if ready < 0 || leave < 0 || ready > leave {
+				t.Errorf("ops %q: want web-b ready before web-a's %q", ops, tc.leave)
+			}
+		})
 	}
 }
