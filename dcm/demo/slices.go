@@ -111,10 +111,10 @@ func (s *simulator) serviceEndpoints(svc *corev1.Service) []wantEndpoint {
 		out = append(out, wantEndpoint{
 			ports: endpointPorts(svc, p.object),
 			ep: discoveryv1.Endpoint{
-				Addresses: []string{p.ip.String()},
+				Addresses:  []string{p.ip.String()},
 				Conditions: endpointConditions(svc, p.ready, p.terminating),
-				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: p.namespace, Name: p.name, UID: p.uid},
-				NodeName:  ptrTo(nodeName),
+				TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: p.namespace, Name: p.name, UID: p.uid},
+				NodeName:   ptrTo(nodeName),
 			},
 		})
 	}
