@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/plan"
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/e2e/kapitest"
 	"github.com/dcm-router/dcm/internal/testkit"
@@ -151,6 +152,20 @@ func TestLastPodTerminatingKeepsServing(t *testing.T) {
 	before, _ := readyPods(ns, "last")()
 	old := before[0]
 	backend := dcm.BackendName(dcm.KindHTTP, ns, "last")
+
+	// The what-if, from the live snapshot, predicts the fallback: the old
+	// server is neither drained nor retired while its pod terminates.
+	sim := plan.Simulate(s.Engine.Snapshot(), []dcm.WhatIf{{Kind: dcm.WhatIfDeletePod, Namespace: ns, Pod: old}}, dcm.HAProxy26MemoryCosts())
+	for _, st := range sim.Steps {
+		for _, o := range st.Ops {
+			if st.Phase == "pods terminating" && o.Kind == dcm.OpSetState && o.Server == old+":http" {
+				t.Errorf("the preview takes the terminating pod out while it is the only one: %s", o)
+			}
+		}
+	}
+	if len(sim.Errors) > 0 || len(sim.Steps) == 0 || sim.Reloads > 0 {
+		t.Errorf("preview of deleting %s: %+v", old, sim)
+	}
 
 	load := startAnswers(s, host)
 	defer func() {
