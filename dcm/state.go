@@ -28,7 +28,8 @@ const (
 
 // Endpoint is one desired server of a backend, derived from an EndpointSlice
 // endpoint: Ready endpoints get StateReady, terminating but still serving ones
-// StateDrain, endpoints that are not ready StateMaint.
+// StateDrain (StateReady while their service has no ready endpoint:
+// ServeTerminating), endpoints that are not ready StateMaint.
 type Endpoint struct {
 	// Name is the server name: deterministic, HAProxy-safe, identical on every
 	// dcm replica (pod name and port name, else address and port).
@@ -41,6 +42,10 @@ type Endpoint struct {
 	// Service is the route's service the endpoint belongs to, when the
 	// route has several (Route.Services): weights are shares per service.
 	Service string `json:"service,omitempty"`
+	// Terminating is set on an endpoint that still serves while its pod
+	// terminates (EndpointSlice serving and terminating, not ready): its
+	// State is ServeTerminating's to decide.
+	Terminating bool `json:"terminating,omitempty"`
 }
 
 // Reweigh recomputes the weights of a route with several services from its
@@ -110,7 +115,10 @@ type Server struct {
 	// Service is its endpoint's (Endpoint.Service): set for routes with
 	// several services only, so a what-if can recompute their weights.
 	Service string `json:"service,omitempty"`
-	Check   bool   `json:"check"`
+	// Terminating is its endpoint's (Endpoint.Terminating), so a what-if
+	// started from a snapshot knows which ready servers are terminating.
+	Terminating bool `json:"terminating,omitempty"`
+	Check       bool `json:"check"`
 	// Upstream is the TLS the server connects to its pod with (reencrypt
 	// routes): the route's when the server was added, fixed for its life.
 	Upstream *UpstreamTLS `json:"upstream,omitempty"`

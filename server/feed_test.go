@@ -77,7 +77,7 @@ func fullBackend(ns, name string, kind dcm.RouteKind) dcm.Backend {
 			{Name: name + "-1:http", Addr: "127.0.1.1", Port: 8080, Weight: 1, State: dcm.StateReady, Origin: dcm.OriginCfg,
 				Endpoint: name + "-1:http", Pod: name + "-1", Service: name, Check: true, Health: "UP", Sessions: 2, Queued: 1, UsedConn: 3, IdleConn: 2},
 			{Name: name + "-2:http", Addr: "127.0.1.2", Port: 8080, Weight: 1, State: dcm.StateDrain, Origin: dcm.OriginRuntime,
-				Endpoint: name + "-2:http", Pod: name + "-2", Health: "DRAIN", Unobserved: true, Retired: true},
+				Endpoint: name + "-2:http", Pod: name + "-2", Health: "DRAIN", Terminating: true, Unobserved: true, Retired: true},
 		}}
 }
 

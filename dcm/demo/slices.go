@@ -111,19 +111,29 @@ func (s *simulator) serviceEndpoints(svc *corev1.Service) []wantEndpoint {
 		out = append(out, wantEndpoint{
 			ports: endpointPorts(svc, p.object),
 			ep: discoveryv1.Endpoint{
-				Addresses: []string{p.ip.String()},
-				Conditions: discoveryv1.EndpointConditions{
-					Ready:       ptrTo(p.ready && !p.terminating),
-					Serving:     ptrTo(p.ready),
-					Terminating: ptrTo(p.terminating),
-				},
-				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: p.namespace, Name: p.name, UID: p.uid},
-				NodeName:  ptrTo(nodeName),
+				Addresses:  []string{p.ip.String()},
+				Conditions: endpointConditions(svc, p.ready, p.terminating),
+				TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: p.namespace, Name: p.name, UID: p.uid},
+				NodeName:   ptrTo(nodeName),
 			},
 		})
 	}
 	slices.SortFunc(out, func(a, b wantEndpoint) int { return compareEndpoints(a.ep, b.ep) })
 	return out
+}
+
+// endpointConditions are the conditions the endpointslice controller
+// writes for a pod: serving is its Ready condition, which stays true while
+// a terminating pod still serves; ready is serving and not terminating,
+// unless the Service publishes not-ready addresses. Consumers such as
+// kube-proxy (and dcm) serve the serving and terminating ones while no
+// endpoint is ready.
+func endpointConditions(svc *corev1.Service, podReady, terminating bool) discoveryv1.EndpointConditions {
+	return discoveryv1.EndpointConditions{
+		Ready:       ptrTo(svc.Spec.PublishNotReadyAddresses || podReady && !terminating),
+		Serving:     ptrTo(podReady),
+		Terminating: ptrTo(terminating),
+	}
 }
 
 // endpointPorts resolves each Service port's target port against the pod's

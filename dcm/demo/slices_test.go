@@ -256,3 +256,28 @@ func TestPlanSlicesFillsChangedSlicesFirst(t *testing.T) {
 		t.Errorf("updated slice holds %d endpoints, want 10", n)
 	}
 }
+
+// TestEndpointConditions: the conditions of the real endpointslice
+// controller (podToEndpoint) for every pod state.
+func TestEndpointConditions(t *testing.T) {
+	for _, tc := range []struct {
+		name                        string
+		publish, podReady, deleted  bool
+		ready, serving, terminating bool
+	}{
+		{"starting", false, false, false, false, false, false},
+		{"ready", false, true, false, true, true, false},
+		{"terminating, still Ready", false, true, true, false, true, true},
+		{"terminating, stopped", false, false, true, false, false, true},
+		{"publishNotReadyAddresses: starting", true, false, false, true, false, false},
+		{"publishNotReadyAddresses: terminating", true, true, true, true, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := &corev1.Service{Spec: corev1.ServiceSpec{PublishNotReadyAddresses: tc.publish}}
+			c := endpointConditions(svc, tc.podReady, tc.deleted)
+			if *c.Ready != tc.ready || *c.Serving != tc.serving || *c.Terminating != tc.terminating {
+				t.Errorf("ready=%v serving=%v terminating=%v, want %v %v %v", *c.Ready, *c.Serving, *c.Terminating, tc.ready, tc.serving, tc.terminating)
+			}
+		})
+	}
+}

@@ -157,7 +157,7 @@ func backendFor(r dcm.Route, views []*serviceView) dcm.DesiredBackend {
 		r.Workload = views[0].workload
 	}
 	if len(views) == 1 {
-		eps = append(eps, routeEndpoints(r, 0, views[0])...)
+		eps = append(eps, servedEndpoints(r, 0, views[0])...)
 		return dcm.DesiredBackend{Name: r.BackendName(), Route: r, Endpoints: eps}
 	}
 	// Two Services may select the same pods: one server per name and per
@@ -168,7 +168,7 @@ func backendFor(r dcm.Route, views []*serviceView) dcm.DesiredBackend {
 	shares, ready := make([]int, len(views)), make([]int, len(views))
 	for i, v := range views {
 		shares[i] = r.Services[i].Weight
-		for _, e := range routeEndpoints(r, i, v) {
+		for _, e := range servedEndpoints(r, i, v) {
 			addr := net.JoinHostPort(e.Addr, strconv.Itoa(e.Port))
 			if names[e.Name] || addrs[addr] {
 				continue

@@ -249,7 +249,7 @@ func AfterReload(st dcm.State) dcm.State {
 func serverFor(e dcm.Endpoint, r dcm.Route, origin dcm.Origin) dcm.Server {
 	return dcm.Server{
 		Name: e.Name, Addr: e.Addr, Port: e.Port, Weight: e.Weight, State: e.State,
-		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Check: r.Check, Upstream: upstreamOf(r), Unobserved: true,
+		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Terminating: e.Terminating, Check: r.Check, Upstream: upstreamOf(r), Unobserved: true,
 	}
 }
 
@@ -329,6 +329,10 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 	out := backendPlan{next: a}
 	out.next.Route = d.Route
 	var retireOps []dcm.Op // after the adds: a server replaced by a new one (a CA rotation) leaves only once the new one is in
+	// Ready servers that stop taking traffic go after those that start, so
+	// that a backend is never left without one between two commands (the
+	// last pod's terminating server drains as its replacement turns ready).
+	var leaving []dcm.Op
 	servers := a.Servers
 	eps := d.Endpoints
 	var next []dcm.Server // nil until the first change: unchanged backends share their slice
@@ -377,9 +381,13 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 				out.reason = dcm.ReasonCertChanged
 			}
 			ops, ns := converge(a.Name, s, e)
-			if len(ops) > 0 {
+			if len(ops) > 0 || ns.Service != s.Service || ns.Terminating != s.Terminating {
 				changed(i)
-				out.ops = append(out.ops, ops...)
+				if s.State == dcm.StateReady && ns.State != dcm.StateReady {
+					leaving = append(leaving, ops...)
+				} else {
+					out.ops = append(out.ops, ops...)
+				}
 			}
 			if next != nil {
 				next = append(next, ns)
@@ -388,7 +396,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 			j++
 		}
 	}
-	out.ops = append(out.ops, retireOps...)
+	out.ops = append(append(out.ops, leaving...), retireOps...)
 	if next != nil {
 		out.next.Servers = next
 	}
@@ -428,7 +436,7 @@ func converge(backend string, s dcm.Server, e dcm.Endpoint) ([]dcm.Op, dcm.Serve
 		s.Addr, s.Port, s.Endpoint, s.Pod = e.Addr, e.Port, e.Name, e.Pod
 		s.Unobserved = true
 	}
-	s.Service = e.Service // bookkeeping only: HAProxy does not know it
+	s.Service, s.Terminating = e.Service, e.Terminating // bookkeeping only: HAProxy does not know them
 	if s.Weight != e.Weight {
 		ops = append(ops, dcm.Op{Kind: dcm.OpSetWeight, Backend: backend, Server: s.Name, Weight: e.Weight, Endpoint: e.Name, Pod: e.Pod})
 		s.Weight = e.Weight

@@ -21,10 +21,19 @@ func retired(s dcm.Server, db dcm.DesiredBackend, ok bool) bool {
 	return s.Endpoint != "" && (!ok || !HasEndpoint(db, s.Endpoint))
 }
 
+// terminating says whether Kubernetes has s's endpoint as serving while
+// terminating (dcm.Endpoint.Terminating).
+func terminating(s dcm.Server, db dcm.DesiredBackend) bool {
+	i, ok := slices.BinarySearchFunc(db.Endpoints, s.Endpoint, func(e dcm.Endpoint, n string) int { return strings.Compare(e.Name, n) })
+	return ok && s.Endpoint != "" && db.Endpoints[i].Terminating
+}
+
 // MarkRetired flags, for clients, the servers whose endpoint Kubernetes no
-// longer has: with it a snapshot says what Kubernetes asks, so the what-if
-// planner can start from a snapshot alone. Backends are copied only when a
-// flag changes.
+// longer has, and those whose endpoint is terminating: with it a snapshot
+// says what Kubernetes asks, so the what-if planner can start from a
+// snapshot alone (a terminating server that is ready because its service
+// has no other, dcm.ServeTerminating, drains once one is). Backends are
+// copied only when a flag changes.
 func MarkRetired(backends []dcm.Backend, d dcm.Desired) []dcm.Backend {
 	out := backends
 	copied := false
@@ -32,14 +41,14 @@ func MarkRetired(backends []dcm.Backend, d dcm.Desired) []dcm.Backend {
 		db, ok := d.Backend(b.Name)
 		var servers []dcm.Server
 		for k, s := range b.Servers {
-			gone := retired(s, db, ok)
-			if gone == s.Retired {
+			gone, term := retired(s, db, ok), terminating(s, db)
+			if gone == s.Retired && term == s.Terminating {
 				continue
 			}
 			if servers == nil {
 				servers = slices.Clone(b.Servers)
 			}
-			servers[k].Retired = gone
+			servers[k].Retired, servers[k].Terminating = gone, term
 		}
 		if servers == nil {
 			continue

@@ -36,7 +36,7 @@ func DesiredOf(st dcm.State) dcm.Desired {
 				continue
 			}
 			slab = append(slab, dcm.Endpoint{Name: s.Endpoint, Addr: s.Addr, Port: s.Port,
-				Weight: s.Weight, State: s.State, Pod: s.Pod, Service: s.Service})
+				Weight: s.Weight, State: s.State, Pod: s.Pod, Service: s.Service, Terminating: s.Terminating})
 		}
 		db := dcm.DesiredBackend{Name: b.Name, Route: b.Route}
 		if len(slab) > start {
@@ -304,9 +304,10 @@ func scalePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 	for k, i := range idx {
 		names[k] = d.Backends[i].Name
 	}
-	// The pods that count as replicas: those not already terminating, and
-	// of a route split between services, the primary's (the workload is
-	// the primary service's).
+	// The pods that count as replicas: those not already terminating (in
+	// drain, or ready as the last of their service: dcm.ServeTerminating),
+	// and of a route split between services, the primary's (the workload
+	// is the primary service's).
 	state := map[string]dcm.AdminState{}
 	for _, i := range idx {
 		b := d.Backends[i]
@@ -314,7 +315,7 @@ func scalePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 			if e.Service != "" && len(b.Route.Services) > 1 && e.Service != b.Route.Services[0].Name {
 				continue
 			}
-			if e.Pod != "" && e.State != dcm.StateDrain {
+			if e.Pod != "" && e.State != dcm.StateDrain && !e.Terminating {
 				state[e.Pod] = e.State
 			}
 		}
@@ -372,11 +373,13 @@ func deletePodPhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 	return retirePhases(d, idx, []string{w.Pod}, replacement), names, nil
 }
 
-// retirePhases: the victims terminate (drain) while any replacements start,
-// then the victims are gone (maint) and the replacements ready, then their
-// last requests end and their servers are deleted.
+// retirePhases: the victims terminate (drain, or stay ready while their
+// service has no other ready pod: dcm.ServeTerminating) while any
+// replacements start, then the victims are gone (maint) and the
+// replacements ready, then their last requests end and their servers are
+// deleted.
 func retirePhases(d dcm.Desired, idx []int, victims, replacements []string) []phase {
-	terminating := setPods(d, idx, victims, dcm.StateDrain)
+	terminating := terminatePods(d, idx, victims)
 	terminating = withPods(terminating, idx, replacements, dcm.StateMaint)
 	gone := withoutPods(d, idx, victims)
 	gone = withPods(gone, idx, replacements, dcm.StateReady)
@@ -414,22 +417,24 @@ func withPods(d dcm.Desired, idx []int, pods []string, st dcm.AdminState) dcm.De
 		}
 		slices.SortFunc(eps, func(a, b dcm.Endpoint) int { return strings.Compare(a.Name, b.Name) })
 		b.Endpoints = eps
-		out.Backends[i] = b.Reweigh()
+		out.Backends[i] = b.ServeTerminating().Reweigh()
 	}
 	return out
 }
 
-func setPods(d dcm.Desired, idx []int, pods []string, st dcm.AdminState) dcm.Desired {
+// terminatePods marks the pods' endpoints as the endpointslice controller
+// does once they are deleted: serving while terminating.
+func terminatePods(d dcm.Desired, idx []int, pods []string) dcm.Desired {
 	out := dcm.Desired{Backends: slices.Clone(d.Backends)}
 	for _, i := range idx {
 		b := out.Backends[i]
 		b.Endpoints = slices.Clone(b.Endpoints)
 		for k, e := range b.Endpoints {
 			if slices.Contains(pods, e.Pod) {
-				b.Endpoints[k].State = st
+				b.Endpoints[k].State, b.Endpoints[k].Terminating = dcm.StateDrain, true
 			}
 		}
-		out.Backends[i] = b.Reweigh()
+		out.Backends[i] = b.ServeTerminating().Reweigh()
 	}
 	return out
 }
@@ -439,7 +444,7 @@ func withoutPods(d dcm.Desired, idx []int, pods []string) dcm.Desired {
 	for _, i := range idx {
 		b := out.Backends[i]
 		b.Endpoints = slices.DeleteFunc(slices.Clone(b.Endpoints), func(e dcm.Endpoint) bool { return slices.Contains(pods, e.Pod) })
-		out.Backends[i] = b.Reweigh()
+		out.Backends[i] = b.ServeTerminating().Reweigh()
 	}
 	return out
 }

@@ -32,7 +32,7 @@ func freeSlot(n int, r dcm.Route) dcm.Server {
 
 func bind(s dcm.Server, e dcm.Endpoint) dcm.Server {
 	s.Addr, s.Port, s.Weight, s.State = e.Addr, e.Port, e.Weight, e.State
-	s.Endpoint, s.Pod, s.Service = e.Name, e.Pod, e.Service
+	s.Endpoint, s.Pod, s.Service, s.Terminating = e.Name, e.Pod, e.Service, e.Terminating
 	return s
 }
 
@@ -68,6 +68,9 @@ func planSlots(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 
 	servers := slices.Clone(a.Servers)
 	var ops []dcm.Op
+	// Ready slots that stop taking traffic go last, after those that start
+	// (as in planDynamic): the backend is never without a ready server.
+	var leaving []dcm.Op
 	// Retire slots whose endpoint is gone, and collect the free ones.
 	var free []int
 	for _, i := range order {
@@ -77,7 +80,7 @@ func planSlots(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 		s := servers[i]
 		switch {
 		case s.State != dcm.StateMaint:
-			ops = append(ops, setState(a.Name, s, dcm.StateMaint))
+			leaving = append(leaving, setState(a.Name, s, dcm.StateMaint))
 			s.State = dcm.StateMaint
 			s.Unobserved = true
 			servers[i] = s
@@ -98,9 +101,14 @@ func planSlots(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 			i, free = free[0], free[1:]
 		}
 		bops, s := converge(a.Name, servers[i], e)
-		ops = append(ops, bops...)
+		if servers[i].State == dcm.StateReady && s.State != dcm.StateReady {
+			leaving = append(leaving, bops...)
+		} else {
+			ops = append(ops, bops...)
+		}
 		servers[i] = s
 	}
+	ops = append(ops, leaving...)
 	if len(ops) == 0 {
 		return out // unchanged: share the slice
 	}

@@ -134,8 +134,9 @@ func TestAPIServerRestart(t *testing.T) {
 // sameAsSlices compares a backend's servers in HAProxy (read back over the
 // admin socket, every server whatever its state) with the endpoints of the
 // Service's EndpointSlices: the same addresses, each once, ready where the
-// endpoint is ready, drain where it is terminating but serving, maint where
-// it is listed but not ready; no server for an address no slice lists.
+// endpoint is ready, drain where it is terminating but serving (ready
+// while no endpoint is: dcm.ServeTerminating), maint where it is listed but
+// not ready; no server for an address no slice lists.
 func sameAsSlices(s *harness.Stack, ns, svc, backend string) error {
 	ctx := context.Background()
 	list, err := env.admin.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
@@ -143,6 +144,12 @@ func sameAsSlices(s *harness.Stack, ns, svc, backend string) error {
 		return err
 	}
 	var want []string
+	ready := false
+	for _, sl := range list.Items {
+		for _, ep := range sl.Endpoints {
+			ready = ready || ep.Conditions.Ready == nil || *ep.Conditions.Ready
+		}
+	}
 	for _, sl := range list.Items {
 		for _, ep := range sl.Endpoints {
 			c := ep.Conditions
@@ -150,8 +157,10 @@ func sameAsSlices(s *harness.Stack, ns, svc, backend string) error {
 			switch {
 			case c.Ready == nil || *c.Ready:
 				state = dcm.StateReady
-			case (c.Serving == nil || *c.Serving) && c.Terminating != nil && *c.Terminating:
+			case (c.Serving == nil || *c.Serving) && c.Terminating != nil && *c.Terminating && ready:
 				state = dcm.StateDrain
+			case (c.Serving == nil || *c.Serving) && c.Terminating != nil && *c.Terminating:
+				state = dcm.StateReady
 			}
 			for _, p := range sl.Ports {
 				for _, a := range ep.Addresses[:min(1, len(ep.Addresses))] {

@@ -27,10 +27,12 @@ const NodeName = "kapi-node"
 
 // KubeletOptions tune the test kubelet.
 type KubeletOptions struct {
-	// ReadinessDelay is the time from listening to Ready (default 100ms).
+	// ReadinessDelay is the time from listening to Ready (default 100ms);
+	// a pod's readinessProbe.initialDelaySeconds overrides it.
 	ReadinessDelay time.Duration
 	// PreStopDelay is how long a terminating pod keeps accepting, as a
-	// preStop hook would while endpoints propagate (default 300ms).
+	// preStop hook would while endpoints propagate (default 300ms); a
+	// pod's preStop sleep action overrides it.
 	PreStopDelay time.Duration
 	// Pods is the network the pods listen in (required): their addresses
 	// are its 10.X.x.y, bound inside its namespace.
@@ -61,6 +63,8 @@ type Kubelet struct {
 type runningPod struct {
 	ns, name  string
 	uid       types.UID
+	readiness time.Duration // from listening to Ready
+	preStop   time.Duration // accepting while terminating
 	grace     time.Duration
 	terminate chan struct{} // closed when the Pod is being deleted
 	gone      chan struct{} // closed when the Pod object no longer exists
@@ -151,6 +155,7 @@ func (k *Kubelet) observe(ctx context.Context, obj any) {
 		if !running && p.DeletionTimestamp == nil && !k.dead[p.UID] && p.Status.Phase != corev1.PodFailed {
 			rp = &runningPod{ns: p.Namespace, name: p.Name, uid: p.UID, terminate: make(chan struct{}), gone: make(chan struct{}),
 				killed: make(chan struct{})}
+			rp.readiness, rp.preStop = k.lifecycle(p)
 			k.pods[p.UID] = rp
 			k.wg.Add(1)
 			go func() {
@@ -160,11 +165,12 @@ func (k *Kubelet) observe(ctx context.Context, obj any) {
 		}
 		k.mu.Unlock()
 		if rp != nil && p.DeletionTimestamp != nil {
-			rp.grace = 30 * time.Second
+			grace := 30 * time.Second
 			if p.DeletionGracePeriodSeconds != nil {
-				rp.grace = time.Duration(*p.DeletionGracePeriodSeconds) * time.Second
+				grace = time.Duration(*p.DeletionGracePeriodSeconds) * time.Second
 			}
-			rp.once.Do(func() { close(rp.terminate) })
+			// Set once, before terminate is closed: run reads it after.
+			rp.once.Do(func() { rp.grace = grace; close(rp.terminate) })
 		}
 	}
 }
@@ -197,6 +203,25 @@ func (k *Kubelet) Kill(ns, name string) bool {
 	return false
 }
 
+// lifecycle reads the times a pod's first container asks for: its
+// readinessProbe's initial delay (until Ready) and its preStop sleep (how
+// long it keeps accepting once deleted, serving while terminating); the
+// kubelet's defaults where it asks for none.
+func (k *Kubelet) lifecycle(p *corev1.Pod) (readiness, preStop time.Duration) {
+	readiness, preStop = k.opts.ReadinessDelay, k.opts.PreStopDelay
+	if len(p.Spec.Containers) == 0 {
+		return readiness, preStop
+	}
+	c := p.Spec.Containers[0]
+	if c.ReadinessProbe != nil && c.ReadinessProbe.InitialDelaySeconds > 0 {
+		readiness = time.Duration(c.ReadinessProbe.InitialDelaySeconds) * time.Second
+	}
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil {
+		preStop = time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+	}
+	return readiness, preStop
+}
+
 func containerPort(p *corev1.Pod) int {
 	for _, c := range p.Spec.Containers {
 		for _, port := range c.Ports {
@@ -225,7 +250,7 @@ func (k *Kubelet) run(ctx context.Context, rp *runningPod, port int) {
 	srv := localpod.Serve(ln, rp.name, log)
 	k.setStatus(ctx, rp, addr, false)
 	select {
-	case <-time.After(k.opts.ReadinessDelay):
+	case <-time.After(rp.readiness):
 		k.setStatus(ctx, rp, addr, true)
 	case <-rp.terminate:
 	case <-rp.killed:
@@ -244,11 +269,11 @@ func (k *Kubelet) run(ctx context.Context, rp *runningPod, port int) {
 	// Terminating: the endpoint is terminating but serving; keep accepting
 	// for the preStop delay, then stop gracefully within the grace period.
 	select {
-	case <-time.After(k.opts.PreStopDelay):
+	case <-time.After(min(rp.preStop, rp.grace)): // a hook outliving the grace period is cut
 	case <-rp.gone:
 	case <-ctx.Done():
 	}
-	if err := srv.Stop(ctx, time.Now().Add(max(rp.grace-k.opts.PreStopDelay, time.Second))); err != nil {
+	if err := srv.Stop(ctx, time.Now().Add(max(rp.grace-rp.preStop, time.Second))); err != nil {
 		log.Warn("pod server stop", "err", err)
 	}
 	k.forceDelete(ctx, rp)
