@@ -39,6 +39,13 @@ type ingressState struct {
 	ids     []identity
 	invalid *dcm.Rejection
 	served  []string // backend names currently in the desired state
+	// version is the resourceVersion routes were converted from: the
+	// object's own, or that of the version kept when an update is refused.
+	version string
+	uid     string // a new object of the same name keeps nothing
+	// refused is set when an update was refused and routes are those of
+	// the last version accepted (see keepServing).
+	refused *dcm.Rejection
 }
 
 // servedRoute is a route in the desired state and the Ingress it came from.
@@ -74,6 +81,7 @@ func (s *Source) settle(t *txn, key string, ref dcm.ObjectRef, st *ingressState)
 	if old != nil {
 		start = append(start, s.release(old)...)
 		if st != nil {
+			st = keepServing(old, st)
 			st.served = old.served
 		}
 	}
@@ -92,7 +100,7 @@ func (s *Source) settle(t *txn, key string, ref dcm.ObjectRef, st *ingressState)
 
 func (s *Source) convertIngress(ing *networkingv1.Ingress) *ingressState {
 	ref := dcm.ObjectRef{Kind: KindIngress, Namespace: ing.Namespace, Name: ing.Name}
-	st := &ingressState{key: ing.Namespace + "/" + ing.Name, ref: ref, created: ing.CreationTimestamp.Time}
+	st := &ingressState{key: ing.Namespace + "/" + ing.Name, ref: ref, created: ing.CreationTimestamp.Time, version: ing.ResourceVersion, uid: string(ing.UID)}
 	routes, err := IngressRoutes(ing)
 	if err != nil {
 		st.invalid = &dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: RejectMessage(err)}
@@ -209,7 +217,11 @@ func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
 		for _, id := range st.ids {
 			taken[id] = st
 		}
-		t.accept(st.ref)
+		if st.refused != nil {
+			t.reject(*st.refused)
+		} else {
+			t.accept(st.ref)
+		}
 		// An Ingress that kept its routes and its place needs no work.
 		if st.key == changed || len(st.served) != len(st.routes) {
 			s.serve(t, st, st.routes)

@@ -233,7 +233,7 @@ func (s *Source) syncRoute(t *txn, ns, name string) error {
 
 func (s *Source) convertRoute(u *unstructured.Unstructured) *ingressState {
 	ref := dcm.ObjectRef{Kind: KindRoute, Namespace: u.GetNamespace(), Name: u.GetName()}
-	st := &ingressState{key: routeKey(ref.Namespace, ref.Name), ref: ref, created: u.GetCreationTimestamp().Time}
+	st := &ingressState{key: routeKey(ref.Namespace, ref.Name), ref: ref, created: u.GetCreationTimestamp().Time, version: u.GetResourceVersion(), uid: string(u.GetUID())}
 	c, err := RouteFromOpenShift(u, s.rw.opts.Convert)
 	if err != nil {
 		st.invalid = &dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: RejectMessage(err)}

@@ -40,6 +40,7 @@ func (s *Source) writeStatus(ctx context.Context, key string) error {
 	ns, name, _ := strings.Cut(key, "/")
 	s.syncMu.Lock()
 	l, ok := s.routeLister(ns)
+	keptHost, kept := s.keptHost(routeKey(ns, name))
 	s.syncMu.Unlock()
 	if !ok {
 		return nil
@@ -63,7 +64,13 @@ func (s *Source) writeStatus(ctx context.Context, key string) error {
 	if c, err := RouteFromOpenShift(u, s.rw.opts.Convert); err == nil {
 		host = c.Route.Host
 	}
-	if rejected {
+	switch {
+	case rejected && kept:
+		// Still admitted: the last version accepted serves. The reason
+		// says an update was refused, the message why and which version.
+		host = keptHost
+		cond = map[string]any{"type": "Admitted", "status": "True", "reason": ReasonUpdateRefused, "message": rej.Reason + ": " + rej.Message}
+	case rejected:
 		cond = map[string]any{"type": "Admitted", "status": "False", "reason": rej.Reason, "message": rej.Message}
 	}
 	entries, _, _ := unstructured.NestedSlice(u.Object, "status", "ingress")
