@@ -32,6 +32,10 @@ type Config struct {
 	RouteSubdomain string   // --route-subdomain
 	// DefaultBackendCAFile is --default-backend-ca-file, read once at start.
 	DefaultBackendCAFile string
+	// AllowCrossNamespaceHosts is --allow-cross-namespace-hosts: objects of
+	// any namespace may serve paths of one host (default: the host belongs
+	// to the namespace of its oldest object, as in OpenShift).
+	AllowCrossNamespaceHosts bool
 
 	// HAProxy.
 	HAProxyBin   string // --haproxy-bin

@@ -190,7 +190,7 @@ func (s *System) demoCluster(deps Deps) error {
 // kubeSource watches what the Config says, keeping PEM in pems.
 func (s *System) kubeSource(dyn dynamic.Interface, backendCA []byte, pems *kube.PEMStore) *kube.Source {
 	src := kube.NewSource(s.client, kube.Options{IngressClass: s.cfg.IngressClass, Namespaces: s.cfg.Namespaces,
-		DefaultBackendCA: backendCA, PEMs: pems}, s.engine, s.log.With("part", "kube"))
+		DefaultBackendCA: backendCA, PEMs: pems, AllowCrossNamespaceHosts: s.cfg.AllowCrossNamespaceHosts}, s.engine, s.log.With("part", "kube"))
 	switch {
 	case dyn != nil && s.cfg.Routes:
 		src.WatchRoutes(kube.RouteWatchOptions{Client: dyn, Discovery: s.client.Discovery(),

@@ -20,9 +20,15 @@ type identity struct {
 	path     string
 	pathType dcm.PathType
 	backend  string
+	// owner marks a host that one namespace owns: every object with a
+	// route on it is linked to the others, none excludes another by it.
+	owner bool
 }
 
 func (id identity) String() string {
+	if id.owner {
+		return fmt.Sprintf("host %q", id.host)
+	}
 	if id.backend != "" {
 		return fmt.Sprintf("backend %q", id.backend)
 	}
@@ -114,12 +120,23 @@ func (s *Source) convertIngress(ing *networkingv1.Ingress) *ingressState {
 		}
 	}
 	st.routes = routes
+	st.ids = s.routeIDs(routes)
+	return st
+}
+
+// routeIDs are what routes claim: their host/paths and backend names, and
+// their hosts when namespaces own hosts.
+func (s *Source) routeIDs(routes []dcm.Route) []identity {
+	var ids []identity
 	for _, r := range routes {
-		st.ids = append(st.ids,
+		ids = append(ids,
 			identity{host: r.Host, path: r.Path, pathType: r.PathType},
 			identity{backend: r.BackendName()})
+		if r.Host != "" && !s.opts.AllowCrossNamespaceHosts {
+			ids = append(ids, identity{host: r.Host, owner: true})
+		}
 	}
-	return st
+	return ids
 }
 
 // release drops the claims of an Ingress and returns the other Ingresses
@@ -186,8 +203,9 @@ func (s *Source) component(start []string) []*ingressState {
 // resolve decides who serves what within a component: oldest object first
 // (then namespace/name, then Ingress before Route), each taking its
 // host/paths and backend names unless an older one already has one of them,
-// in which case the whole Ingress or Route is rejected — OpenShift's router
-// rule, applied to Ingresses and Routes alike. The answer depends only on
+// or its host belongs to another namespace (hostClaimed), in which case
+// the whole Ingress or Route is rejected — OpenShift's router rules,
+// applied to Ingresses and Routes alike. The answer depends only on
 // the objects, never on event order.
 func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
 	slices.SortFunc(comp, func(a, b *ingressState) int {
@@ -201,9 +219,9 @@ func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
 			s.serve(t, st, nil)
 			continue
 		}
-		var conflict *dcm.Rejection
+		conflict := hostClaimed(st, taken)
 		for _, id := range st.ids {
-			if owner, ok := taken[id]; ok {
+			if owner, ok := taken[id]; ok && !id.owner && conflict == nil {
 				conflict = &dcm.Rejection{Object: st.ref, Reason: dcm.RejectConflict,
 					Message: fmt.Sprintf("%s is already served by %s %s/%s, which is older", id, owner.ref.Kind, owner.ref.Namespace, owner.ref.Name)}
 				break
@@ -215,7 +233,9 @@ func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
 			continue
 		}
 		for _, id := range st.ids {
-			taken[id] = st
+			if taken[id] == nil {
+				taken[id] = st
+			}
 		}
 		if st.refused != nil {
 			t.reject(*st.refused)

@@ -254,7 +254,7 @@ func (s *Source) convertRoute(u *unstructured.Unstructured) *ingressState {
 		s.pems.keepCA(r.Upstream.CA, r.Upstream.Version, c.CAPEM)
 	}
 	st.routes = []dcm.Route{r}
-	st.ids = []identity{{host: r.Host, path: r.Path, pathType: r.PathType}, {backend: r.BackendName()}}
+	st.ids = s.routeIDs(st.routes)
 	return st
 }
 

@@ -40,6 +40,10 @@ type Options struct {
 	// PEMs receives the certificates and CAs the routes name, for the
 	// HAProxy driver; nil: a store of the Source's own (Source.PEMs).
 	PEMs *PEMStore
+	// AllowCrossNamespaceHosts lets objects of any namespace serve paths
+	// of one host (--allow-cross-namespace-hosts); by default a host
+	// belongs to the namespace of its oldest object.
+	AllowCrossNamespaceHosts bool
 }
 
 // Reporter hears about objects dcm refuses to serve. Rejected is called once
