@@ -14,6 +14,7 @@ import (
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/haproxy"
+	"github.com/dcm-router/dcm/dcm/kube"
 )
 
 // Config is everything dcm runs with. main fills it from flags, each
@@ -36,6 +37,10 @@ type Config struct {
 	// any namespace may serve paths of one host (default: the host belongs
 	// to the namespace of its oldest object, as in OpenShift).
 	AllowCrossNamespaceHosts bool
+	// RouteSelector and NamespaceSelector are --route-selector and
+	// --namespace-selector: label selectors (labels.Parse syntax) of the
+	// Ingresses and Routes dcm serves and of their namespaces; "": all.
+	RouteSelector, NamespaceSelector string
 
 	// HAProxy.
 	HAProxyBin   string // --haproxy-bin
@@ -112,6 +117,12 @@ func (c Config) Validate() error {
 		if err := dcm.ValidateHost("--route-subdomain", c.RouteSubdomain); err != nil {
 			return err
 		}
+	}
+	if _, err := kube.ParseSelector("--route-selector", c.RouteSelector); err != nil {
+		return err
+	}
+	if _, err := kube.ParseSelector("--namespace-selector", c.NamespaceSelector); err != nil {
+		return err
 	}
 	if _, err := dcm.ParseMode(string(c.Mode)); err != nil {
 		return err

@@ -30,6 +30,8 @@ func (c *Config) FlagSet() *pflag.FlagSet {
 	fs.BoolVar(&c.Routes, "routes", c.Routes, "also serve OpenShift Routes (route.openshift.io/v1) when the API server serves them")
 	fs.StringVar(&c.RouteSubdomain, "route-subdomain", c.RouteSubdomain, "give a Route without spec.host the host <name>-<namespace>.<this> (default: such Routes are rejected)")
 	fs.BoolVar(&c.AllowCrossNamespaceHosts, "allow-cross-namespace-hosts", c.AllowCrossNamespaceHosts, "let Ingresses and Routes of any namespace serve paths of one host (default: a host belongs to the namespace of its oldest Ingress or Route; the others are refused with HostAlreadyClaimed)")
+	fs.StringVar(&c.RouteSelector, "route-selector", c.RouteSelector, "serve only Ingresses and Routes whose labels match this selector (e.g. shard=internal); a relabelled object joins or leaves at runtime (default: all)")
+	fs.StringVar(&c.NamespaceSelector, "namespace-selector", c.NamespaceSelector, "serve only Ingresses and Routes of namespaces whose labels match this selector (e.g. router=internal); a relabelled namespace joins or leaves at runtime (default: all)")
 	fs.StringVar(&c.AuthTokenFile, "auth-token-file", c.AuthTokenFile, "file holding the API bearer token (default: a random token printed at start)")
 	fs.StringVar(&c.CookieSecretFile, "cookie-secret-file", c.CookieSecretFile, "file holding the secret sticky routes derive their cookie keys from; every replica must use the same (default: a built-in, public one)")
 	fs.StringVar(&c.DefaultBackendCAFile, "default-backend-ca-file", c.DefaultBackendCAFile, "CA (PEM) that reencrypt routes naming none verify their pods with, e.g. /var/run/secrets/kubernetes.io/serviceaccount/service-ca.crt (default: none, such routes are rejected)")

@@ -70,7 +70,7 @@ func (s *Source) syncIngress(t *txn, ns, name string) error {
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return fmt.Errorf("get ingress: %w", err)
-		case MatchesClass(ing, s.opts.IngressClass):
+		case MatchesClass(ing, s.opts.IngressClass) && s.inShard(ns, ing.Labels):
 			st = s.convertIngress(ing)
 		}
 	}

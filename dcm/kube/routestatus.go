@@ -34,28 +34,23 @@ func (s *Source) runStatusWorker(ctx context.Context) {
 
 // writeStatus makes dcm's entry of a Route's status.ingress say whether dcm
 // serves it — condition Admitted True, or False with the rejection's reason
-// and message — leaving other routers' entries alone. Nothing is written
+// and message — leaving other routers' entries alone; a Route outside the
+// shard has no entry of dcm's. Nothing is written
 // when the entry already says so, so the update event it causes ends here.
 func (s *Source) writeStatus(ctx context.Context, key string) error {
 	ns, name, _ := strings.Cut(key, "/")
+	u, inShard, err := s.routeStatusObject(ns, name)
+	switch {
+	case err != nil:
+		return err
+	case u == nil:
+		return nil
+	case !inShard:
+		return s.dropStatus(ctx, u)
+	}
 	s.syncMu.Lock()
-	l, ok := s.routeLister(ns)
 	keptHost, kept := s.keptHost(routeKey(ns, name))
 	s.syncMu.Unlock()
-	if !ok {
-		return nil
-	}
-	obj, err := l.Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil
-	}
 	s.mu.Lock()
 	rej, rejected := s.rejections[dcm.ObjectRef{Kind: KindRoute, Namespace: ns, Name: name}]
 	s.mu.Unlock()
