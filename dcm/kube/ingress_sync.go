@@ -220,12 +220,8 @@ func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
 			continue
 		}
 		conflict := hostClaimed(st, taken)
-		for _, id := range st.ids {
-			if owner, ok := taken[id]; ok && !id.owner && conflict == nil {
-				conflict = &dcm.Rejection{Object: st.ref, Reason: dcm.RejectConflict,
-					Message: fmt.Sprintf("%s is already served by %s %s/%s, which is older", id, owner.ref.Kind, owner.ref.Namespace, owner.ref.Name)}
-				break
-			}
+		if conflict == nil {
+			conflict = claimConflict(st, taken)
 		}
 		if conflict != nil {
 			t.reject(*conflict)
@@ -247,6 +243,18 @@ func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
 			s.serve(t, st, st.routes)
 		}
 	}
+}
+
+// claimConflict refuses st when an older object in taken serves one of
+// its host/paths or backend names.
+func claimConflict(st *ingressState, taken map[identity]*ingressState) *dcm.Rejection {
+	for _, id := range st.ids {
+		if owner, ok := taken[id]; ok && !id.owner {
+			return &dcm.Rejection{Object: st.ref, Reason: dcm.RejectConflict,
+				Message: fmt.Sprintf("%s is already served by %s %s/%s, which is older", id, owner.ref.Kind, owner.ref.Namespace, owner.ref.Name)}
+		}
+	}
+	return nil
 }
 
 // serve makes routes the backends an Ingress has in the desired state.

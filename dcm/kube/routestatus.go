@@ -35,8 +35,8 @@ func (s *Source) runStatusWorker(ctx context.Context) {
 // writeStatus makes dcm's entry of a Route's status.ingress say whether dcm
 // serves it — condition Admitted True, or False with the rejection's reason
 // and message — leaving other routers' entries alone; a Route outside the
-// shard has no entry of dcm's. Nothing is written
-// when the entry already says so, so the update event it causes ends here.
+// shard has no entry of dcm's. Nothing is written when the entry already
+// says so, so the update event it causes ends here.
 func (s *Source) writeStatus(ctx context.Context, key string) error {
 	ns, name, _ := strings.Cut(key, "/")
 	u, inShard, err := s.routeStatusObject(ns, name)
