@@ -113,3 +113,18 @@ func afterA(t *testing.T, routes dynamic.ResourceInterface, name string) {
 		return nil
 	})
 }
+
+// TestCrossNamespaceHostsAllowed: with --allow-cross-namespace-hosts, two
+// namespaces' Ingresses share a host path by path.
+func TestCrossNamespaceHostsAllowed(t *testing.T) {
+	nsA, nsB := kapitest.Namespace(t, env.admin), kapitest.Namespace(t, env.admin)
+	host := "shared." + nsA + ".test"
+	createApp(t, nsA, "web", 1, host, "/a")
+	createApp(t, nsB, "other", 1, host, "/b")
+	s := startRouteDCMIn(t, []string{nsA, nsB}, func(c *system.Config) { c.AllowCrossNamespaceHosts = true })
+	s.Serves(host, "/a", 1, readyPods(nsA, "web"))
+	s.Serves(host, "/b", 1, readyPods(nsB, "other"))
+	if r := s.Engine.Snapshot().Rejected; len(r) != 0 {
+		t.Errorf("refused: %+v", r)
+	}
+}
