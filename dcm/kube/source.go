@@ -55,7 +55,9 @@ type Options struct {
 // Reporter hears about objects dcm refuses to serve. Rejected is called once
 // when an object becomes rejected or its reason or message changes, Accepted
 // once when it is no longer rejected (valid again, deleted, or no longer used
-// by any route) — never on a resync that changes nothing. Calls come in the
+// by any route) — never on a resync that changes nothing. An object whose
+// update is refused while its last accepted version serves is Rejected
+// too, with a message that says so. Calls come in the
 // order of the changes, from Run and its worker while they hold the sync
 // lock: a Reporter must not block for long; it may call Desired and
 // Rejections.
