@@ -16,6 +16,7 @@ const (
 	RejectInvalidValue   = "invalid-value"
 	RejectUnsupported    = "unsupported"
 	RejectConflict       = "conflict"
+	RejectHostClaimed    = "HostAlreadyClaimed" // OpenShift's reason: another namespace owns the host
 )
 
 // InvalidError says which field of an object cannot reach HAProxy and why.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/haproxy"
+	"github.com/dcm-router/dcm/dcm/kube"
 )
 
 // Config is everything dcm runs with. main fills it from flags, each
@@ -32,6 +33,14 @@ type Config struct {
 	RouteSubdomain string   // --route-subdomain
 	// DefaultBackendCAFile is --default-backend-ca-file, read once at start.
 	DefaultBackendCAFile string
+	// AllowCrossNamespaceHosts is --allow-cross-namespace-hosts: objects of
+	// any namespace may serve paths of one host (default: the host belongs
+	// to the namespace of its oldest object, as in OpenShift).
+	AllowCrossNamespaceHosts bool
+	// RouteSelector and NamespaceSelector are --route-selector and
+	// --namespace-selector: label selectors (labels.Parse syntax) of the
+	// Ingresses and Routes dcm serves and of their namespaces; "": all.
+	RouteSelector, NamespaceSelector string
 
 	// HAProxy.
 	HAProxyBin   string // --haproxy-bin
@@ -108,6 +117,12 @@ func (c Config) Validate() error {
 		if err := dcm.ValidateHost("--route-subdomain", c.RouteSubdomain); err != nil {
 			return err
 		}
+	}
+	if _, err := kube.ParseSelector("--route-selector", c.RouteSelector); err != nil {
+		return err
+	}
+	if _, err := kube.ParseSelector("--namespace-selector", c.NamespaceSelector); err != nil {
+		return err
 	}
 	if _, err := dcm.ParseMode(string(c.Mode)); err != nil {
 		return err

@@ -24,6 +24,9 @@ func TestValidate(t *testing.T) {
 		{"history", func(c *Config) { c.EventHistory = 0 }, "--event-history"},
 		{"redirect port", func(c *Config) { c.HTTPSRedirectPort = 70000 }, "--https-redirect-port"},
 		{"subdomain", func(c *Config) { c.RouteSubdomain = "Apps;x" }, "--route-subdomain"},
+		{"selectors", func(c *Config) { c.RouteSelector, c.NamespaceSelector = "shard=internal", "router in (a,b)" }, ""},
+		{"route selector", func(c *Config) { c.RouteSelector = "shard==a==b" }, "--route-selector"},
+		{"namespace selector", func(c *Config) { c.NamespaceSelector = "a b" }, "--namespace-selector"},
 		{"no observation", func(c *Config) { c.ObserveEvery = 0 }, "ObserveEvery"},
 		{"negative retry", func(c *Config) { c.RetryReloadAfter = -time.Second }, "RetryReloadAfter"},
 	}

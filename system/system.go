@@ -189,8 +189,12 @@ func (s *System) demoCluster(deps Deps) error {
 
 // kubeSource watches what the Config says, keeping PEM in pems.
 func (s *System) kubeSource(dyn dynamic.Interface, backendCA []byte, pems *kube.PEMStore) *kube.Source {
+	// Validate has parsed the selectors already.
+	routeSel, _ := kube.ParseSelector("--route-selector", s.cfg.RouteSelector)
+	nsSel, _ := kube.ParseSelector("--namespace-selector", s.cfg.NamespaceSelector)
 	src := kube.NewSource(s.client, kube.Options{IngressClass: s.cfg.IngressClass, Namespaces: s.cfg.Namespaces,
-		DefaultBackendCA: backendCA, PEMs: pems}, s.engine, s.log.With("part", "kube"))
+		DefaultBackendCA: backendCA, PEMs: pems, AllowCrossNamespaceHosts: s.cfg.AllowCrossNamespaceHosts,
+		RouteSelector: routeSel, NamespaceSelector: nsSel}, s.engine, s.log.With("part", "kube"))
 	switch {
 	case dyn != nil && s.cfg.Routes:
 		src.WatchRoutes(kube.RouteWatchOptions{Client: dyn, Discovery: s.client.Discovery(),

@@ -48,6 +48,11 @@ func Permissions() []Permission {
 		out = append(out, Permission{Verb: verb, Group: RouteGVR.Group, Resource: RouteGVR.Resource, Required: true})
 	}
 	out = append(out, Permission{Verb: "update", Group: RouteGVR.Group, Resource: RouteGVR.Resource, Subresource: "status", Required: true})
+	// The namespaces of a shard (--namespace-selector): their labels say
+	// which namespaces' Ingresses and Routes dcm serves.
+	for _, verb := range []string{"list", "watch"} {
+		out = append(out, Permission{Verb: verb, Resource: "namespaces", Required: true})
+	}
 	// Edge routes' certificates: kubernetes.io/tls Secrets only (the
 	// informer's field selector), but RBAC cannot say so.
 	for _, verb := range []string{"get", "list", "watch"} {
@@ -74,10 +79,10 @@ func (e *MissingPermissionError) Error() string {
 	return "missing permission: " + strings.Join(e.Missing, "; ") + " (grant them as deploy/rbac.yaml does)"
 }
 
-// scopesOf: reviews are cluster-scoped objects, the rest is checked in
-// each namespace watched.
+// scopesOf: reviews and namespaces are cluster-scoped objects, the rest is
+// checked in each namespace watched.
 func scopesOf(p Permission, namespaces []string) []string {
-	if p.Resource == "tokenreviews" || p.Resource == "subjectaccessreviews" {
+	if p.Resource == "tokenreviews" || p.Resource == "subjectaccessreviews" || p.Resource == "namespaces" {
 		return []string{""}
 	}
 	return namespaces

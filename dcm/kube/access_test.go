@@ -48,6 +48,8 @@ func TestCheckAccess(t *testing.T) {
 			wantMissing: []string{"watch endpointslices.discovery.k8s.io in all namespaces"}},
 		{name: "per namespace", denied: []string{"list ingresses"}, namespaces: []string{"a", "b"},
 			wantMissing: []string{"list ingresses.networking.k8s.io in namespace a", "list ingresses.networking.k8s.io in namespace b"}},
+		{name: "namespaces are cluster-scoped", denied: []string{"watch namespaces"}, namespaces: []string{"a", "b"},
+			wantMissing: []string{"watch namespaces in all namespaces"}},
 		{name: "scaling is optional", denied: []string{"update deployments/scale"}, wantWarnings: 1},
 	}
 	for _, tt := range tests {

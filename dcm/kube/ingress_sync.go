@@ -20,9 +20,15 @@ type identity struct {
 	path     string
 	pathType dcm.PathType
 	backend  string
+	// owner marks a host that one namespace owns: every object with a
+	// route on it is linked to the others, none excludes another by it.
+	owner bool
 }
 
 func (id identity) String() string {
+	if id.owner {
+		return fmt.Sprintf("host %q", id.host)
+	}
 	if id.backend != "" {
 		return fmt.Sprintf("backend %q", id.backend)
 	}
@@ -39,6 +45,13 @@ type ingressState struct {
 	ids     []identity
 	invalid *dcm.Rejection
 	served  []string // backend names currently in the desired state
+	// version is the resourceVersion routes were converted from: the
+	// object's own, or that of the version kept when an update is refused.
+	version string
+	uid     string // a new object of the same name keeps nothing
+	// refused is set when an update was refused and routes are those of
+	// the last version accepted (see keepServing).
+	refused *dcm.Rejection
 }
 
 // servedRoute is a route in the desired state and the Ingress it came from.
@@ -57,7 +70,7 @@ func (s *Source) syncIngress(t *txn, ns, name string) error {
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return fmt.Errorf("get ingress: %w", err)
-		case MatchesClass(ing, s.opts.IngressClass):
+		case MatchesClass(ing, s.opts.IngressClass) && s.inShard(ns, ing.Labels):
 			st = s.convertIngress(ing)
 		}
 	}
@@ -74,6 +87,7 @@ func (s *Source) settle(t *txn, key string, ref dcm.ObjectRef, st *ingressState)
 	if old != nil {
 		start = append(start, s.release(old)...)
 		if st != nil {
+			st = keepServing(old, st)
 			st.served = old.served
 		}
 	}
@@ -92,7 +106,7 @@ func (s *Source) settle(t *txn, key string, ref dcm.ObjectRef, st *ingressState)
 
 func (s *Source) convertIngress(ing *networkingv1.Ingress) *ingressState {
 	ref := dcm.ObjectRef{Kind: KindIngress, Namespace: ing.Namespace, Name: ing.Name}
-	st := &ingressState{key: ing.Namespace + "/" + ing.Name, ref: ref, created: ing.CreationTimestamp.Time}
+	st := &ingressState{key: ing.Namespace + "/" + ing.Name, ref: ref, created: ing.CreationTimestamp.Time, version: ing.ResourceVersion, uid: string(ing.UID)}
 	routes, err := IngressRoutes(ing)
 	if err != nil {
 		st.invalid = &dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: RejectMessage(err)}
@@ -106,12 +120,23 @@ func (s *Source) convertIngress(ing *networkingv1.Ingress) *ingressState {
 		}
 	}
 	st.routes = routes
+	st.ids = s.routeIDs(routes)
+	return st
+}
+
+// routeIDs are what routes claim: their host/paths and backend names, and
+// their hosts when namespaces own hosts.
+func (s *Source) routeIDs(routes []dcm.Route) []identity {
+	var ids []identity
 	for _, r := range routes {
-		st.ids = append(st.ids,
+		ids = append(ids,
 			identity{host: r.Host, path: r.Path, pathType: r.PathType},
 			identity{backend: r.BackendName()})
+		if r.Host != "" && !s.opts.AllowCrossNamespaceHosts {
+			ids = append(ids, identity{host: r.Host, owner: true})
+		}
 	}
-	return st
+	return ids
 }
 
 // release drops the claims of an Ingress and returns the other Ingresses
@@ -178,8 +203,9 @@ func (s *Source) component(start []string) []*ingressState {
 // resolve decides who serves what within a component: oldest object first
 // (then namespace/name, then Ingress before Route), each taking its
 // host/paths and backend names unless an older one already has one of them,
-// in which case the whole Ingress or Route is rejected — OpenShift's router
-// rule, applied to Ingresses and Routes alike. The answer depends only on
+// or its host belongs to another namespace (hostClaimed), in which case
+// the whole Ingress or Route is rejected — OpenShift's router rules,
+// applied to Ingresses and Routes alike. The answer depends only on
 // the objects, never on event order.
 func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
 	slices.SortFunc(comp, func(a, b *ingressState) int {
@@ -193,13 +219,9 @@ func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
 			s.serve(t, st, nil)
 			continue
 		}
-		var conflict *dcm.Rejection
-		for _, id := range st.ids {
-			if owner, ok := taken[id]; ok {
-				conflict = &dcm.Rejection{Object: st.ref, Reason: dcm.RejectConflict,
-					Message: fmt.Sprintf("%s is already served by %s %s/%s, which is older", id, owner.ref.Kind, owner.ref.Namespace, owner.ref.Name)}
-				break
-			}
+		conflict := hostClaimed(st, taken)
+		if conflict == nil {
+			conflict = claimConflict(st, taken)
 		}
 		if conflict != nil {
 			t.reject(*conflict)
@@ -207,14 +229,32 @@ func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
 			continue
 		}
 		for _, id := range st.ids {
-			taken[id] = st
+			if taken[id] == nil {
+				taken[id] = st
+			}
 		}
-		t.accept(st.ref)
+		if st.refused != nil {
+			t.reject(*st.refused)
+		} else {
+			t.accept(st.ref)
+		}
 		// An Ingress that kept its routes and its place needs no work.
 		if st.key == changed || len(st.served) != len(st.routes) {
 			s.serve(t, st, st.routes)
 		}
 	}
+}
+
+// claimConflict refuses st when an older object in taken serves one of
+// its host/paths or backend names.
+func claimConflict(st *ingressState, taken map[identity]*ingressState) *dcm.Rejection {
+	for _, id := range st.ids {
+		if owner, ok := taken[id]; ok && !id.owner {
+			return &dcm.Rejection{Object: st.ref, Reason: dcm.RejectConflict,
+				Message: fmt.Sprintf("%s is already served by %s %s/%s, which is older", id, owner.ref.Kind, owner.ref.Namespace, owner.ref.Name)}
+		}
+	}
+	return nil
 }
 
 // serve makes routes the backends an Ingress has in the desired state.

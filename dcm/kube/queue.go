@@ -162,6 +162,10 @@ func (s *Source) sync(key string, seen time.Time) error {
 	s.syncs.Add(1)
 	kind, rest, _ := strings.Cut(key, "/")
 	ns, name, ok := strings.Cut(rest, "/")
+	if kind+"/" == prefixNamespace {
+		// A namespace is cluster-scoped: its key is its name alone.
+		ns, name, ok = rest, rest, rest != ""
+	}
 	if !ok {
 		s.log.Warn("dropping malformed queue key", "key", key)
 		return nil
@@ -177,6 +181,8 @@ func (s *Source) sync(key string, seen time.Time) error {
 		err = s.syncSecret(t, ns, name)
 	case prefixRoute:
 		err = s.syncRoute(t, ns, name)
+	case prefixNamespace:
+		err = s.syncNamespace(t, ns)
 	default:
 		s.log.Warn("dropping queue key of unknown kind", "key", key)
 		return nil

@@ -45,6 +45,11 @@ type RouteWatchOptions struct {
 type routeWatch struct {
 	opts *RouteWatchOptions
 	wg   sync.WaitGroup
+	// gone holds the last state of Routes that left the cache, by
+	// namespace/name, until the status writer has taken dcm's entry out
+	// (routeGone). goneMu is a leaf lock.
+	goneMu sync.Mutex
+	gone   map[string]*unstructured.Unstructured
 	// status queues namespace/name of Routes whose status.ingress may
 	// need writing (nil: no status written).
 	status workqueue.TypedRateLimitingInterface[string]
@@ -125,10 +130,16 @@ func (s *Source) routeInformers(ctx context.Context) ([]cache.InformerSynced, ma
 	var synced []cache.InformerSynced
 	listers := map[string]cache.GenericLister{}
 	for _, ns := range slices.Compact(slices.Sorted(slices.Values(namespaces))) {
-		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(s.rw.opts.Client, s.opts.Resync, ns, nil)
+		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(s.rw.opts.Client, s.opts.Resync, ns, selectorTweak(s.opts.RouteSelector))
 		inf := f.ForResource(RouteGVR)
 		if _, err := inf.Informer().AddEventHandler(s.handlers(prefixRoute, objectKey)); err != nil {
 			s.log.Error("add route event handler", "err", err)
+		}
+		if s.opts.RouteSelector != nil {
+			// A Route relabelled out of the shard arrives as a delete.
+			if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: s.routeGone}); err != nil {
+				s.log.Error("add route event handler", "err", err)
+			}
 		}
 		listers[ns] = inf.Lister()
 		synced = append(synced, inf.Informer().HasSynced)
@@ -221,7 +232,9 @@ func (s *Source) syncRoute(t *txn, ns, name string) error {
 			if !ok {
 				return fmt.Errorf("route %s/%s: unexpected %T", ns, name, obj)
 			}
-			st = s.convertRoute(u)
+			if s.inShard(ns, u.GetLabels()) {
+				st = s.convertRoute(u)
+			}
 		}
 	}
 	if st == nil {
@@ -233,7 +246,7 @@ func (s *Source) syncRoute(t *txn, ns, name string) error {
 
 func (s *Source) convertRoute(u *unstructured.Unstructured) *ingressState {
 	ref := dcm.ObjectRef{Kind: KindRoute, Namespace: u.GetNamespace(), Name: u.GetName()}
-	st := &ingressState{key: routeKey(ref.Namespace, ref.Name), ref: ref, created: u.GetCreationTimestamp().Time}
+	st := &ingressState{key: routeKey(ref.Namespace, ref.Name), ref: ref, created: u.GetCreationTimestamp().Time, version: u.GetResourceVersion(), uid: string(u.GetUID())}
 	c, err := RouteFromOpenShift(u, s.rw.opts.Convert)
 	if err != nil {
 		st.invalid = &dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: RejectMessage(err)}
@@ -254,7 +267,7 @@ func (s *Source) convertRoute(u *unstructured.Unstructured) *ingressState {
 		s.pems.keepCA(r.Upstream.CA, r.Upstream.Version, c.CAPEM)
 	}
 	st.routes = []dcm.Route{r}
-	st.ids = []identity{{host: r.Host, path: r.Path, pathType: r.PathType}, {backend: r.BackendName()}}
+	st.ids = s.routeIDs(st.routes)
 	return st
 }
 

@@ -34,27 +34,23 @@ func (s *Source) runStatusWorker(ctx context.Context) {
 
 // writeStatus makes dcm's entry of a Route's status.ingress say whether dcm
 // serves it — condition Admitted True, or False with the rejection's reason
-// and message — leaving other routers' entries alone. Nothing is written
-// when the entry already says so, so the update event it causes ends here.
+// and message — leaving other routers' entries alone; a Route outside the
+// shard has no entry of dcm's. Nothing is written when the entry already
+// says so, so the update event it causes ends here.
 func (s *Source) writeStatus(ctx context.Context, key string) error {
 	ns, name, _ := strings.Cut(key, "/")
-	s.syncMu.Lock()
-	l, ok := s.routeLister(ns)
-	s.syncMu.Unlock()
-	if !ok {
-		return nil
-	}
-	obj, err := l.Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	u, inShard, err := s.routeStatusObject(ns, name)
+	switch {
+	case err != nil:
 		return err
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
+	case u == nil:
 		return nil
+	case !inShard:
+		return s.dropStatus(ctx, u)
 	}
+	s.syncMu.Lock()
+	keptHost, kept := s.keptHost(routeKey(ns, name))
+	s.syncMu.Unlock()
 	s.mu.Lock()
 	rej, rejected := s.rejections[dcm.ObjectRef{Kind: KindRoute, Namespace: ns, Name: name}]
 	s.mu.Unlock()
@@ -63,7 +59,13 @@ func (s *Source) writeStatus(ctx context.Context, key string) error {
 	if c, err := RouteFromOpenShift(u, s.rw.opts.Convert); err == nil {
 		host = c.Route.Host
 	}
-	if rejected {
+	switch {
+	case rejected && kept:
+		// Still admitted: the last version accepted serves. The reason
+		// says an update was refused, the message why and which version.
+		host = keptHost
+		cond = map[string]any{"type": "Admitted", "status": "True", "reason": ReasonUpdateRefused, "message": rej.Reason + ": " + rej.Message}
+	case rejected:
 		cond = map[string]any{"type": "Admitted", "status": "False", "reason": rej.Reason, "message": rej.Message}
 	}
 	entries, _, _ := unstructured.NestedSlice(u.Object, "status", "ingress")

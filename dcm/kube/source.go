@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -40,12 +41,23 @@ type Options struct {
 	// PEMs receives the certificates and CAs the routes name, for the
 	// HAProxy driver; nil: a store of the Source's own (Source.PEMs).
 	PEMs *PEMStore
+	// AllowCrossNamespaceHosts lets objects of any namespace serve paths
+	// of one host (--allow-cross-namespace-hosts); by default a host
+	// belongs to the namespace of its oldest object.
+	AllowCrossNamespaceHosts bool
+	// RouteSelector and NamespaceSelector make a shard (--route-selector,
+	// --namespace-selector): only Ingresses and Routes whose labels match
+	// RouteSelector, in namespaces whose labels match NamespaceSelector,
+	// are served. nil selects everything.
+	RouteSelector, NamespaceSelector labels.Selector
 }
 
 // Reporter hears about objects dcm refuses to serve. Rejected is called once
 // when an object becomes rejected or its reason or message changes, Accepted
 // once when it is no longer rejected (valid again, deleted, or no longer used
-// by any route) — never on a resync that changes nothing. Calls come in the
+// by any route) — never on a resync that changes nothing. An object whose
+// update is refused while its last accepted version serves is Rejected
+// too, with a message that says so. Calls come in the
 // order of the changes, from Run and its worker while they hold the sync
 // lock: a Reporter must not block for long; it may call Desired and
 // Rejections.
@@ -132,6 +144,9 @@ type Source struct {
 	// routeListers read OpenShift Routes, by namespace as listers; empty
 	// while the Routes API is not served (or not watched).
 	routeListers map[string]cache.GenericLister
+	// namespaces lists the namespaces of the shard (nil without
+	// Options.NamespaceSelector); set before Run, never written after.
+	namespaces corelisters.NamespaceLister
 
 	rw routeWatch
 
@@ -163,7 +178,11 @@ func NewSource(client kubernetes.Interface, opts Options, reporter Reporter, log
 		} else {
 			f = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithNamespace(ns))
 		}
-		ing := f.Networking().V1().Ingresses()
+		// Ingresses from a factory of their own: the shard's selector
+		// must not narrow Services and slices.
+		inf := informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithNamespace(ns),
+			informers.WithTweakListOptions(selectorTweak(opts.RouteSelector)))
+		ing := inf.Networking().V1().Ingresses()
 		svc := f.Core().V1().Services()
 		eps := f.Discovery().V1().EndpointSlices()
 		if err := eps.Informer().AddIndexers(cache.Indexers{indexByService: sliceServiceIndex}); err != nil {
@@ -179,10 +198,11 @@ func NewSource(client kubernetes.Interface, opts Options, reporter Reporter, log
 		if _, err := sec.Informer().AddEventHandler(s.handlers(prefixSecret, objectKey)); err != nil && s.initErr == nil {
 			s.initErr = fmt.Errorf("kube: add secret event handler: %w", err)
 		}
-		s.factories = append(s.factories, f, sf)
+		s.factories = append(s.factories, f, sf, inf)
 		s.listers[ns] = listerSet{ingresses: ing.Lister(), services: svc.Lister(), slices: eps.Informer().GetIndexer(), secrets: sec.Lister()}
 		s.hasSynced = append(s.hasSynced, ing.Informer().HasSynced, svc.Informer().HasSynced, eps.Informer().HasSynced, sec.Informer().HasSynced)
 	}
+	s.watchNamespaces(client)
 	return s
 }
 
