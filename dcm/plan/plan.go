@@ -103,6 +103,9 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 	if len(certFirst)+len(certLast) > 0 && !caps.RuntimeCerts {
 		return Reload(desired, caps, dcm.ReasonCertChanged)
 	}
+	// Allowlists before the maps: a new route's list is in place before
+	// it gets traffic (the driver sends them with the map replaces).
+	ops = append(ops, aclOps(actual, st)...)
 	if remap {
 		// New routes' servers are in place before the maps send them
 		// traffic; retired ones get none before they are taken out.
@@ -140,6 +143,9 @@ func routeChange(a, d dcm.Route, caps dcm.Caps) (rekeyed bool, reason dcm.Reload
 		// New servers with the new CA or name, added next to the
 		// old ones, need add server and runtime CA files.
 		return false, dcm.ReasonCertChanged
+	}
+	if reason := allowlistReason(a, d, caps); reason != "" {
+		return false, reason
 	}
 	if !a.SameServing(d) {
 		if !pooled || !rekeyable(a, d) {
