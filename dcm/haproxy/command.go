@@ -26,6 +26,7 @@ const (
 	replyBackends
 	replyPrepareMap
 	replyShowMap
+	replyShowACL
 	replyNewCert
 	replySetCert
 	replyCommitCert
@@ -316,6 +317,9 @@ func (c Command) succeeded(reply string) bool {
 		return prefixed && err == nil
 	case replyShowMap:
 		_, err := ParseShowMap(reply)
+		return !prefixed && err == nil
+	case replyShowACL:
+		_, err := ParseShowACL(reply)
 		return !prefixed && err == nil
 	}
 	return false

@@ -72,6 +72,8 @@ type Files struct {
 	// path relative to the cfg (CAFile); filled by the driver from its
 	// CASource, like Certs.
 	CAs map[string][]byte
+	// ACLs holds the allowlist files (ACLFile) of every HAProxy backend.
+	ACLs map[string][]byte
 }
 
 // File names relative to the work directory. Maps are referenced relatively
@@ -177,6 +179,7 @@ type Renderer struct {
 	backends map[string]renderedBackend
 	routes   []routeKey
 	maps     map[string][]byte
+	acls     map[string]renderedACL
 }
 
 // renderedBackend is a backend's text and the fields it was rendered from.
@@ -283,8 +286,12 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 			return Files{}, err
 		}
 	}
-	r.backends, r.routes, r.maps = next, keys, maps
-	out := Files{Config: cfg, Maps: maps}
+	aclFiles, acls, err := renderACLs(all, r.acls)
+	if err != nil {
+		return Files{}, err
+	}
+	r.backends, r.routes, r.maps, r.acls = next, keys, maps, acls
+	out := Files{Config: cfg, Maps: maps, ACLs: aclFiles}
 	if r.settings.HTTPSBind != "" {
 		list, err := renderCrtList(backends)
 		if err != nil {
@@ -472,6 +479,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 		}
 		fmt.Fprintf(w, "    server %s %s\n", srv.Name, args)
 	}
+	renderAllowlistRule(w, b.ProxyName())
 	return nil
 }
 

@@ -184,6 +184,8 @@ var lineShapes = []*regexp.Regexp{
 	regexp.MustCompile(`^backend be_[A-Za-z0-9._:-]+$`),
 	regexp.MustCompile(`^    balance (roundrobin|leastconn|random|first)$`),
 	regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)?( disabled)?$`),
+	regexp.MustCompile(`^    acl allowlist src -f acls/be_[A-Za-z0-9._:-]+\.acl$`),
+	regexp.MustCompile(`^    tcp-request content reject if !allowlist$`),
 }
 
 var mapLineShape = regexp.MustCompile(`^[a-z0-9.-]*/[A-Za-z0-9/\-._~%!$&()*+,=:@]* be_[A-Za-z0-9._:-]+$`)

@@ -103,9 +103,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 	if len(certFirst)+len(certLast) > 0 && !caps.RuntimeCerts {
 		return Reload(desired, caps, dcm.ReasonCertChanged)
 	}
-	// Allowlists before the maps: a new route's list is in place before
-	// it gets traffic (the driver sends them with the map replaces).
-	ops = append(ops, aclOps(actual, st)...)
+	ops = append(ops, aclOps(actual, st)...) // before the maps (access.go)
 	if remap {
 		// New routes' servers are in place before the maps send them
 		// traffic; retired ones get none before they are taken out.
