@@ -24,6 +24,7 @@ const (
 	AnnotationBackendCA         = "dcm.io/backend-ca"
 	AnnotationBackendServerName = "dcm.io/backend-server-name"
 	AnnotationWorkload          = "dcm.io/workload"
+	AnnotationAllowlist         = "dcm.io/allowlist-source-range"
 
 	// Annotations of OpenShift's router that dcm reads on a Route.
 	AnnotationRouteBalance        = "haproxy.router.openshift.io/balance"
@@ -55,6 +56,12 @@ const (
 	ValueWorkload ValueType = "workload"
 	// ValueString is any string: it selects, it never reaches HAProxy.
 	ValueString ValueType = "string"
+	// ValueSources is IPv4 and IPv6 addresses and CIDR networks separated
+	// by spaces (dcm.ParseAllowlist), as OpenShift's ip_allowlist.
+	ValueSources ValueType = "addresses and networks, space-separated"
+	// ValueSourceRanges is the same separated by commas or spaces, as
+	// Ingress controllers write source ranges.
+	ValueSourceRanges ValueType = "addresses and networks, comma- or space-separated"
 )
 
 // Annotation declares one annotation dcm reads.
@@ -133,12 +140,12 @@ var annotationTable = []Annotation{
 	{Name: AnnotationRouteCookieName, Kinds: routeOnly, Type: ValueString,
 		Refused: "dcm's cookie name is its own",
 		Doc:     "Names the sticky cookie in OpenShift."},
-	{Name: AnnotationRouteIPWhitelist, Kinds: routeOnly, Type: ValueString,
-		Refused: "dcm cannot restrict clients by address, and serving the Route to everyone would open what its author closed",
-		Doc:     "Restricts clients by address in OpenShift (the older name of ip_allowlist)."},
-	{Name: AnnotationRouteIPAllowlist, Kinds: routeOnly, Type: ValueString,
-		Refused: "dcm cannot restrict clients by address, and serving the Route to everyone would open what its author closed",
-		Doc:     "Restricts clients by address in OpenShift."},
+	{Name: AnnotationRouteIPAllowlist, Kinds: routeOnly, Type: ValueSources, Example: "10.0.0.0/8 192.168.1.10 2001:db8::/32",
+		Doc: "Serves only clients from these addresses and networks (at most 1000): any other client's connection is closed without an answer, as OpenShift does. Changed at runtime. An empty value serves everyone."},
+	{Name: AnnotationRouteIPWhitelist, Kinds: routeOnly, Type: ValueSources, Example: "10.0.0.0/8 192.168.1.10",
+		Doc: "The older name of ip_allowlist, read the same way; ip_allowlist wins when both are set."},
+	{Name: AnnotationAllowlist, Kinds: ingressOnly, Type: ValueSourceRanges, Example: "10.0.0.0/8, 192.168.1.10",
+		Doc: "ip_allowlist for every route of the Ingress: addresses and networks separated by commas or spaces (at most 1000); other clients' connections are closed without an answer. Changed at runtime. An empty value serves everyone."},
 }
 
 // Annotations is the table of every annotation dcm reads: a copy, in the

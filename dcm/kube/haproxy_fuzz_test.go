@@ -38,8 +38,11 @@ var (
 		regexp.MustCompile(`^    balance (roundrobin|leastconn|random|first)$`),
 		regexp.MustCompile(`^    cookie ` + haproxy.CookieName + ` insert indirect nocache dynamic$`),
 		regexp.MustCompile(`^    dynamic-cookie-key [0-9a-f]+$`),
+		regexp.MustCompile(`^    acl allowlist src -f acls/be_(http|passthrough):[a-z0-9-]+:(route_)?[a-z0-9.-]+\.acl$`),
+		regexp.MustCompile(`^    tcp-request content reject if !allowlist$`),
 		regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)?( disabled)?$`),
 	}
+	aclLine      = regexp.MustCompile(`^[0-9a-f:.]+(/\d{1,3})?$`)
 	mapKey       = regexp.MustCompile(`^[a-z0-9.-]*/[A-Za-z0-9/\-._~%!$&()*+,=:@]*$`)
 	hostKey      = regexp.MustCompile(`^[a-z0-9.-]+$`)
 	actionValue  = regexp.MustCompile(`^(none|redirect-\d{3})$`)
@@ -267,6 +270,13 @@ func checkFiles(t *testing.T, files haproxy.Files, desired dcm.Desired) {
 	for _, l := range strings.Split(string(files.Config), "\n") {
 		if !fixed[l] && !slices.ContainsFunc(cfgLineShapes, func(re *regexp.Regexp) bool { return re.MatchString(l) }) {
 			t.Fatalf("unexpected cfg line %q", l)
+		}
+	}
+	for name, acl := range files.ACLs {
+		for _, l := range strings.Split(strings.TrimSuffix(string(acl), "\n"), "\n") {
+			if !aclLine.MatchString(l) {
+				t.Fatalf("unexpected line %q in %s", l, name)
+			}
 		}
 	}
 	isBackend := func(s string) bool {

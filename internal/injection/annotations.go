@@ -44,6 +44,10 @@ func corpusOf(a kube.Annotation) (annotationCorpus, bool) {
 		return suffixed("a"), true
 	case a.Type == kube.ValueInt:
 		return suffixed("0"), true
+	case a.Type == kube.ValueSources, a.Type == kube.ValueSourceRanges:
+		// A hostile byte inside the last entry, or a separator before
+		// an entry that is no address.
+		return suffixed("0"), true
 	case a.Type == kube.ValueWeights:
 		return annotationCorpus{func(h string) string { return "web=80," + inName(h) + "=20" },
 			"web=80," + Marker + strings.Repeat("a", 61) + "=20", dcm.RejectInvalidName}, true
