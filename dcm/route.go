@@ -97,6 +97,9 @@ type Route struct {
 	// canonical addresses and networks, sorted; nil serves everyone. Not
 	// part of SameServing: it is a file HAProxy replaces at runtime.
 	Allowlist []string `json:"allowlist,omitempty"`
+	// RateLimit is the route's rate limits (route_ratelimit.go); nil
+	// tracks nothing. A map entry: not part of SameServing either.
+	RateLimit *RateLimit `json:"rateLimit,omitempty"`
 }
 
 // RouteNamePrefix starts the name of a route that comes from an OpenShift

@@ -166,6 +166,10 @@ func AddMapCommand(version uint32, t dcm.MapTable, key, value string) (Command, 
 		if err := routing.ValidateInsecureAction("insecure action", value); err != nil {
 			return Command{}, fmt.Errorf("map %s key %s: %w", t, key, err)
 		}
+	} else if t == dcm.MapRateLimit {
+		if err := validateMapValue(t, key, value); err != nil {
+			return Command{}, err
+		}
 	} else if err := validateBackendName(value); err != nil {
 		return Command{}, fmt.Errorf("map %s key %s: %w", t, key, err)
 	}

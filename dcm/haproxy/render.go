@@ -194,6 +194,7 @@ type renderedBackend struct {
 type routeKey struct {
 	backend, slot, name, namespace, host, path string
 	insecure                                   string // dcm.Route.InsecureAction
+	rateLimit                                  string // dcm.Route.RateLimitValue
 	kind                                       dcm.RouteKind
 	pathType                                   dcm.PathType
 	balance                                    string
@@ -277,7 +278,8 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 	for i, b := range backends {
 		rt := b.Route
 		keys[i] = routeKey{backend: b.Name, slot: b.Slot, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
-			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: routing.InsecureAction(rt)}
+			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: routing.InsecureAction(rt),
+			rateLimit: rt.RateLimitValue()}
 	}
 	maps := r.maps
 	if maps == nil || !slices.Equal(keys, r.routes) {
@@ -480,6 +482,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 		fmt.Fprintf(w, "    server %s %s\n", srv.Name, args)
 	}
 	renderAllowlistRule(w, b.ProxyName())
+	renderRateLimitRules(w)
 	return nil
 }
 
@@ -616,6 +619,9 @@ func renderMaps(backends []dcm.Backend) (map[string][]byte, error) {
 				if err := routing.ValidateInsecureAction("insecure action", e.Value()); err != nil {
 					return nil, fmt.Errorf("map %s key %s: %w", t, e.Key, err)
 				}
+			}
+			if err := validateMapValue(t, e.Key, e.Value()); err != nil {
+				return nil, err
 			}
 			buf.WriteString(e.Key + " " + e.Value() + "\n")
 		}

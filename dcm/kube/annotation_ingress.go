@@ -19,6 +19,7 @@ type ingressOptions struct {
 	split                 []dcm.ServiceRef
 	upstream              *dcm.UpstreamTLS
 	allowlist             []string
+	rateLimit             *dcm.RateLimit
 }
 
 // ingressAnnotations reads an Ingress's annotations through the table, in
@@ -67,6 +68,9 @@ func ingressAnnotations(ing *networkingv1.Ingress) (ingressOptions, error) {
 		return o, err
 	}
 	if o.allowlist, _, err = annotationValue[[]string](ann, AnnotationAllowlist); err != nil {
+		return o, err
+	}
+	if o.rateLimit, err = rateLimitOf(ann, ingressRateLimits); err != nil {
 		return o, err
 	}
 	return o, refuseUnhonoured(ann, KindIngress)

@@ -68,6 +68,12 @@ func (a Annotation) parse(v string) (any, error) {
 			return nil, invalidAt(err, field, v)
 		}
 		return list, nil
+	case ValueCount:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > dcm.MaxRateLimit || strconv.Itoa(n) != v {
+			return nil, bad(dcm.RejectInvalidValue)
+		}
+		return n, nil
 	case ValueString:
 		return v, nil
 	}

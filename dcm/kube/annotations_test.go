@@ -29,6 +29,7 @@ var badReason = map[ValueType]string{
 	ValueWorkload:     dcm.RejectInvalidName,
 	ValueSources:      dcm.RejectInvalidValue,
 	ValueSourceRanges: dcm.RejectInvalidValue,
+	ValueCount:        dcm.RejectInvalidValue,
 }
 
 // TestAnnotationTable: every row parses its default (or, without one, its
@@ -83,7 +84,7 @@ func TestAnnotationTable(t *testing.T) {
 				t.Fatalf("type %q: no bad value known", a.Type)
 			}
 			refused(valid+"\n;x", reason)
-			if a.Type == ValueInt {
+			if a.Type == ValueInt || a.Type == ValueCount {
 				refused("+"+valid, dcm.RejectInvalidValue)
 				refused("0"+valid, dcm.RejectInvalidValue)
 			}

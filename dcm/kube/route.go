@@ -266,6 +266,9 @@ func routeAnnotations(ann map[string]string, r *dcm.Route) error {
 	if r.Allowlist, err = routeAllowlist(ann); err != nil {
 		return err
 	}
+	if r.RateLimit, err = rateLimitOf(ann, routeRateLimits); err != nil {
+		return err
+	}
 	return refuseUnhonoured(ann, KindRoute)
 }
 

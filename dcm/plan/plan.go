@@ -145,6 +145,13 @@ func routeChange(a, d dcm.Route, caps dcm.Caps) (rekeyed bool, reason dcm.Reload
 	if reason := allowlistReason(a, d, caps); reason != "" {
 		return false, reason
 	}
+	if !dcm.SameRateLimit(a, d) {
+		// The rate-limit map's entry: a map replace but in reload mode.
+		if caps.Mode == dcm.ModeReload {
+			return false, dcm.ReasonRouteChanged
+		}
+		rekeyed = true
+	}
 	if !a.SameServing(d) {
 		if !pooled || !rekeyable(a, d) {
 			return false, dcm.ReasonRouteChanged

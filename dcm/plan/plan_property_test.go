@@ -76,6 +76,10 @@ func (g gen) desired() dcm.Desired {
 			// with the route or with its spare.
 			r.Allowlist = genAllowlists[g.r.IntN(len(genAllowlists))]
 		}
+		if g.r.IntN(3) == 0 {
+			// Rate limits: a map entry that comes, changes and goes.
+			r.RateLimit = []*dcm.RateLimit{{}, {ConcurrentTCP: 5}, {RateTCP: 2, RateHTTP: 9}}[g.r.IntN(3)]
+		}
 		b := dcm.DesiredBackend{Name: r.BackendName(), Route: r}
 		for p := range 8 {
 			if g.r.IntN(2) == 0 {
