@@ -41,7 +41,8 @@ func getFrom(src, addr, host string) (int, string, error) {
 // listed client only (any other's connection is closed without an
 // answer); the annotation edited swaps the roles, its older name
 // ip_whitelist is read the same way, and removed everyone is served; an
-// Ingress's dcm.io/allowlist-source-range likewise. All without a reload.
+// Ingress's dcm.io/allowlist-source-range likewise. Then the Route's
+// rate-limit-connections with rate-http come and go. All without a reload.
 func TestOpenShiftRouteAllowlist(t *testing.T) {
 	installRouteCRD(t)
 	t.Cleanup(func() { removeRouteCRD(t) })
@@ -120,7 +121,49 @@ func TestOpenShiftRouteAllowlist(t *testing.T) {
 	served("ingress", ingHost, "127.0.0.2", false)
 	served("ingress", rHost, "127.0.0.2", true) // the Route's own, unlisted
 
+	// Rate limits: rate-http 3 serves a client's first three requests in
+	// 10 s and refuses the fourth, each attempt from a fresh address (the
+	// wait for the change does not count against the limit); removed, a
+	// client's requests are all served.
+	setRouteAnnotations := func(ann map[string]string) {
+		t.Helper()
+		cur, err := routes.Get(ctx, "r", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.SetAnnotations(ann)
+		if _, err := routes.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh := 0
+	next := func() string { fresh++; return fmt.Sprintf("127.0.0.%d", 11+fresh%240) }
+	setRouteAnnotations(map[string]string{kube.AnnotationRouteRateLimit: "true", kube.AnnotationRouteRateHTTP: "3"})
+	s.Eventually("rate-http 3 refuses the fourth request", 15*time.Second, func() error {
+		c := next()
+		for i := range 3 {
+			if code, _, err := getFrom(c, s.HTTPAddr, rHost); err != nil || code != http.StatusOK {
+				return fmt.Errorf("request %d from %s: %d %v", i+1, c, code, err)
+			}
+		}
+		if code, _, err := getFrom(c, s.HTTPAddr, rHost); err == nil {
+			return fmt.Errorf("request 4 from %s answered %d", c, code)
+		}
+		return nil
+	})
+	admitted(t, routes, "r", "True", "")
+	setRouteAnnotations(nil)
+	s.Eventually("no limits: a client's requests all served", 15*time.Second, func() error {
+		c := next()
+		for i := range 6 {
+			if code, _, err := getFrom(c, s.HTTPAddr, rHost); err != nil || code != http.StatusOK {
+				return fmt.Errorf("request %d from %s: %d %v", i+1, c, code, err)
+			}
+		}
+		return nil
+	})
+
 	if s.WorkerPID() != pid || s.Reloads() != reloads {
-		t.Errorf("worker %d → %d, reloads %v → %v: allowlists reloaded", pid, s.WorkerPID(), reloads, s.Reloads())
+		t.Errorf("worker %d → %d, reloads %v → %v: allowlists or rate limits reloaded", pid, s.WorkerPID(), reloads, s.Reloads())
 	}
 }
