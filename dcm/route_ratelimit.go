@@ -35,25 +35,36 @@ const MaxRateLimit = 1_000_000_000
 const MapRateLimit MapTable = "rate_limit"
 
 // RateLimitValue is the route's entry in MapRateLimit:
-// "<concurrent>:<rate-tcp>:<rate-http>"; "" when the route has no limits.
+// "<concurrent>:<rate-tcp>:<rate-http>", a limit not set left empty (HAProxy
+// then has no number to compare with, and refuses nothing for it), so
+// "::" tracks only; "" when the route has no limits.
 func (r Route) RateLimitValue() string {
 	l := r.RateLimit
 	if l == nil {
 		return ""
 	}
-	return strconv.Itoa(l.ConcurrentTCP) + ":" + strconv.Itoa(l.RateTCP) + ":" + strconv.Itoa(l.RateHTTP)
+	field := func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.Itoa(n)
+	}
+	return field(l.ConcurrentTCP) + ":" + field(l.RateTCP) + ":" + field(l.RateHTTP)
 }
 
-// ValidateRateLimitValue checks an entry of MapRateLimit: three limits in
-// 0..MaxRateLimit, written canonically.
+// ValidateRateLimitValue checks an entry of MapRateLimit: three limits,
+// each empty or in 1..MaxRateLimit, written canonically.
 func ValidateRateLimitValue(field, s string) error {
 	parts := strings.Split(s, ":")
 	if len(parts) != 3 {
 		return invalid(RejectInvalidValue, field, s)
 	}
 	for _, p := range parts {
+		if p == "" {
+			continue
+		}
 		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 || n > MaxRateLimit || strconv.Itoa(n) != p {
+		if err != nil || n < 1 || n > MaxRateLimit || strconv.Itoa(n) != p {
 			return invalid(RejectInvalidValue, field, s)
 		}
 	}

@@ -41,3 +41,21 @@ func TestIngressAllowlist(t *testing.T) {
 	_, err := IngressRoutes(ing)
 	checkRefusal(t, err, dcm.RejectInvalidValue, annotationField(AnnotationAllowlist))
 }
+
+// TestIngressRateLimit: dcm.io/rate-limit-connections and its limits
+// reach every route of the Ingress; a limit without the switch refuses it.
+func TestIngressRateLimit(t *testing.T) {
+	spec := networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{httpRule("a.example.com", httpPath("/", prefix, svcBackend("web", "http")))}}
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web", Annotations: map[string]string{
+		AnnotationRateLimit: "true", AnnotationRateConcurrent: "7", AnnotationRateTCP: "8"}}, Spec: spec}
+	routes, err := IngressRoutes(ing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := routes[0].RateLimit; l == nil || *l != (dcm.RateLimit{ConcurrentTCP: 7, RateTCP: 8}) || routes[0].RateLimitValue() != "7:8:" {
+		t.Errorf("rate limit %+v", l)
+	}
+	ing.Annotations = map[string]string{AnnotationRateHTTP: "5"}
+	_, err = IngressRoutes(ing)
+	checkRefusal(t, err, dcm.RejectUnsupported, annotationField(AnnotationRateHTTP))
+}

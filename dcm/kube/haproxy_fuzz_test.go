@@ -42,11 +42,11 @@ var (
 		regexp.MustCompile(`^    tcp-request content reject if !allowlist$`),
 		regexp.MustCompile(`^    stick-table type ip size 100k expire 30s store conn_cur,conn_rate\(3s\),http_req_rate\(10s\)$`),
 		regexp.MustCompile(`^    tcp-request content (set-var\(txn\.rl\) be_name,map_str\(maps/rate_limit\.map\)|track-sc2 src if \{ var\(txn\.rl\) -m found \})$`),
-		regexp.MustCompile(`^    tcp-request content set-var\(txn\.rl_(cur|tcp|http)\) var\(txn\.rl\),field\([123],:\) if \{ var\(txn\.rl\) -m found \}$`),
-		regexp.MustCompile(`^    tcp-request content reject if \{ var\(txn\.rl_(cur|tcp|http)\) -m int gt 0 \} \{ sc2_(conn_cur|conn_rate|http_req_rate),sub\(txn\.rl_(cur|tcp|http)\) -m int ge 0 \}$`),
+		regexp.MustCompile(`^    tcp-request content set-var\(txn\.rl_(cur|tcp|http)\) var\(txn\.rl\),field\([123],:\)$`),
+		regexp.MustCompile(`^    tcp-request content reject if \{ sc2_(conn_cur|conn_rate|http_req_rate),sub\(txn\.rl_(cur|tcp|http)\) -m int ge 0 \}$`),
 		regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)?( disabled)?$`),
 	}
-	rateValue    = regexp.MustCompile(`^\d{1,10}:\d{1,10}:\d{1,10}$`)
+	rateValue    = regexp.MustCompile(`^\d{0,10}:\d{0,10}:\d{0,10}$`)
 	aclLine      = regexp.MustCompile(`^[0-9a-f:.]+(/\d{1,3})?$`)
 	mapKey       = regexp.MustCompile(`^[a-z0-9.-]*/[A-Za-z0-9/\-._~%!$&()*+,=:@]*$`)
 	hostKey      = regexp.MustCompile(`^[a-z0-9.-]+$`)
