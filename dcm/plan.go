@@ -180,9 +180,9 @@ func (o Op) String() string {
 		return fmt.Sprintf("%s %s %s:%d weight %d", o.Kind, target, o.Addr, o.Port, o.Weight)
 	case OpACLReplace:
 		if len(o.Allowlist) == 0 {
-			return fmt.Sprintf("%s %s everyone", o.Kind, o.Backend)
+			return fmt.Sprintf("%s %s allow everyone", o.Kind, o.Backend)
 		}
-		return fmt.Sprintf("%s %s %d sources", o.Kind, o.Backend, len(o.Allowlist))
+		return fmt.Sprintf("%s %s allow %d", o.Kind, o.Backend, len(o.Allowlist))
 	case OpSetAddr:
 		return fmt.Sprintf("%s %s %s:%d", o.Kind, target, o.Addr, o.Port)
 	case OpSetState:
