@@ -65,25 +65,49 @@ type renderedACL struct {
 	text    []byte
 }
 
+// aclCache is what renderACLs rendered last: every file, by backend.
+type aclCache struct {
+	byProxy map[string]renderedACL
+	files   map[string][]byte
+}
+
+// unchanged reports whether all renders to the files of c: the same
+// backends with the same lists. It allocates nothing, so a rendering of
+// thousands of backends where no list changed costs a walk.
+func (c aclCache) unchanged(all []dcm.Backend) bool {
+	if c.files == nil || len(c.byProxy) != len(all) {
+		return false
+	}
+	for _, b := range all {
+		ra, ok := c.byProxy[b.ProxyName()]
+		if !ok || !slices.Equal(ra.sources, b.Route.Sources()) {
+			return false
+		}
+	}
+	return true
+}
+
 // renderACLs renders the allowlist file of every HAProxy backend of all
 // (backends and spares), reusing the text of lists that did not change.
-func renderACLs(all []dcm.Backend, cache map[string]renderedACL) (map[string][]byte, map[string]renderedACL, error) {
-	files := make(map[string][]byte, len(all))
-	next := make(map[string]renderedACL, len(all))
+func renderACLs(all []dcm.Backend, cache aclCache) (aclCache, error) {
+	if cache.unchanged(all) {
+		return cache, nil
+	}
+	next := aclCache{byProxy: make(map[string]renderedACL, len(all)), files: make(map[string][]byte, len(all))}
 	for _, b := range all {
 		proxy, sources := b.ProxyName(), b.Route.Sources()
-		ra, ok := cache[proxy]
+		ra, ok := cache.byProxy[proxy]
 		if !ok || !slices.Equal(ra.sources, sources) {
 			text, err := renderACL(proxy, sources)
 			if err != nil {
-				return nil, nil, err
+				return aclCache{}, err
 			}
 			ra = renderedACL{sources: sources, text: text}
 		}
-		next[proxy] = ra
-		files[ACLFile(proxy)] = ra.text
+		next.byProxy[proxy] = ra
+		next.files[ACLFile(proxy)] = ra.text
 	}
-	return files, next, nil
+	return next, nil
 }
 
 // checkACLName keeps allowlist files inside acls/: the backend's name,

@@ -179,7 +179,7 @@ type Renderer struct {
 	backends map[string]renderedBackend
 	routes   []routeKey
 	maps     map[string][]byte
-	acls     map[string]renderedACL
+	acls     aclCache
 }
 
 // renderedBackend is a backend's text and the fields it was rendered from.
@@ -288,12 +288,12 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 			return Files{}, err
 		}
 	}
-	aclFiles, acls, err := renderACLs(all, r.acls)
+	acls, err := renderACLs(all, r.acls)
 	if err != nil {
 		return Files{}, err
 	}
 	r.backends, r.routes, r.maps, r.acls = next, keys, maps, acls
-	out := Files{Config: cfg, Maps: maps, ACLs: aclFiles}
+	out := Files{Config: cfg, Maps: maps, ACLs: acls.files}
 	if r.settings.HTTPSBind != "" {
 		list, err := renderCrtList(backends)
 		if err != nil {
