@@ -93,6 +93,13 @@ type Route struct {
 	// RedirectCode is the status of the Redirect policy's answer (301,
 	// 302, 303, 307, 308); 0 means DefaultRedirectCode.
 	RedirectCode int `json:"redirectCode,omitempty"`
+	// Allowlist is the clients the route serves (route_access.go):
+	// canonical addresses and networks, sorted; nil serves everyone. Not
+	// part of SameServing: it is a file HAProxy replaces at runtime.
+	Allowlist []string `json:"allowlist,omitempty"`
+	// RateLimit is the route's rate limits (route_ratelimit.go); nil
+	// tracks nothing. A map entry: not part of SameServing either.
+	RateLimit *RateLimit `json:"rateLimit,omitempty"`
 }
 
 // RouteNamePrefix starts the name of a route that comes from an OpenShift

@@ -29,9 +29,10 @@ const (
 // HTTPMapTables lists the maps of HTTP requests in the order HAProxy tries them.
 var HTTPMapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix}
 
-// MapTables lists every routing map: the HTTP maps, the SNI map, then the
-// insecure-policy maps.
-var MapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapInsecure, MapInsecureHost}
+// MapTables lists every routing map: the rate limits (first, so a new
+// route's limits are committed before the maps send it traffic), the HTTP
+// maps, the SNI map, then the insecure-policy maps.
+var MapTables = []MapTable{MapRateLimit, MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapInsecure, MapInsecureHost}
 
 // HTTPSOnly reports whether a map is read only when HAProxy has an HTTPS
 // frontend: the SNI map by it, the insecure maps by fe_http only to send
@@ -54,7 +55,8 @@ type MapEntry struct {
 	Key     string `json:"key"`
 	Backend string `json:"backend"`
 	Slot    string `json:"slot,omitempty"`
-	// Action is the value of an insecure map's entry (routing.InsecureAction).
+	// Action is the value of an insecure map's entry (routing.InsecureAction),
+	// or of the rate-limit map's (Route.RateLimitValue).
 	Action string `json:"action,omitempty"`
 }
 

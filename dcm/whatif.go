@@ -108,7 +108,9 @@ type MemoryCosts struct {
 // HAProxy26MemoryCosts are the costs measured on Debian's HAProxy 2.6.12 on
 // 2026-12-02 (go test -run '^$' -bench MemoryCosts -count 3 ./dcm/haproxy/:
 // 11,239-11,252 bytes per backend, 5,849-5,873 per cfg server, 4,329-4,370
-// per runtime server).
+// per runtime server), and per backend again on 2026-12-03 once every
+// backend had its allowlist and rate-limit rules (23,065-23,175 bytes:
+// 1.9 KB the allowlist, 10 KB the stick table and its rules).
 func HAProxy26MemoryCosts() MemoryCosts {
-	return MemoryCosts{PerBackend: 11245, PerCfgServer: 5860, PerRuntimeServer: 4340}
+	return MemoryCosts{PerBackend: 23120, PerCfgServer: 5860, PerRuntimeServer: 4340}
 }

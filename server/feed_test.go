@@ -956,11 +956,13 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 		Del: []dcm.MapEntry{{Key: "old.demo.example/", Backend: webName}}})
 	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpMapReplace, Map: dcm.MapInsecure,
 		Set: []dcm.MapEntry{{Key: "be_http:_pool:3", Backend: webName, Slot: "be_http:_pool:3", Action: "redirect-308"}}})
+	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpACLReplace, Backend: webName, Allowlist: []string{"10.0.0.0/8"}})
 	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpCertUpdate, Backend: webName, Cert: &dcm.Cert{Host: "web.demo.example", Secret: "demo/shop-tls", Version: "0123abcd"}})
 	full.Reload, full.Object, full.Reason, full.Actor = fullReload(), &dcm.ObjectRef{Kind: "Ingress", Namespace: "demo", Name: "web"}, "because", "alice"
 	route := fullRoute("demo", "new", dcm.KindHTTP)
 	route.Sticky = true
 	route.Kind, route.TLS, route.Insecure, route.RedirectCode = dcm.KindEdge, &dcm.TLSRef{Secret: "demo/new-tls"}, dcm.InsecureRedirect, 308
+	route.Allowlist, route.RateLimit = []string{"10.0.0.0/8", "::1"}, &dcm.RateLimit{ConcurrentTCP: 10, RateTCP: 20, RateHTTP: 30}
 	full.Prediction = &dcm.PredictionCheck{Seq: 3, Match: false,
 		WhatIfs: []dcm.WhatIf{
 			{Kind: dcm.WhatIfScale, Namespace: "demo", Workload: &dcm.WorkloadRef{Kind: "Deployment", Name: "web"}, Replicas: 5},

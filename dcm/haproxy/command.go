@@ -26,6 +26,7 @@ const (
 	replyBackends
 	replyPrepareMap
 	replyShowMap
+	replyShowACL
 	replyNewCert
 	replySetCert
 	replyCommitCert
@@ -164,6 +165,10 @@ func AddMapCommand(version uint32, t dcm.MapTable, key, value string) (Command, 
 	if t.Insecure() {
 		if err := routing.ValidateInsecureAction("insecure action", value); err != nil {
 			return Command{}, fmt.Errorf("map %s key %s: %w", t, key, err)
+		}
+	} else if t == dcm.MapRateLimit {
+		if err := validateMapValue(t, key, value); err != nil {
+			return Command{}, err
 		}
 	} else if err := validateBackendName(value); err != nil {
 		return Command{}, fmt.Errorf("map %s key %s: %w", t, key, err)
@@ -316,6 +321,9 @@ func (c Command) succeeded(reply string) bool {
 		return prefixed && err == nil
 	case replyShowMap:
 		_, err := ParseShowMap(reply)
+		return !prefixed && err == nil
+	case replyShowACL:
+		_, err := ParseShowACL(reply)
 		return !prefixed && err == nil
 	}
 	return false

@@ -10,21 +10,38 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 )
 
-// splitMapOps cuts ops into the server ops before the map replaces, the map
-// replaces, and the server ops after them.
+// splitMapOps cuts ops into the server ops before the map and allowlist
+// replaces, those replaces, and the server ops after them.
 func splitMapOps(ops []dcm.Op) (pre, maps, post []dcm.Op, err error) {
-	first := slices.IndexFunc(ops, func(o dcm.Op) bool { return o.Kind == dcm.OpMapReplace })
+	first := slices.IndexFunc(ops, versioned)
 	if first < 0 {
 		return ops, nil, nil, nil
 	}
 	end := first
-	for end < len(ops) && ops[end].Kind == dcm.OpMapReplace {
+	for end < len(ops) && versioned(ops[end]) {
 		end++
 	}
-	if slices.ContainsFunc(ops[end:], func(o dcm.Op) bool { return o.Kind == dcm.OpMapReplace }) {
+	if slices.ContainsFunc(ops[end:], versioned) {
 		return nil, nil, nil, errors.New("map replaces are not contiguous")
 	}
 	return ops[:first], ops[first:end], ops[end:], nil
+}
+
+// versioned reports whether an op is a versioned transaction: a map or
+// an allowlist replace.
+func versioned(o dcm.Op) bool { return o.Kind == dcm.OpMapReplace || o.Kind == dcm.OpACLReplace }
+
+// splitACLOps cuts the versioned ops into the allowlist replaces and the
+// map replaces, each in their order.
+func splitACLOps(ops []dcm.Op) (acls, maps []dcm.Op) {
+	for _, o := range ops {
+		if o.Kind == dcm.OpACLReplace {
+			acls = append(acls, o)
+		} else {
+			maps = append(maps, o)
+		}
+	}
+	return acls, maps
 }
 
 // mapTx is one map replace: its prepare, and the lines of the new map.

@@ -59,6 +59,9 @@ func WriteFiles(dir string, f Files, prev Files) (err error) {
 	if err := stageCAs(&st, dir, f, prev); err != nil {
 		return err
 	}
+	if err := stageACLs(&st, dir, f, prev); err != nil {
+		return err
+	}
 	for _, name := range names {
 		if old, ok := prev.Maps[name]; ok && bytes.Equal(old, f.Maps[name]) {
 			continue
@@ -81,6 +84,9 @@ func WriteFiles(dir string, f Files, prev Files) (err error) {
 		}
 	}
 	if err := removeStaleCAs(dir, f.CAs); err != nil {
+		return err
+	}
+	if err := removeStaleACLs(dir, f.ACLs); err != nil {
 		return err
 	}
 	return removeStaleMaps(dir, f.Maps)
@@ -387,6 +393,9 @@ func ReadFiles(dir string) (Files, error) {
 			return Files{}, fmt.Errorf("read map %s: %w", e.Name(), err)
 		}
 		f.Maps[MapsDir+"/"+e.Name()] = b
+	}
+	if f.ACLs, err = readACLs(dir); err != nil {
+		return Files{}, err
 	}
 	// The crt-list, not the certificates: what ReadFiles returns is shown.
 	switch b, err := os.ReadFile(filepath.Join(dir, CrtListName)); {

@@ -72,6 +72,8 @@ type Files struct {
 	// path relative to the cfg (CAFile); filled by the driver from its
 	// CASource, like Certs.
 	CAs map[string][]byte
+	// ACLs holds the allowlist files (ACLFile) of every HAProxy backend.
+	ACLs map[string][]byte
 }
 
 // File names relative to the work directory. Maps are referenced relatively
@@ -177,6 +179,7 @@ type Renderer struct {
 	backends map[string]renderedBackend
 	routes   []routeKey
 	maps     map[string][]byte
+	acls     aclCache
 }
 
 // renderedBackend is a backend's text and the fields it was rendered from.
@@ -191,6 +194,7 @@ type renderedBackend struct {
 type routeKey struct {
 	backend, slot, name, namespace, host, path string
 	insecure                                   string // dcm.Route.InsecureAction
+	rateLimit                                  string // dcm.Route.RateLimitValue
 	kind                                       dcm.RouteKind
 	pathType                                   dcm.PathType
 	balance                                    string
@@ -274,7 +278,8 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 	for i, b := range backends {
 		rt := b.Route
 		keys[i] = routeKey{backend: b.Name, slot: b.Slot, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
-			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: routing.InsecureAction(rt)}
+			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: routing.InsecureAction(rt),
+			rateLimit: rt.RateLimitValue()}
 	}
 	maps := r.maps
 	if maps == nil || !slices.Equal(keys, r.routes) {
@@ -283,8 +288,12 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 			return Files{}, err
 		}
 	}
-	r.backends, r.routes, r.maps = next, keys, maps
-	out := Files{Config: cfg, Maps: maps}
+	acls, err := renderACLs(all, r.acls)
+	if err != nil {
+		return Files{}, err
+	}
+	r.backends, r.routes, r.maps, r.acls = next, keys, maps, acls
+	out := Files{Config: cfg, Maps: maps, ACLs: acls.files}
 	if r.settings.HTTPSBind != "" {
 		list, err := renderCrtList(backends)
 		if err != nil {
@@ -472,6 +481,8 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 		}
 		fmt.Fprintf(w, "    server %s %s\n", srv.Name, args)
 	}
+	renderAllowlistRule(w, b.ProxyName())
+	renderRateLimitRules(w)
 	return nil
 }
 
@@ -608,6 +619,9 @@ func renderMaps(backends []dcm.Backend) (map[string][]byte, error) {
 				if err := routing.ValidateInsecureAction("insecure action", e.Value()); err != nil {
 					return nil, fmt.Errorf("map %s key %s: %w", t, e.Key, err)
 				}
+			}
+			if err := validateMapValue(t, e.Key, e.Value()); err != nil {
+				return nil, err
 			}
 			buf.WriteString(e.Key + " " + e.Value() + "\n")
 		}

@@ -51,6 +51,7 @@ func TestRenderMaps(t *testing.T) {
 		MapFile(dcm.MapSNI):          "",
 		MapFile(dcm.MapInsecure):     "",
 		MapFile(dcm.MapInsecureHost): "",
+		MapFile(dcm.MapRateLimit):    "",
 	}
 	if got := slices.Sorted(maps.Keys(f.Maps)); !slices.Equal(got, slices.Sorted(maps.Keys(want))) {
 		t.Fatalf("map files %v", got)
@@ -184,6 +185,12 @@ var lineShapes = []*regexp.Regexp{
 	regexp.MustCompile(`^backend be_[A-Za-z0-9._:-]+$`),
 	regexp.MustCompile(`^    balance (roundrobin|leastconn|random|first)$`),
 	regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)?( disabled)?$`),
+	regexp.MustCompile(`^    acl allowlist src -f acls/be_[A-Za-z0-9._:-]+\.acl$`),
+	regexp.MustCompile(`^    tcp-request content reject if !allowlist$`),
+	regexp.MustCompile(`^    stick-table type ip size 100k expire 30s store conn_cur,conn_rate\(3s\),http_req_rate\(10s\)$`),
+	regexp.MustCompile(`^    tcp-request content (set-var\(txn\.rl\) be_name,map_str\(maps/rate_limit\.map\)|track-sc2 src if \{ var\(txn\.rl\) -m found \})$`),
+	regexp.MustCompile(`^    tcp-request content set-var\(txn\.rl_(cur|tcp|http)\) var\(txn\.rl\),field\([123],:\)$`),
+	regexp.MustCompile(`^    tcp-request content reject if \{ sc2_(conn_cur|conn_rate|http_req_rate),sub\(txn\.rl_(cur|tcp|http)\) -m int ge 0 \}$`),
 }
 
 var mapLineShape = regexp.MustCompile(`^[a-z0-9.-]*/[A-Za-z0-9/\-._~%!$&()*+,=:@]* be_[A-Za-z0-9._:-]+$`)

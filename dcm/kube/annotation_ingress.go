@@ -18,6 +18,8 @@ type ingressOptions struct {
 	redirectCode          int // 0: HAProxy's default, 302
 	split                 []dcm.ServiceRef
 	upstream              *dcm.UpstreamTLS
+	allowlist             []string
+	rateLimit             *dcm.RateLimit
 }
 
 // ingressAnnotations reads an Ingress's annotations through the table, in
@@ -63,6 +65,12 @@ func ingressAnnotations(ing *networkingv1.Ingress) (ingressOptions, error) {
 		return o, err
 	}
 	if o.upstream, err = ingressUpstream(ing, o.passthrough, len(o.split) > 0); err != nil {
+		return o, err
+	}
+	if o.allowlist, _, err = annotationValue[[]string](ann, AnnotationAllowlist); err != nil {
+		return o, err
+	}
+	if o.rateLimit, err = rateLimitOf(ann, ingressRateLimits); err != nil {
 		return o, err
 	}
 	return o, refuseUnhonoured(ann, KindIngress)

@@ -23,7 +23,8 @@ func (a Annotation) Check(v string) error {
 }
 
 // parse reads v as the row's type: a bool, an int, a []dcm.ServiceRef
-// (weights), a *dcm.WorkloadRef (workload) or v itself (the others).
+// (weights), a *dcm.WorkloadRef (workload), a []string (sources, canonical)
+// or v itself (the others).
 func (a Annotation) parse(v string) (any, error) {
 	field := a.Field()
 	bad := func(reason string) error { return &dcm.InvalidError{Reason: reason, Field: field, Value: v} }
@@ -61,6 +62,18 @@ func (a Annotation) parse(v string) (any, error) {
 		return v, nil
 	case ValueWorkload:
 		return ParseWorkload(field, v)
+	case ValueSources, ValueSourceRanges:
+		list, err := dcm.ParseAllowlist(field, v, a.Type == ValueSourceRanges)
+		if err != nil {
+			return nil, invalidAt(err, field, v)
+		}
+		return list, nil
+	case ValueCount:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > dcm.MaxRateLimit || strconv.Itoa(n) != v {
+			return nil, bad(dcm.RejectInvalidValue)
+		}
+		return n, nil
 	case ValueString:
 		return v, nil
 	}

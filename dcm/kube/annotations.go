@@ -24,6 +24,11 @@ const (
 	AnnotationBackendCA         = "dcm.io/backend-ca"
 	AnnotationBackendServerName = "dcm.io/backend-server-name"
 	AnnotationWorkload          = "dcm.io/workload"
+	AnnotationAllowlist         = "dcm.io/allowlist-source-range"
+	AnnotationRateLimit         = "dcm.io/rate-limit-connections"
+	AnnotationRateConcurrent    = "dcm.io/rate-limit-connections.concurrent-tcp"
+	AnnotationRateTCP           = "dcm.io/rate-limit-connections.rate-tcp"
+	AnnotationRateHTTP          = "dcm.io/rate-limit-connections.rate-http"
 
 	// Annotations of OpenShift's router that dcm reads on a Route.
 	AnnotationRouteBalance        = "haproxy.router.openshift.io/balance"
@@ -31,6 +36,10 @@ const (
 	AnnotationRouteCookieName     = "router.openshift.io/cookie_name"
 	AnnotationRouteIPWhitelist    = "haproxy.router.openshift.io/ip_whitelist"
 	AnnotationRouteIPAllowlist    = "haproxy.router.openshift.io/ip_allowlist"
+	AnnotationRouteRateLimit      = "haproxy.router.openshift.io/rate-limit-connections"
+	AnnotationRouteRateConcurrent = "haproxy.router.openshift.io/rate-limit-connections.concurrent-tcp"
+	AnnotationRouteRateTCP        = "haproxy.router.openshift.io/rate-limit-connections.rate-tcp"
+	AnnotationRouteRateHTTP       = "haproxy.router.openshift.io/rate-limit-connections.rate-http"
 )
 
 // ValueType is how dcm reads an annotation's value.
@@ -55,6 +64,15 @@ const (
 	ValueWorkload ValueType = "workload"
 	// ValueString is any string: it selects, it never reaches HAProxy.
 	ValueString ValueType = "string"
+	// ValueSources is IPv4 and IPv6 addresses and CIDR networks separated
+	// by spaces (dcm.ParseAllowlist), as OpenShift's ip_allowlist.
+	ValueSources ValueType = "addresses and networks, space-separated"
+	// ValueSourceRanges is the same separated by commas or spaces, as
+	// Ingress controllers write source ranges.
+	ValueSourceRanges ValueType = "addresses and networks, comma- or space-separated"
+	// ValueCount is a decimal number from 1 to dcm.MaxRateLimit, written
+	// as it is (no sign, no leading zero).
+	ValueCount ValueType = "count"
 )
 
 // Annotation declares one annotation dcm reads.
@@ -133,12 +151,28 @@ var annotationTable = []Annotation{
 	{Name: AnnotationRouteCookieName, Kinds: routeOnly, Type: ValueString,
 		Refused: "dcm's cookie name is its own",
 		Doc:     "Names the sticky cookie in OpenShift."},
-	{Name: AnnotationRouteIPWhitelist, Kinds: routeOnly, Type: ValueString,
-		Refused: "dcm cannot restrict clients by address, and serving the Route to everyone would open what its author closed",
-		Doc:     "Restricts clients by address in OpenShift (the older name of ip_allowlist)."},
-	{Name: AnnotationRouteIPAllowlist, Kinds: routeOnly, Type: ValueString,
-		Refused: "dcm cannot restrict clients by address, and serving the Route to everyone would open what its author closed",
-		Doc:     "Restricts clients by address in OpenShift."},
+	{Name: AnnotationRouteIPAllowlist, Kinds: routeOnly, Type: ValueSources, Example: "10.0.0.0/8 192.168.1.10 2001:db8::/32",
+		Doc: "Serves only clients from these addresses and networks (at most 1000): any other client's connection is closed without an answer, as OpenShift does. Changed at runtime. An empty value serves everyone."},
+	{Name: AnnotationRouteIPWhitelist, Kinds: routeOnly, Type: ValueSources, Example: "10.0.0.0/8 192.168.1.10",
+		Doc: "The older name of ip_allowlist, read the same way; ip_allowlist wins when both are set."},
+	{Name: AnnotationAllowlist, Kinds: ingressOnly, Type: ValueSourceRanges, Example: "10.0.0.0/8, 192.168.1.10",
+		Doc: "ip_allowlist for every route of the Ingress: addresses and networks separated by commas or spaces (at most 1000); other clients' connections are closed without an answer. Changed at runtime. An empty value serves everyone."},
+	{Name: AnnotationRouteRateLimit, Kinds: routeOnly, Type: ValueBool, Default: "false",
+		Doc: `"true" tracks each client address in the Route's backend, as OpenShift does; the three limits below then refuse a client over them by closing its connection without an answer. Changed at runtime.`},
+	{Name: AnnotationRouteRateConcurrent, Kinds: routeOnly, Type: ValueCount, Example: "100",
+		Doc: "Refuses a client with this many connections open (OpenShift's sc2_conn_cur ge N); needs rate-limit-connections."},
+	{Name: AnnotationRouteRateTCP, Kinds: routeOnly, Type: ValueCount, Example: "100",
+		Doc: "Refuses a client that opened this many connections in 3 s; needs rate-limit-connections."},
+	{Name: AnnotationRouteRateHTTP, Kinds: routeOnly, Type: ValueCount, Example: "100",
+		Doc: "Refuses a client that sent this many HTTP requests in 10 s; needs rate-limit-connections."},
+	{Name: AnnotationRateLimit, Kinds: ingressOnly, Type: ValueBool, Default: "false",
+		Doc: `haproxy.router.openshift.io/rate-limit-connections for every route of the Ingress. Changed at runtime.`},
+	{Name: AnnotationRateConcurrent, Kinds: ingressOnly, Type: ValueCount, Example: "100",
+		Doc: "Refuses a client with this many connections open; needs dcm.io/rate-limit-connections."},
+	{Name: AnnotationRateTCP, Kinds: ingressOnly, Type: ValueCount, Example: "100",
+		Doc: "Refuses a client that opened this many connections in 3 s; needs dcm.io/rate-limit-connections."},
+	{Name: AnnotationRateHTTP, Kinds: ingressOnly, Type: ValueCount, Example: "100",
+		Doc: "Refuses a client that sent this many HTTP requests in 10 s; needs dcm.io/rate-limit-connections."},
 }
 
 // Annotations is the table of every annotation dcm reads: a copy, in the

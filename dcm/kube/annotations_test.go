@@ -20,13 +20,16 @@ import (
 // badReason is the reason a value of each type gets when a valid value is
 // followed by a newline and a semicolon.
 var badReason = map[ValueType]string{
-	ValueBool:       dcm.RejectInvalidValue,
-	ValueInt:        dcm.RejectInvalidValue,
-	ValueEnum:       dcm.RejectInvalidValue,
-	ValueWeights:    dcm.RejectInvalidValue,
-	ValueSecretName: dcm.RejectInvalidName,
-	ValueHost:       dcm.RejectInvalidHost,
-	ValueWorkload:   dcm.RejectInvalidName,
+	ValueBool:         dcm.RejectInvalidValue,
+	ValueInt:          dcm.RejectInvalidValue,
+	ValueEnum:         dcm.RejectInvalidValue,
+	ValueWeights:      dcm.RejectInvalidValue,
+	ValueSecretName:   dcm.RejectInvalidName,
+	ValueHost:         dcm.RejectInvalidHost,
+	ValueWorkload:     dcm.RejectInvalidName,
+	ValueSources:      dcm.RejectInvalidValue,
+	ValueSourceRanges: dcm.RejectInvalidValue,
+	ValueCount:        dcm.RejectInvalidValue,
 }
 
 // TestAnnotationTable: every row parses its default (or, without one, its
@@ -81,7 +84,7 @@ func TestAnnotationTable(t *testing.T) {
 				t.Fatalf("type %q: no bad value known", a.Type)
 			}
 			refused(valid+"\n;x", reason)
-			if a.Type == ValueInt {
+			if a.Type == ValueInt || a.Type == ValueCount {
 				refused("+"+valid, dcm.RejectInvalidValue)
 				refused("0"+valid, dcm.RejectInvalidValue)
 			}

@@ -263,7 +263,27 @@ func routeAnnotations(ann map[string]string, r *dcm.Route) error {
 		return err
 	}
 	r.Balance, r.Sticky = balance, !disable
+	if r.Allowlist, err = routeAllowlist(ann); err != nil {
+		return err
+	}
+	if r.RateLimit, err = rateLimitOf(ann, routeRateLimits); err != nil {
+		return err
+	}
 	return refuseUnhonoured(ann, KindRoute)
+}
+
+// routeAllowlist reads ip_allowlist, else its older name ip_whitelist, as
+// OpenShift's router prefers them; both are checked.
+func routeAllowlist(ann map[string]string) ([]string, error) {
+	allow, set, err := annotationValue[[]string](ann, AnnotationRouteIPAllowlist)
+	if err != nil {
+		return nil, err
+	}
+	white, _, err := annotationValue[[]string](ann, AnnotationRouteIPWhitelist)
+	if err != nil || set {
+		return allow, err
+	}
+	return white, nil
 }
 
 // routeTLSOf reads spec.tls into the route's kind, certificate, upstream

@@ -103,6 +103,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 	if len(certFirst)+len(certLast) > 0 && !caps.RuntimeCerts {
 		return Reload(desired, caps, dcm.ReasonCertChanged)
 	}
+	ops = append(ops, aclOps(actual, st)...) // before the maps (access.go)
 	if remap {
 		// New routes' servers are in place before the maps send them
 		// traffic; retired ones get none before they are taken out.
@@ -140,6 +141,16 @@ func routeChange(a, d dcm.Route, caps dcm.Caps) (rekeyed bool, reason dcm.Reload
 		// New servers with the new CA or name, added next to the
 		// old ones, need add server and runtime CA files.
 		return false, dcm.ReasonCertChanged
+	}
+	if reason := allowlistReason(a, d, caps); reason != "" {
+		return false, reason
+	}
+	if !dcm.SameRateLimit(a, d) {
+		// The rate-limit map's entry: a map replace but in reload mode.
+		if caps.Mode == dcm.ModeReload {
+			return false, dcm.ReasonRouteChanged
+		}
+		rekeyed = true
 	}
 	if !a.SameServing(d) {
 		if !pooled || !rekeyable(a, d) {

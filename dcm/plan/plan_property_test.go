@@ -22,6 +22,8 @@ type gen struct{ r chooser }
 // property tests, the fuzzer's bytes in FuzzCompute.
 type chooser interface{ IntN(n int) int }
 
+var genAllowlists = [][]string{{"10.0.0.0/8"}, {"10.0.0.0/8", "2001:db8::/32"}, {"127.0.0.2"}}
+
 var genStates = []dcm.AdminState{dcm.StateReady, dcm.StateReady, dcm.StateReady, dcm.StateDrain, dcm.StateMaint}
 
 func (g gen) route(n int) dcm.Route {
@@ -68,6 +70,15 @@ func (g gen) desired() dcm.Desired {
 			if r.Insecure == dcm.InsecureRedirect && g.r.IntN(2) == 0 {
 				r.RedirectCode = 308
 			}
+		}
+		if g.r.IntN(3) == 0 {
+			// A client allowlist that comes, changes and goes on its own,
+			// with the route or with its spare.
+			r.Allowlist = genAllowlists[g.r.IntN(len(genAllowlists))]
+		}
+		if g.r.IntN(3) == 0 {
+			// Rate limits: a map entry that comes, changes and goes.
+			r.RateLimit = []*dcm.RateLimit{{}, {ConcurrentTCP: 5}, {RateTCP: 2, RateHTTP: 9}}[g.r.IntN(3)]
 		}
 		b := dcm.DesiredBackend{Name: r.BackendName(), Route: r}
 		for p := range 8 {
@@ -254,6 +265,15 @@ func checkPlan(t *testing.T, what string, actual dcm.State, desired dcm.Desired,
 	}
 	if !reflect.DeepEqual(got.CAs, want.CAs) {
 		t.Fatalf("%s: CA files after ops != CA files of next\ngot  %+v\nnext %+v\nops %v", what, got.CAs, want.CAs, opStrings(p.Ops))
+	}
+	// A backend that left the state (an empty one no spare can be) keeps
+	// its file in HAProxy until the next reload, in no map: left out.
+	gotACLs := map[string][]string{}
+	for name := range want.ACLs {
+		gotACLs[name] = got.ACLs[name]
+	}
+	if !reflect.DeepEqual(gotACLs, want.ACLs) {
+		t.Fatalf("%s: allowlists after ops != allowlists of next\ngot  %+v\nnext %+v\nops %v", what, got.ACLs, want.ACLs, opStrings(p.Ops))
 	}
 	if !caps.RuntimeCerts && slices.ContainsFunc(p.Ops, IsCertOp) {
 		t.Fatalf("%s: certificate ops without runtime certificates: %v", what, opStrings(p.Ops))

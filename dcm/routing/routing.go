@@ -99,6 +99,9 @@ func Tables(backends []dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
 				out[t] = append(out[t], dcm.MapEntry{Key: key, Backend: b.Name, Slot: b.Slot, Action: a})
 			}
 		}
+		if e, ok := rateLimitEntry(b); ok {
+			out[dcm.MapRateLimit] = append(out[dcm.MapRateLimit], e)
+		}
 	}
 	for t, es := range out {
 		SortEntries(t, es)

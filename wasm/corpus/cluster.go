@@ -156,6 +156,7 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 		if g.r.IntN(4) == 0 {
 			r.Path, r.PathType = "/"+g.pick([]string{"api", "v1/items", "static", "login"}), dcm.PathType(g.pick([]string{"Prefix", "Exact"}))
 		}
+		withAccess(&r)
 		known := g.r.IntN(10) != 0
 		if known {
 			ref := wl.ref

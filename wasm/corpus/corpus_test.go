@@ -59,3 +59,25 @@ func TestCorpusCoversInsecureMaps(t *testing.T) {
 		t.Errorf("%d scenarios with a Redirect route, %d with an insecure map replace; want 10 or more of each", withPolicy, replaces)
 	}
 }
+
+// TestCorpusCoversAccess: the parity corpus previews allowlist replaces
+// and rate-limit map replaces, so the parity tests compare them.
+func TestCorpusCoversAccess(t *testing.T) {
+	var acls, rates int
+	for _, s := range corpus.Generate(wasmtest.Scenarios, wasmtest.Seed) {
+		out, err := corpus.Expected(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, `"op":"acl-replace"`) {
+			acls++
+		}
+		if strings.Contains(out, `"map":"rate_limit"`) {
+			rates++
+		}
+	}
+	t.Logf("%d of %d scenarios preview an allowlist replace, %d a rate-limit map replace", acls, wasmtest.Scenarios, rates)
+	if acls < 10 || rates < 10 {
+		t.Errorf("%d scenarios with an allowlist replace, %d with a rate-limit map replace; want 10 or more of each", acls, rates)
+	}
+}

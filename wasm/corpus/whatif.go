@@ -129,6 +129,7 @@ func (g *gen) addRoute(wl *workload, k int) dcm.WhatIf {
 			r.RedirectCode = 301
 		}
 	}
+	withAccess(&r)
 	return dcm.WhatIf{Kind: dcm.WhatIfAddRoute, Route: &r}
 }
 
