@@ -93,6 +93,8 @@ type Route struct {
 	// RedirectCode is the status of the Redirect policy's answer (301,
 	// 302, 303, 307, 308); 0 means DefaultRedirectCode.
 	RedirectCode int `json:"redirectCode,omitempty"`
+	// HTTP holds the settings HAProxy reads from setting maps (route_http.go).
+	HTTP HTTPOptions `json:"http,omitzero"`
 }
 
 // RouteNamePrefix starts the name of a route that comes from an OpenShift

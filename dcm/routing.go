@@ -31,13 +31,30 @@ var HTTPMapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyP
 
 // MapTables lists every routing map: the HTTP maps, the SNI map, then the
 // insecure-policy maps.
-var MapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapInsecure, MapInsecureHost}
+var MapTables = append([]MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapInsecure, MapInsecureHost}, SettingMapTables...)
+
+// Setting maps hold a route's HTTPOptions, keyed by its HAProxy backend
+// (Backend.ProxyName), as the insecure map is: a value changes at runtime.
+const (
+	MapForwarded     MapTable = "forwarded"
+	MapTimeoutServer MapTable = "timeout_server"
+	MapTimeoutTunnel MapTable = "timeout_tunnel"
+	MapHSTS          MapTable = "hsts"
+)
+
+// SettingMapTables lists the setting maps.
+var SettingMapTables = []MapTable{MapForwarded, MapTimeoutServer, MapTimeoutTunnel, MapHSTS}
+
+// Setting reports whether a map is a setting map.
+func (t MapTable) Setting() bool {
+	return t == MapForwarded || t == MapTimeoutServer || t == MapTimeoutTunnel || t == MapHSTS
+}
 
 // HTTPSOnly reports whether a map is read only when HAProxy has an HTTPS
 // frontend: the SNI map by it, the insecure maps by fe_http only to send
 // plain HTTP over to it.
 func (t MapTable) HTTPSOnly() bool {
-	return t == MapSNI || t == MapInsecure || t == MapInsecureHost
+	return t == MapSNI || t == MapInsecure || t == MapInsecureHost || t == MapHSTS
 }
 
 // Insecure reports whether a map holds insecure-policy actions rather than
@@ -54,12 +71,13 @@ type MapEntry struct {
 	Key     string `json:"key"`
 	Backend string `json:"backend"`
 	Slot    string `json:"slot,omitempty"`
-	// Action is the value of an insecure map's entry (routing.InsecureAction).
+	// Action is the value of an insecure map's entry (routing.InsecureAction)
+	// or of a setting map's (routing.SettingValue).
 	Action string `json:"action,omitempty"`
 }
 
 // Value is what the map says to HAProxy: the backend's HAProxy name, or
-// an insecure map's action.
+// an insecure or setting map's value.
 func (e MapEntry) Value() string {
 	if e.Action != "" {
 		return e.Action

@@ -161,14 +161,25 @@ func AddMapCommand(version uint32, t dcm.MapTable, key, value string) (Command, 
 	if err := dcm.ValidateMapKey("map key", key); err != nil {
 		return Command{}, fmt.Errorf("map %s: %w", t, err)
 	}
-	if t.Insecure() {
-		if err := routing.ValidateInsecureAction("insecure action", value); err != nil {
-			return Command{}, fmt.Errorf("map %s key %s: %w", t, key, err)
-		}
-	} else if err := validateBackendName(value); err != nil {
+	if err := validateMapValue(t, value); err != nil {
 		return Command{}, fmt.Errorf("map %s key %s: %w", t, key, err)
 	}
+	// The CLI splits commands at ';' (an HSTS value has some): escaped,
+	// it reaches the map as written (checked against 2.6.12).
+	value = strings.ReplaceAll(value, ";", `\;`)
 	return Command{text: "add map @" + strconv.FormatUint(uint64(version), 10) + " " + file + " " + key + " " + value, kind: replyEmpty}, nil
+}
+
+// validateMapValue checks a map value against its map's allow-list: a
+// backend name, an insecure action or a setting (routing.ValidateSetting).
+func validateMapValue(t dcm.MapTable, value string) error {
+	switch {
+	case t.Insecure():
+		return routing.ValidateInsecureAction("insecure action", value)
+	case t.Setting():
+		return routing.ValidateSetting(t, "setting", value)
+	}
+	return validateBackendName(value)
 }
 
 // CommitMapCommand is `commit map @<ver> <file>`.

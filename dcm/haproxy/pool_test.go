@@ -184,8 +184,8 @@ func TestPooledRoute(t *testing.T) {
 	if code, body := get(t, bind, "fresh.example", "/"); code != 200 || body != "fresh" {
 		t.Errorf("GET fresh.example = %d %q", code, body)
 	}
-	if code, _ := get(t, bind, "web.example", "/"); code != 404 {
-		t.Errorf("GET web.example after its deletion = %d, want 404", code)
+	if code, _ := get(t, bind, "web.example", "/"); code != 503 {
+		t.Errorf("GET web.example after its deletion = %d, want 503", code)
 	}
 	if workerPID(t, d) != pid {
 		t.Error("the worker changed: something reloaded")
@@ -276,7 +276,7 @@ func TestRenderPool(t *testing.T) {
 	recycled.Pool = []string{"be_http:ns:x"}
 	f, err = Render(testSettings, recycled)
 	mustf(t, err, "render a recycled spare")
-	if !strings.HasSuffix(string(f.Config), "\nbackend be_http:ns:x\n    balance roundrobin\n") {
+	if !strings.HasSuffix(string(f.Config), "\nbackend be_http:ns:x\n    balance roundrobin\n"+routeTimeoutLines) {
 		t.Errorf("the recycled spare is not rendered empty, last:\n%s", f.Config)
 	}
 	for _, name := range []string{"other", "be_http", "be_http:", "be_http:ns x", "be_:ns:x"} {
