@@ -61,6 +61,18 @@ func (a Annotation) parse(v string) (any, error) {
 		return v, nil
 	case ValueWorkload:
 		return ParseWorkload(field, v)
+	case ValueTimeout:
+		ms, err := dcm.ParseTimeout(field, v)
+		if err != nil {
+			return nil, bad(dcm.RejectInvalidValue)
+		}
+		return ms, nil
+	case ValueHSTS:
+		h, err := dcm.ParseHSTS(field, v)
+		if err != nil {
+			return nil, bad(dcm.RejectInvalidValue)
+		}
+		return h, nil
 	case ValueString:
 		return v, nil
 	}

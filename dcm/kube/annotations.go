@@ -24,6 +24,11 @@ const (
 	AnnotationBackendCA         = "dcm.io/backend-ca"
 	AnnotationBackendServerName = "dcm.io/backend-server-name"
 	AnnotationWorkload          = "dcm.io/workload"
+	// HTTP options (dcm.HTTPOptions), Ingress's names for OpenShift's.
+	AnnotationForwardedHeaders = "dcm.io/forwarded-headers"
+	AnnotationTimeout          = "dcm.io/timeout"
+	AnnotationTimeoutTunnel    = "dcm.io/timeout-tunnel"
+	AnnotationHSTS             = "dcm.io/hsts"
 
 	// Annotations of OpenShift's router that dcm reads on a Route.
 	AnnotationRouteBalance        = "haproxy.router.openshift.io/balance"
@@ -31,6 +36,10 @@ const (
 	AnnotationRouteCookieName     = "router.openshift.io/cookie_name"
 	AnnotationRouteIPWhitelist    = "haproxy.router.openshift.io/ip_whitelist"
 	AnnotationRouteIPAllowlist    = "haproxy.router.openshift.io/ip_allowlist"
+	AnnotationRouteForwarded      = "haproxy.router.openshift.io/set-forwarded-headers"
+	AnnotationRouteTimeout        = "haproxy.router.openshift.io/timeout"
+	AnnotationRouteTimeoutTunnel  = "haproxy.router.openshift.io/timeout-tunnel"
+	AnnotationRouteHSTS           = "haproxy.router.openshift.io/hsts_header"
 )
 
 // ValueType is how dcm reads an annotation's value.
@@ -53,6 +62,11 @@ const (
 	ValueHost ValueType = "host"
 	// ValueWorkload is "Deployment/<name>" or "StatefulSet/<name>".
 	ValueWorkload ValueType = "workload"
+	// ValueTimeout is a timeout as OpenShift's router reads it
+	// (dcm.ParseTimeout): a number with us, ms, s, m, h or d, else ms.
+	ValueTimeout ValueType = "timeout"
+	// ValueHSTS is a Strict-Transport-Security value (dcm.ParseHSTS).
+	ValueHSTS ValueType = "hsts"
 	// ValueString is any string: it selects, it never reaches HAProxy.
 	ValueString ValueType = "string"
 )
@@ -99,7 +113,7 @@ func redirectCodes() []string {
 
 // annotationTable is every annotation dcm reads, in the order an object's
 // annotations are checked (the first refusal wins). Never written to.
-var annotationTable = []Annotation{
+var annotationTable = append([]Annotation{
 	{Name: AnnotationIngressClass, Kinds: ingressOnly, Type: ValueString,
 		Doc: "The pre-IngressClass way to pick a controller; spec.ingressClassName wins when both are set."},
 	{Name: AnnotationBalance, Kinds: ingressOnly, Type: ValueEnum, Default: "roundrobin",
@@ -139,6 +153,36 @@ var annotationTable = []Annotation{
 	{Name: AnnotationRouteIPAllowlist, Kinds: routeOnly, Type: ValueString,
 		Refused: "dcm cannot restrict clients by address, and serving the Route to everyone would open what its author closed",
 		Doc:     "Restricts clients by address in OpenShift."},
+}, httpRows()...)
+
+// httpRows are the rows of the HTTP options (dcm.HTTPOptions), on
+// Ingresses and Routes alike: a change is a setting map's, no reload.
+func httpRows() []Annotation {
+	policies := make([]string, len(dcm.ForwardedPolicies))
+	for i, p := range dcm.ForwardedPolicies {
+		policies[i] = string(p)
+	}
+	var out []Annotation
+	for _, a := range []struct {
+		ingress, route string
+		row            Annotation
+	}{
+		{AnnotationForwardedHeaders, AnnotationRouteForwarded, Annotation{Type: ValueEnum, Values: policies, Example: "replace",
+			Doc: "X-Forwarded-For, -Host, -Port, -Proto, -Proto-Version and Forwarded as OpenShift's router sets them: append adds the client, replace drops the client's own first, if-none sets them only when the client sent none, never leaves them (but plain HTTP never forwards a client's X-Forwarded-Proto). Default: --forwarded-headers. Refused on passthrough."}},
+		{AnnotationTimeout, AnnotationRouteTimeout, Annotation{Type: ValueTimeout, Example: "2s",
+			Doc: "The server timeout of the route's requests (a number with us, ms, s, m, h or d; a bare number is ms; at most 24d). Default: --timeout-server. Refused on passthrough (HAProxy 2.6 cannot set a TCP stream's timeout by rule)."}},
+		{AnnotationTimeoutTunnel, AnnotationRouteTimeoutTunnel, Annotation{Type: ValueTimeout, Example: "1h",
+			Doc: "The idle timeout of the route's WebSockets and other tunnels, written as the timeout. Default: --timeout-tunnel. Refused on passthrough."}},
+		{AnnotationHSTS, AnnotationRouteHSTS, Annotation{Type: ValueHSTS, Example: "max-age=31536000;includeSubDomains;preload",
+			Doc: "The Strict-Transport-Security header of HTTPS responses (edge and reencrypt): max-age=<seconds> required, includeSubDomains and preload optional, separated by ';'. On an Ingress it applies to its spec.tls hosts; refused on a Route without TLS and on passthrough."}},
+	} {
+		for _, k := range []struct{ name, kind string }{{a.ingress, KindIngress}, {a.route, KindRoute}} {
+			row := a.row
+			row.Name, row.Kinds = k.name, []string{k.kind}
+			out = append(out, row)
+		}
+	}
+	return out
 }
 
 // Annotations is the table of every annotation dcm reads: a copy, in the

@@ -27,6 +27,8 @@ var badReason = map[ValueType]string{
 	ValueSecretName: dcm.RejectInvalidName,
 	ValueHost:       dcm.RejectInvalidHost,
 	ValueWorkload:   dcm.RejectInvalidName,
+	ValueTimeout:    dcm.RejectInvalidValue,
+	ValueHSTS:       dcm.RejectInvalidValue,
 }
 
 // TestAnnotationTable: every row parses its default (or, without one, its

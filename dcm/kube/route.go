@@ -263,6 +263,11 @@ func routeAnnotations(ann map[string]string, r *dcm.Route) error {
 		return err
 	}
 	r.Balance, r.Sticky = balance, !disable
+	// The kind comes from spec.tls later: dcm.ValidateRoute refuses
+	// what a passthrough or plain Route cannot have.
+	if r.HTTP, err = httpOptions(ann, KindRoute, false); err != nil {
+		return err
+	}
 	return refuseUnhonoured(ann, KindRoute)
 }
 

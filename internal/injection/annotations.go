@@ -42,7 +42,7 @@ func corpusOf(a kube.Annotation) (annotationCorpus, bool) {
 		return suffixed("e"), true
 	case a.Type == kube.ValueEnum:
 		return suffixed("a"), true
-	case a.Type == kube.ValueInt:
+	case a.Type == kube.ValueInt, a.Type == kube.ValueTimeout, a.Type == kube.ValueHSTS:
 		return suffixed("0"), true
 	case a.Type == kube.ValueWeights:
 		return annotationCorpus{func(h string) string { return "web=80," + inName(h) + "=20" },
