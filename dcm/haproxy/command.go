@@ -331,3 +331,18 @@ func (c Command) succeeded(reply string) bool {
 	}
 	return false
 }
+
+// splitsCommand reports whether the CLI would read text as more than one
+// command: a ';' that no backslash escapes (an HSTS map value has escaped
+// ones).
+func splitsCommand(text string) bool {
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '\\':
+			i++
+		case ';':
+			return true
+		}
+	}
+	return false
+}

@@ -154,3 +154,28 @@ func TestRenderRefusesBadErrorPage(t *testing.T) {
 // routeTimeoutLines end every HTTP backend.
 const routeTimeoutLines = "    http-request set-timeout server be_name,map_str(maps/timeout_server.map) if { be_name,map_str(maps/timeout_server.map) -m found }\n" +
 	"    http-request set-timeout tunnel be_name,map_str(maps/timeout_tunnel.map) if { be_name,map_str(maps/timeout_tunnel.map) -m found }\n"
+
+// TestSettingMapValues: a setting map's values are its allow-list only,
+// and an HSTS value's ';' is escaped so the CLI reads one command.
+func TestSettingMapValues(t *testing.T) {
+	c, err := AddMapCommand(3, dcm.MapHSTS, "be_edge:ns:a", "max-age=1;preload")
+	if err != nil || c.text != `add map @3 maps/hsts.map be_edge:ns:a max-age=1\;preload` || splitsCommand(c.text) {
+		t.Errorf("hsts: %q %v", c.text, err)
+	}
+	for _, bad := range []struct {
+		t dcm.MapTable
+		v string
+	}{
+		{dcm.MapHSTS, "max-age=1; preload"}, {dcm.MapHSTS, "max-age=1;x"}, {dcm.MapHSTS, `max-age=1\;show`},
+		{dcm.MapForwarded, "sometimes"}, {dcm.MapForwarded, "append;"}, {dcm.MapForwarded, ""},
+		{dcm.MapTimeoutServer, "2s"}, {dcm.MapTimeoutServer, "0"}, {dcm.MapTimeoutServer, "02"}, {dcm.MapTimeoutTunnel, "2147483648"},
+		{dcm.MapTimeoutTunnel, "be_http:ns:a"},
+	} {
+		if _, err := AddMapCommand(1, bad.t, "be_http:ns:a", bad.v); err == nil {
+			t.Errorf("map %s value %q accepted", bad.t, bad.v)
+		}
+	}
+	if !splitsCommand("show map; show info") || splitsCommand(`add map x y a\;b`) {
+		t.Error("splitsCommand")
+	}
+}
