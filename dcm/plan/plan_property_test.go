@@ -69,6 +69,15 @@ func (g gen) desired() dcm.Desired {
 				r.RedirectCode = 308
 			}
 		}
+		if r.Kind != dcm.KindPassthrough {
+			// HTTP options: setting maps' entries that change on their own.
+			r.HTTP.Forwarded = []dcm.ForwardedPolicy{"", "", dcm.ForwardReplace, dcm.ForwardNever}[g.r.IntN(4)]
+			r.HTTP.TimeoutMillis = []int64{0, 0, 2000, 5000}[g.r.IntN(4)]
+			r.HTTP.TunnelMillis = []int64{0, 0, 3600000}[g.r.IntN(3)]
+			if r.TerminatesTLS() {
+				r.HTTP.HSTS = []string{"", "max-age=1", "max-age=1;includeSubDomains;preload"}[g.r.IntN(3)]
+			}
+		}
 		b := dcm.DesiredBackend{Name: r.BackendName(), Route: r}
 		for p := range 8 {
 			if g.r.IntN(2) == 0 {

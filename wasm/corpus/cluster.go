@@ -156,6 +156,17 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 		if g.r.IntN(4) == 0 {
 			r.Path, r.PathType = "/"+g.pick([]string{"api", "v1/items", "static", "login"}), dcm.PathType(g.pick([]string{"Prefix", "Exact"}))
 		}
+		if r.Kind != dcm.KindPassthrough {
+			// HTTP options: setting maps' entries (drawn by name, so the
+			// other draws stay as they were).
+			r.HTTP.Forwarded = dcm.ForwardedPolicy(pickBy(r.Name+"/fwd", []string{"", "", "replace", "never"}))
+			if pickBy(r.Name+"/timeout", []string{"", "", "t"}) != "" {
+				r.HTTP.TimeoutMillis = 2000
+			}
+			if r.TerminatesTLS() {
+				r.HTTP.HSTS = pickBy(r.Name+"/hsts", []string{"", "max-age=31536000;includeSubDomains"})
+			}
+		}
 		known := g.r.IntN(10) != 0
 		if known {
 			ref := wl.ref
