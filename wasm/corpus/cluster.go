@@ -156,17 +156,7 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 		if g.r.IntN(4) == 0 {
 			r.Path, r.PathType = "/"+g.pick([]string{"api", "v1/items", "static", "login"}), dcm.PathType(g.pick([]string{"Prefix", "Exact"}))
 		}
-		if r.Kind != dcm.KindPassthrough {
-			// HTTP options: setting maps' entries (drawn by name, so the
-			// other draws stay as they were).
-			r.HTTP.Forwarded = dcm.ForwardedPolicy(pickBy(r.Name+"/fwd", []string{"", "", "replace", "never"}))
-			if pickBy(r.Name+"/timeout", []string{"", "", "t"}) != "" {
-				r.HTTP.TimeoutMillis = 2000
-			}
-			if r.TerminatesTLS() {
-				r.HTTP.HSTS = pickBy(r.Name+"/hsts", []string{"", "max-age=31536000;includeSubDomains"})
-			}
-		}
+		r.HTTP = httpOptionsOf(r)
 		known := g.r.IntN(10) != 0
 		if known {
 			ref := wl.ref
@@ -177,4 +167,21 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 		c.known = append(c.known, known)
 	}
 	return c
+}
+
+// httpOptionsOf draws a route's HTTP options, setting maps' entries, by its
+// name, so the other draws stay as they were; a passthrough route has none.
+func httpOptionsOf(r dcm.Route) dcm.HTTPOptions {
+	var o dcm.HTTPOptions
+	if r.Kind == dcm.KindPassthrough {
+		return o
+	}
+	o.Forwarded = dcm.ForwardedPolicy(pickBy(r.Name+"/fwd", []string{"", "", "replace", "never"}))
+	if pickBy(r.Name+"/timeout", []string{"", "", "t"}) != "" {
+		o.TimeoutMillis = 2000
+	}
+	if r.TerminatesTLS() {
+		o.HSTS = pickBy(r.Name+"/hsts", []string{"", "max-age=31536000;includeSubDomains"})
+	}
+	return o
 }
