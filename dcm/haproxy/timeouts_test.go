@@ -26,7 +26,9 @@ func TestRouteTimeouts(t *testing.T) {
 	slow.HTTP.TimeoutMillis = 2000
 	slow.HTTP.TunnelMillis = 3000
 	plain := route("ns", "plain", "plain.test", "/", dcm.PathPrefix)
-	st := state(backendFor(slow, serverFor(pod, dcm.StateReady)), backendFor(plain, serverFor(pod, dcm.StateReady)))
+	// The slow route rides a spare: its settings are keyed by the spare's name.
+	onSpare := func(b dcm.Backend) dcm.Backend { b.Slot = "be_http:_pool:1"; return b }
+	st := state(onSpare(backendFor(slow, serverFor(pod, dcm.StateReady))), backendFor(plain, serverFor(pod, dcm.StateReady)))
 	d, bind := startDriver(t, st, func(c *DriverConfig) {
 		c.Settings.Timeouts = Timeouts{Server: time.Second, Tunnel: time.Second}
 	})
@@ -83,7 +85,7 @@ func TestRouteTimeouts(t *testing.T) {
 	}
 
 	// 2s → 4s, at runtime.
-	next := state(backendFor(func() dcm.Route { r := slow; r.HTTP.TimeoutMillis = 4000; return r }(), serverFor(pod, dcm.StateReady)),
+	next := state(onSpare(backendFor(func() dcm.Route { r := slow; r.HTTP.TimeoutMillis = 4000; return r }(), serverFor(pod, dcm.StateReady))),
 		backendFor(plain, serverFor(pod, dcm.StateReady)))
 	mustf(t, d.Apply(context.Background(), mapReplaces(st, next), next), "apply the timeout change")
 	mustf(t, d.Write(next), "write")
