@@ -24,6 +24,22 @@ type HTTPOptions struct {
 	HSTS string `json:"hsts,omitempty"`
 }
 
+// ReasonPassthroughTimeout is the reload of a passthrough route whose
+// timeouts are new or changed: its backend is TCP, and HAProxy 2.6 sets a
+// TCP stream's timeouts by no rule, so they are written into the backend
+// (a new such route takes no spare either, spares have none).
+const ReasonPassthroughTimeout ReloadReason = "passthrough-timeout"
+
+// TCPTimeouts are the server and tunnel timeouts rendered into a
+// passthrough route's backend (0: the defaults); none for other kinds,
+// whose timeouts are setting maps' entries.
+func (r Route) TCPTimeouts() (server, tunnel int64) {
+	if r.Kind != KindPassthrough {
+		return 0, 0
+	}
+	return r.HTTP.TimeoutMillis, r.HTTP.TunnelMillis
+}
+
 // ForwardedPolicy is OpenShift's set-forwarded-headers policy.
 type ForwardedPolicy string
 
@@ -143,9 +159,9 @@ func ParseHSTS(field, s string) (string, error) {
 }
 
 // ValidateHTTPOptions checks a route's HTTP options against its kind:
-// passthrough routes are TCP (HAProxy 2.6 sets no timeout of a TCP stream
-// by a rule, and sees none of its headers), HSTS needs a route whose TLS
-// HAProxy terminates.
+// passthrough routes are TCP (HAProxy sees none of their headers; their
+// timeouts reload, see ReasonPassthroughTimeout), HSTS needs a route whose
+// TLS HAProxy terminates.
 func ValidateHTTPOptions(r Route) error {
 	o := r.HTTP
 	if err := ValidateForwarded("forwarded headers", o.Forwarded); err != nil {
@@ -170,9 +186,6 @@ func ValidateHTTPOptions(r Route) error {
 	if r.Kind == KindPassthrough {
 		if o.Forwarded != "" {
 			return invalid(RejectUnsupported, "forwarded headers on a passthrough route", string(o.Forwarded))
-		}
-		if o.TimeoutMillis != 0 || o.TunnelMillis != 0 {
-			return invalid(RejectUnsupported, "timeout on a passthrough route", "")
 		}
 	}
 	return nil

@@ -42,11 +42,13 @@ func TestValidateHTTPOptions(t *testing.T) {
 	if err := ValidateHTTPOptions(edge); err != nil {
 		t.Errorf("edge: %v", err)
 	}
+	if err := ValidateHTTPOptions(Route{Kind: KindPassthrough, HTTP: HTTPOptions{TimeoutMillis: 1, TunnelMillis: 2}}); err != nil {
+		t.Errorf("passthrough timeouts: %v", err)
+	}
 	for name, r := range map[string]Route{
 		"hsts on http":          {Kind: KindHTTP, HTTP: HTTPOptions{HSTS: "max-age=1"}},
 		"hsts not normalised":   {Kind: KindEdge, HTTP: HTTPOptions{HSTS: "max-age=1; preload"}},
 		"hsts on passthrough":   {Kind: KindPassthrough, HTTP: HTTPOptions{HSTS: "max-age=1"}},
-		"timeout passthrough":   {Kind: KindPassthrough, HTTP: HTTPOptions{TimeoutMillis: 1}},
 		"forwarded passthrough": {Kind: KindPassthrough, HTTP: HTTPOptions{Forwarded: ForwardNever}},
 		"bad policy":            {Kind: KindHTTP, HTTP: HTTPOptions{Forwarded: "sometimes"}},
 		"negative timeout":      {Kind: KindHTTP, HTTP: HTTPOptions{TunnelMillis: -1}},

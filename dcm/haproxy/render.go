@@ -193,6 +193,7 @@ type Renderer struct {
 type renderedBackend struct {
 	sticky  string // the backend's name when sticky
 	balance string
+	tcp     [2]int64 // dcm.Route.TCPTimeouts
 	servers []dcm.Server
 	text    []byte
 }
@@ -264,12 +265,14 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 		if b.Route.Sticky {
 			sticky = b.Name
 		}
-		if !ok || rb.balance != b.Route.Balance || rb.sticky != sticky || !slices.EqualFunc(rb.servers, b.Servers, sameRendering) {
+		var tcp [2]int64
+		tcp[0], tcp[1] = b.Route.TCPTimeouts()
+		if !ok || rb.balance != b.Route.Balance || rb.sticky != sticky || rb.tcp != tcp || !slices.EqualFunc(rb.servers, b.Servers, sameRendering) {
 			var w bytes.Buffer
 			if err := renderBackend(&w, b, r.settings.CookieSecret); err != nil {
 				return Files{}, err
 			}
-			rb = renderedBackend{sticky: sticky, balance: b.Route.Balance, servers: slices.Clone(b.Servers), text: w.Bytes()}
+			rb = renderedBackend{sticky: sticky, balance: b.Route.Balance, tcp: tcp, servers: slices.Clone(b.Servers), text: w.Bytes()}
 		}
 		next[proxy] = rb
 		texts[i] = rb.text
@@ -445,6 +448,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 	fmt.Fprintf(w, "\nbackend %s\n", b.ProxyName())
 	if tcpBackend(b) {
 		w.WriteString("    mode tcp\n")
+		renderTCPTimeouts(w, b.Route)
 	}
 	fmt.Fprintf(w, "    balance %s\n", balance)
 	if b.Route.Sticky {

@@ -245,3 +245,16 @@ func (s Settings) validateHTTP() error {
 	}
 	return nil
 }
+
+// renderTCPTimeouts writes a passthrough route's own timeouts into its
+// backend: HAProxy 2.6 has no rule that sets a TCP stream's, so a change
+// reloads (dcm.ReasonPassthroughTimeout).
+func renderTCPTimeouts(w *bytes.Buffer, r dcm.Route) {
+	server, tunnel := r.TCPTimeouts()
+	if server > 0 && server <= dcm.MaxTimeoutMillis {
+		fmt.Fprintf(w, "    timeout server %dms\n", server)
+	}
+	if tunnel > 0 && tunnel <= dcm.MaxTimeoutMillis {
+		fmt.Fprintf(w, "    timeout tunnel %dms\n", tunnel)
+	}
+}

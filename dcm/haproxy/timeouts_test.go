@@ -3,14 +3,18 @@ package haproxy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 // TestRouteTimeouts: with a default server timeout of 1s, a route whose
@@ -95,5 +99,39 @@ func TestRouteTimeouts(t *testing.T) {
 	}
 	if workerPID(t, d) != pid {
 		t.Error("the worker changed")
+	}
+}
+
+// TestPassthroughTimeouts: a passthrough route's timeouts are its TCP
+// backend's own: with a 30s default, a TLS connection to the pod left idle
+// is closed by HAProxy after the route's 1.5s tunnel timeout; a route
+// without one keeps the defaults in its backend.
+func TestPassthroughTimeouts(t *testing.T) {
+	t.Parallel()
+	ca := testkit.NewCA(t)
+	pod := testkit.StartTLSBackend(t, "127.0.0.6", "db-pod", ca.Leaf(t, "db.test"))
+	db := route("ns", "db", "db.test", "/", dcm.PathPrefix)
+	db.Kind, db.HTTP.TimeoutMillis, db.HTTP.TunnelMillis = dcm.KindPassthrough, 1500, 1500
+	other := route("ns", "other", "other.test", "/", dcm.PathPrefix)
+	other.Kind = dcm.KindPassthrough
+	st := state(backendFor(db, serverFor(pod, dcm.StateReady)), backendFor(other, serverFor(pod, dcm.StateReady)))
+	https := testkit.FreeAddr(t)
+	d, _ := startDriver(t, st, func(c *DriverConfig) { c.Settings.HTTPSBind = https })
+	cfg, err := os.ReadFile(filepath.Join(d.cfg.WorkDir, ConfigName))
+	mustf(t, err, "read cfg")
+	if !strings.Contains(string(cfg), "\nbackend be_passthrough:ns:db\n    mode tcp\n    timeout server 1500ms\n    timeout tunnel 1500ms\n") ||
+		!strings.Contains(string(cfg), "\nbackend be_passthrough:ns:other\n    mode tcp\n    balance") {
+		t.Fatalf("cfg:\n%s", cfg)
+	}
+	conn, err := tls.Dial("tcp", https, &tls.Config{ServerName: "db.test", RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12})
+	mustf(t, err, "TLS through the passthrough route")
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	if _, err := conn.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the pod sent data")
+	}
+	if idle := time.Since(start); idle < time.Second || idle > 5*time.Second {
+		t.Errorf("the idle connection closed after %s, want about 1.5s", idle)
 	}
 }

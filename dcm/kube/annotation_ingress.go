@@ -137,7 +137,8 @@ func httpOptions(ann map[string]string, kind string, passthrough bool) (dcm.HTTP
 		return o, err
 	}
 	if passthrough {
-		for _, n := range names {
+		// Its timeouts are written into its TCP backend (a reload).
+		for _, n := range []string{names[0], names[3]} {
 			if v, ok := ann[n]; ok {
 				return o, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: annotationField(n), Value: v + " on a passthrough route"}
 			}

@@ -170,9 +170,9 @@ func httpRows() []Annotation {
 		{AnnotationForwardedHeaders, AnnotationRouteForwarded, Annotation{Type: ValueEnum, Values: policies, Example: "replace",
 			Doc: "X-Forwarded-For, -Host, -Port, -Proto, -Proto-Version and Forwarded as OpenShift's router sets them: append adds the client, replace drops the client's own first, if-none sets them only when the client sent none, never leaves them (but plain HTTP never forwards a client's X-Forwarded-Proto). Default: --forwarded-headers. Refused on passthrough."}},
 		{AnnotationTimeout, AnnotationRouteTimeout, Annotation{Type: ValueTimeout, Example: "2s",
-			Doc: "The server timeout of the route's requests (a number with us, ms, s, m, h or d; a bare number is ms; at most 24d). Default: --timeout-server. Refused on passthrough (HAProxy 2.6 cannot set a TCP stream's timeout by rule)."}},
+			Doc: "The server timeout of the route's requests (a number with us, ms, s, m, h or d; a bare number is ms; at most 24d). Default: --timeout-server. On passthrough it is the TCP backend's timeout server, and a change reloads (passthrough-timeout): HAProxy 2.6 sets a TCP stream's timeout by no rule."}},
 		{AnnotationTimeoutTunnel, AnnotationRouteTimeoutTunnel, Annotation{Type: ValueTimeout, Example: "1h",
-			Doc: "The idle timeout of the route's WebSockets and other tunnels, written as the timeout. Default: --timeout-tunnel. Refused on passthrough."}},
+			Doc: "The idle timeout of the route's WebSockets and other tunnels, written as the timeout. Default: --timeout-tunnel. On passthrough, as the timeout, a reload."}},
 		{AnnotationHSTS, AnnotationRouteHSTS, Annotation{Type: ValueHSTS, Example: "max-age=31536000;includeSubDomains;preload",
 			Doc: "The Strict-Transport-Security header of HTTPS responses (edge and reencrypt): max-age=<seconds> required, includeSubDomains and preload optional, separated by ';'. On an Ingress it applies to its spec.tls hosts; refused on a Route without TLS and on passthrough."}},
 	} {

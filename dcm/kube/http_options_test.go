@@ -36,7 +36,7 @@ func TestHTTPOptionAnnotations(t *testing.T) {
 		ann  map[string]string
 	}{
 		"hsts on a plain Route":       {nil, map[string]string{AnnotationRouteHSTS: "max-age=1"}},
-		"timeout on passthrough":      {passthrough, map[string]string{AnnotationRouteTimeout: "1s"}},
+		"forwarded on passthrough":    {passthrough, map[string]string{AnnotationRouteForwarded: "never"}},
 		"bad policy":                  {nil, map[string]string{AnnotationRouteForwarded: "sometimes"}},
 		"bad timeout":                 {nil, map[string]string{AnnotationRouteTimeout: "1 s"}},
 		"hsts with another directive": {edge, map[string]string{AnnotationRouteHSTS: "max-age=1;report-uri=x"}},
@@ -64,9 +64,16 @@ func TestHTTPOptionAnnotations(t *testing.T) {
 			t.Errorf("Ingress route %s (%s): %+v, want %+v", r.Host, r.Kind, r.HTTP, want)
 		}
 	}
-	ing.Annotations = map[string]string{AnnotationSSLPassthrough: "true", AnnotationTimeoutTunnel: "1h"}
+	ing.Annotations = map[string]string{AnnotationSSLPassthrough: "true", AnnotationHSTS: "max-age=1"}
 	ing.Spec.TLS = nil
 	if _, err := IngressRoutes(ing); err == nil {
-		t.Error("a passthrough Ingress with a tunnel timeout accepted")
+		t.Error("a passthrough Ingress with HSTS accepted")
+	}
+	ing.Annotations = map[string]string{AnnotationSSLPassthrough: "true", AnnotationTimeoutTunnel: "1h"}
+	if routes, err := IngressRoutes(ing); err != nil || routes[0].HTTP.TunnelMillis != 3600000 {
+		t.Errorf("a passthrough Ingress with a tunnel timeout: %+v %v", routes, err)
+	}
+	if _, err := route(passthrough, map[string]string{AnnotationRouteTimeout: "5s"}); err != nil {
+		t.Errorf("a passthrough Route with a timeout: %v", err)
 	}
 }

@@ -52,3 +52,37 @@ func TestHTTPOptionsChange(t *testing.T) {
 		t.Errorf("slots mode: reload %v %v, want route-changed", p.Reload, p.Reasons)
 	}
 }
+
+// TestPassthroughTimeoutReloads: a passthrough route's timeouts live in its
+// TCP backend: a change, and a new passthrough route with one, reload with
+// passthrough-timeout even with free spares; a change of its endpoints
+// alone still does not.
+func TestPassthroughTimeoutReloads(t *testing.T) {
+	db := route("db")
+	db.Kind, db.Path = dcm.KindPassthrough, "/"
+	s1 := ep("db-1", "127.0.2.1", dcm.StateReady)
+	with := func(ms int64, eps ...dcm.Endpoint) dcm.Desired {
+		r := db
+		r.HTTP.TimeoutMillis = ms
+		return desiredAll(desiredBackend(r, eps...))
+	}
+	pooled := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true}
+	st := idle(Fresh(with(5000, s1), pooled))
+	if p := Compute(st, with(5000, s1, ep("db-2", "127.0.2.2", dcm.StateReady)), pooled); p.Reload {
+		t.Errorf("an endpoint added reloads: %v", p.Reasons)
+	}
+	want := []dcm.ReloadReason{dcm.ReasonPassthroughTimeout}
+	if p := Compute(st, with(7000, s1), pooled); !p.Reload || !slices.Equal(p.Reasons, want) {
+		t.Errorf("timeout changed: reload %v %v, want %v", p.Reload, p.Reasons, want)
+	}
+	if p := Compute(st, with(0, s1), pooled); !p.Reload || !slices.Equal(p.Reasons, want) {
+		t.Errorf("timeout removed: reload %v %v, want %v", p.Reload, p.Reasons, want)
+	}
+	empty := idle(Fresh(dcm.Desired{}, pooled))
+	if p := Compute(empty, with(5000, s1), pooled); !p.Reload || !slices.Equal(p.Reasons, want) {
+		t.Errorf("new route with a timeout: reload %v %v, want %v", p.Reload, p.Reasons, want)
+	}
+	if p := Compute(empty, with(0, s1), pooled); p.Reload {
+		t.Errorf("new route without a timeout reloads: %v", p.Reasons)
+	}
+}

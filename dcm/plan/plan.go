@@ -141,6 +141,9 @@ func routeChange(a, d dcm.Route, caps dcm.Caps) (rekeyed bool, reason dcm.Reload
 		// old ones, need add server and runtime CA files.
 		return false, dcm.ReasonCertChanged
 	}
+	if !sameTCPTimeouts(a, d) {
+		return false, dcm.ReasonPassthroughTimeout
+	}
 	if !a.SameServing(d) {
 		if !pooled || !rekeyable(a, d) {
 			return false, dcm.ReasonRouteChanged

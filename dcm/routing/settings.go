@@ -11,6 +11,9 @@ import (
 // entry (the router's default applies). Timeouts are in milliseconds, the
 // unit HAProxy reads a number in; HSTS is the normalised header value.
 func SettingValue(t dcm.MapTable, r dcm.Route) string {
+	if r.Kind == dcm.KindPassthrough {
+		return "" // TCP: its timeouts are in its backend (dcm.Route.TCPTimeouts)
+	}
 	o := r.HTTP
 	switch t {
 	case dcm.MapForwarded:
