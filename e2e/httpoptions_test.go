@@ -194,3 +194,43 @@ func hstsOf(base, host string, ca *testkit.CA) (string, error) {
 	}
 	return resp.Header.Get("Strict-Transport-Security"), nil
 }
+
+// TestHTTPOptionsPassthroughTimeoutReloads: a passthrough route's timeout
+// is its TCP backend's: setting it reloads once, with the reason
+// passthrough-timeout, and the route is still served; an HTTP route's
+// timeout beside it changes without one.
+func TestHTTPOptionsPassthroughTimeoutReloads(t *testing.T) {
+	ca := testkit.NewCA(t)
+	db := pod(testkit.StartTLSBackend(t, "127.0.4.201", "db-pod", ca.Leaf(t, "db.test")))
+	web := startPod(t, "127.0.4.202", "web-pod")
+	desired := func(dbMs, webMs int64) dcm.Desired {
+		d, w := passthroughRoute("db", "db.test"), poolRoute("web", "web.test", "/")
+		d.HTTP.TimeoutMillis, w.HTTP.TimeoutMillis = dbMs, webMs
+		return withRoutes(dcm.Desired{}, []dcm.Route{d, w}, []pod{db, web})
+	}
+	src := harness.NewStaticSource(desired(0, 0))
+	s := harness.Start(t, harness.Options{Source: src})
+	s.Eventually("web served", 10*time.Second, func() error { return s.ExpectStatus("web.test", "/", 200) })
+	reloads := s.Reloads()
+	src.Set(desired(0, 2000))
+	s.Eventually("the HTTP route's timeout in its map", 10*time.Second, func() error {
+		if s.Backend(poolRoute("web", "web.test", "/").BackendName()).Route.HTTP.TimeoutMillis != 2000 {
+			return fmt.Errorf("not applied yet")
+		}
+		return nil
+	})
+	if s.Reloads() != reloads {
+		t.Fatalf("the HTTP route's timeout reloaded")
+	}
+	src.Set(desired(5000, 2000))
+	s.Eventually("one passthrough-timeout reload", 15*time.Second, func() error {
+		if n := s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonPassthroughTimeout)); n != 1 || s.Reloads() != reloads+1 {
+			return fmt.Errorf("%v passthrough-timeout reloads, %v in all (was %v)", n, s.Reloads(), reloads)
+		}
+		return nil
+	})
+	s.Eventually("db served after the reload", 10*time.Second, func() error {
+		_, err := testkit.ServedLeaf(s.HTTPSAddr, "db.test", ca.Pool())
+		return err
+	})
+}
