@@ -100,6 +100,8 @@ type Route struct {
 	// RateLimit is the route's rate limits (route_ratelimit.go); nil
 	// tracks nothing. A map entry: not part of SameServing either.
 	RateLimit *RateLimit `json:"rateLimit,omitempty"`
+	// HTTP holds the settings HAProxy reads from setting maps (route_http.go).
+	HTTP HTTPOptions `json:"http,omitzero"`
 }
 
 // RouteNamePrefix starts the name of a route that comes from an OpenShift

@@ -29,16 +29,35 @@ const (
 // HTTPMapTables lists the maps of HTTP requests in the order HAProxy tries them.
 var HTTPMapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix}
 
-// MapTables lists every routing map: the rate limits (first, so a new
-// route's limits are committed before the maps send it traffic), the HTTP
-// maps, the SNI map, then the insecure-policy maps.
-var MapTables = []MapTable{MapRateLimit, MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapInsecure, MapInsecureHost}
+// MapTables lists every routing map: the rate limits and the setting maps
+// first, so that a new route's limits and settings are committed before the
+// routing maps send it traffic, then the HTTP maps, the SNI map and the
+// insecure-policy maps.
+var MapTables = append(append([]MapTable{MapRateLimit}, SettingMapTables...),
+	MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapInsecure, MapInsecureHost)
+
+// Setting maps hold a route's HTTPOptions, keyed by its HAProxy backend
+// (Backend.ProxyName), as the insecure map is: a value changes at runtime.
+const (
+	MapForwarded     MapTable = "forwarded"
+	MapTimeoutServer MapTable = "timeout_server"
+	MapTimeoutTunnel MapTable = "timeout_tunnel"
+	MapHSTS          MapTable = "hsts"
+)
+
+// SettingMapTables lists the setting maps.
+var SettingMapTables = []MapTable{MapForwarded, MapTimeoutServer, MapTimeoutTunnel, MapHSTS}
+
+// Setting reports whether a map is a setting map.
+func (t MapTable) Setting() bool {
+	return t == MapForwarded || t == MapTimeoutServer || t == MapTimeoutTunnel || t == MapHSTS
+}
 
 // HTTPSOnly reports whether a map is read only when HAProxy has an HTTPS
 // frontend: the SNI map by it, the insecure maps by fe_http only to send
 // plain HTTP over to it.
 func (t MapTable) HTTPSOnly() bool {
-	return t == MapSNI || t == MapInsecure || t == MapInsecureHost
+	return t == MapSNI || t == MapInsecure || t == MapInsecureHost || t == MapHSTS
 }
 
 // Insecure reports whether a map holds insecure-policy actions rather than
@@ -56,12 +75,13 @@ type MapEntry struct {
 	Backend string `json:"backend"`
 	Slot    string `json:"slot,omitempty"`
 	// Action is the value of an insecure map's entry (routing.InsecureAction),
-	// or of the rate-limit map's (Route.RateLimitValue).
+	// of a setting map's (routing.SettingValue) or of the rate-limit map's
+	// (Route.RateLimitValue).
 	Action string `json:"action,omitempty"`
 }
 
 // Value is what the map says to HAProxy: the backend's HAProxy name, or
-// an insecure map's action.
+// an insecure or setting map's value.
 func (e MapEntry) Value() string {
 	if e.Action != "" {
 		return e.Action

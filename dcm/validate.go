@@ -226,6 +226,9 @@ func ValidateRoute(r Route) error {
 	if err := ValidateHost("host", r.Host); err != nil {
 		return err
 	}
+	if err := ValidateHTTPOptions(r); err != nil {
+		return err
+	}
 	switch r.Kind {
 	case KindHTTP:
 		if r.TLS != nil {

@@ -92,7 +92,7 @@ func servedWith(s *harness.Stack, host, want string, ca *testkit.CA, leaf testki
 
 // notServedWith checks that host has no TLS route any more: HAProxy
 // terminates the connection with another certificate than leaf (the
-// default one) and answers 404 (no route).
+// default one) and answers 503 (no route).
 func notServedWith(s *harness.Stack, host string, leaf testkit.Leaf) error {
 	code, body, got, err := testkit.InsecureHTTPSGet(s.HTTPSAddr, host, "/")
 	switch {
@@ -100,7 +100,7 @@ func notServedWith(s *harness.Stack, host string, leaf testkit.Leaf) error {
 		return err
 	case got.SerialNumber.Cmp(leaf.Cert.SerialNumber) == 0:
 		return fmt.Errorf("certificate %s is still served", got.SerialNumber)
-	case code != http.StatusNotFound:
+	case code != http.StatusServiceUnavailable:
 		return fmt.Errorf("HTTP %d %q", code, body)
 	}
 	return nil
@@ -109,7 +109,7 @@ func notServedWith(s *harness.Stack, host string, leaf testkit.Leaf) error {
 // TestRoutesWithoutReload: 16 times an HTTP route and a passthrough route
 // are created, answer from their pods (the passthrough route over TLS that
 // the pod terminates, with its own certificate, picked by SNI), are
-// deleted and answer 404 (dcm's default backend: no route; the
+// deleted and answer 503 (dcm's default backend: no route; the
 // passthrough host's TLS is then terminated by HAProxy), all through
 // spare backends of their kind with the HAProxy worker and the reload
 // count unchanged. Clients see the route's backend name, never the spare's.
@@ -147,7 +147,7 @@ func TestRoutesWithoutReload(t *testing.T) {
 		filesEqualRuntime(t, s)
 
 		src.Set(base)
-		s.Eventually(host+" is gone", 5*time.Second, func() error { return s.ExpectStatus(host, "/", http.StatusNotFound) })
+		s.Eventually(host+" is gone", 5*time.Second, func() error { return s.ExpectStatus(host, "/", http.StatusServiceUnavailable) })
 		s.Eventually(thost+" is gone", 5*time.Second, func() error { return notServedWith(s, thost, leaf) })
 		s.Eventually(name+"'s and "+tname+"'s spares are back", 5*time.Second, func() error {
 			if n := len(s.Engine.Snapshot().Pool); n != spares {
@@ -246,7 +246,7 @@ func TestDeletedRoutesRefillThePool(t *testing.T) {
 		return nil
 	})
 	for _, r := range old {
-		if err := s.ExpectStatus(r.Host, "/", http.StatusNotFound); err != nil {
+		if err := s.ExpectStatus(r.Host, "/", http.StatusServiceUnavailable); err != nil {
 			t.Errorf("%s after its deletion: %v", r.Host, err)
 		}
 	}
@@ -329,7 +329,7 @@ func TestOverlappingPathsInSpares(t *testing.T) {
 		check(n)
 	}
 	src.Set(base)
-	s.Eventually("multi.test is gone", 5*time.Second, func() error { return s.ExpectStatus("multi.test", "/", http.StatusNotFound) })
+	s.Eventually("multi.test is gone", 5*time.Second, func() error { return s.ExpectStatus("multi.test", "/", http.StatusServiceUnavailable) })
 	// Reverse: most specific first; check once all exist.
 	for n := len(routes) - 1; n >= 0; n-- {
 		src.Set(withRoutes(base, routes[n:], pods[n:]))

@@ -117,7 +117,7 @@ func TestInsecurePolicy(t *testing.T) {
 			TLS: &dcm.TLSRef{Secret: "test/shop-tls", Version: version}, Insecure: p, RedirectCode: code}
 	}
 	redirect := func(code int, url string) plainAnswer { return plainAnswer{code: code, location: url} }
-	noRoute := plainAnswer{code: http.StatusNotFound}
+	noRoute := plainAnswer{code: http.StatusServiceUnavailable}
 
 	src.Set(withRoutes(base, []dcm.Route{edge("shop", "/", dcm.InsecureRedirect, 0)}, []pod{shopPod}))
 	expectPlain(s, "shop.test", "/a/b?x=1&y=%2F", redirect(302, "https://shop.test/a/b?x=1&y=%2F"))

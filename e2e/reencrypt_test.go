@@ -83,7 +83,7 @@ func caFiles(t *testing.T, s *harness.Stack) []string {
 // verifies the route's certificate; for reencrypt HAProxy connects to a
 // pod that terminates TLS itself with a certificate for <svc>.test.svc
 // signed by the destination CA, and verifies it — then are deleted and
-// answer 404 with the default certificate, all through spares (HTTP ones
+// answer 503 with the default certificate, all through spares (HTTP ones
 // for edge, reencrypt ones for reencrypt) with the HAProxy worker and the
 // reload count unchanged. The CA file is there while a reencrypt server
 // uses it and gone after.

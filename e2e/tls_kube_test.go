@@ -99,7 +99,7 @@ func TestIngressTLSFromSecret(t *testing.T) {
 // it answers the handshake with an HTTP 400 and the client sees an HTTP
 // response where a TLS record should be (HAProxy would have completed the
 // handshake with its default certificate). Deleted, the host's TLS is terminated by HAProxy
-// again (404, no route). No reload, the same worker throughout.
+// again (503, no route). No reload, the same worker throughout.
 func TestIngressPassthrough(t *testing.T) {
 	s := harness.Start(t, harness.Options{})
 	s.DemoServes("web.demo.localhost", "/", "demo", "web", 2)
@@ -127,7 +127,7 @@ func TestIngressPassthrough(t *testing.T) {
 	}
 	s.Eventually(host+" terminated by HAProxy again", 10*time.Second, func() error {
 		code, _, _, err := testkit.InsecureHTTPSGet(s.HTTPSAddr, host, "/")
-		if err != nil || code != 404 {
+		if err != nil || code != 503 {
 			return fmt.Errorf("HTTP %d, %v", code, err)
 		}
 		return nil

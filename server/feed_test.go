@@ -963,6 +963,7 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 	route.Sticky = true
 	route.Kind, route.TLS, route.Insecure, route.RedirectCode = dcm.KindEdge, &dcm.TLSRef{Secret: "demo/new-tls"}, dcm.InsecureRedirect, 308
 	route.Allowlist, route.RateLimit = []string{"10.0.0.0/8", "::1"}, &dcm.RateLimit{ConcurrentTCP: 10, RateTCP: 20, RateHTTP: 30}
+	route.HTTP = dcm.HTTPOptions{Forwarded: dcm.ForwardReplace, TimeoutMillis: 2000, TunnelMillis: 3600000, HSTS: "max-age=1;preload"}
 	full.Prediction = &dcm.PredictionCheck{Seq: 3, Match: false,
 		WhatIfs: []dcm.WhatIf{
 			{Kind: dcm.WhatIfScale, Namespace: "demo", Workload: &dcm.WorkloadRef{Kind: "Deployment", Name: "web"}, Replicas: 5},
@@ -1083,7 +1084,7 @@ func TestFeedSchemaMatchesGoTypes(t *testing.T) {
 				tag = f.Name
 			}
 			fields[tag] = true
-			omitempty := slices.Contains(strings.Split(opts, ","), "omitempty")
+			omitempty := slices.Contains(strings.Split(opts, ","), "omitempty") || slices.Contains(strings.Split(opts, ","), "omitzero")
 			where := name + "." + tag
 			prop, ok := props[tag].(map[string]any)
 			if !ok {

@@ -57,6 +57,12 @@ type Config struct {
 	Slots            int      // --slots, in slots mode
 	PoolSize         int      // --pool-size, in dynamic mode
 	StickyPoolSize   int      // --sticky-pool-size, with a pool
+	// HTTP behaviour (system/http.go): --max-connections,
+	// --forwarded-headers, --error-page-503/404 (HTML files), --timeout-*.
+	MaxConnections             int
+	ForwardedHeaders           string
+	ErrorPage503, ErrorPage404 string
+	Timeouts                   haproxy.Timeouts
 
 	// The portal.
 	Listen        string // --listen
@@ -96,6 +102,9 @@ func Defaults() Config {
 		Slots:              8,
 		PoolSize:           10,
 		StickyPoolSize:     10,
+		MaxConnections:     DefaultMaxConnections,
+		ForwardedHeaders:   string(dcm.ForwardAppend),
+		Timeouts:           haproxy.DefaultTimeouts,
 		Listen:             "127.0.0.1:8080",
 		EventHistory:       10000,
 		LogLevel:           "info",
@@ -138,6 +147,9 @@ func (c Config) Validate() error {
 		return errors.New("--sticky-pool-size must be between 0 and 10000")
 	case c.EventHistory < 1 || c.EventHistory > 1000000:
 		return errors.New("--event-history must be between 1 and 1000000")
+	}
+	if err := c.validateHTTP(); err != nil {
+		return err
 	}
 	for _, d := range []struct {
 		name string

@@ -1,6 +1,8 @@
 package system
 
 import (
+	"time"
+
 	"github.com/spf13/pflag"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -38,7 +40,30 @@ func (c *Config) FlagSet() *pflag.FlagSet {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.DurationVar(&c.DemoReadinessDelay, "demo-readiness-delay", c.DemoReadinessDelay, "demo: time from pod start to ready")
 	fs.DurationVar(&c.DemoPreStopDelay, "demo-prestop-delay", c.DemoPreStopDelay, "demo: time a terminating pod keeps accepting before it shuts down")
+	httpFlags(fs, c)
 	return fs
+}
+
+// httpFlags are the flags of HAProxy's HTTP behaviour (system/http.go).
+func httpFlags(fs *pflag.FlagSet, c *Config) {
+	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "HAProxy's global maxconn, set at start (lowered, with a warning, to what the file-descriptor limit allows)")
+	fs.StringVar(&c.ForwardedHeaders, "forwarded-headers", c.ForwardedHeaders, "X-Forwarded-* and Forwarded headers of routes that set no policy: append, replace, if-none or never (as OpenShift's router)")
+	fs.StringVar(&c.ErrorPage503, "error-page-503", c.ErrorPage503, "file holding the HTML body of HAProxy's 503 answers (no route, no pod), read at start; sent with Cache-Control: no-store (default: dcm's page)")
+	fs.StringVar(&c.ErrorPage404, "error-page-404", c.ErrorPage404, "file holding the HTML body of HAProxy's 404 answers, read at start (default: dcm's page)")
+	t := &c.Timeouts
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		doc  string
+	}{
+		{"connect", &t.Connect, "to connect to a pod"}, {"client", &t.Client, "of client inactivity"},
+		{"server", &t.Server, "of server inactivity (a route's timeout annotation overrides it)"},
+		{"client-fin", &t.ClientFin, "of a half-closed client connection"}, {"server-fin", &t.ServerFin, "of a half-closed server connection"},
+		{"http-request", &t.HTTPRequest, "to receive a request's headers"}, {"http-keep-alive", &t.HTTPKeepAlive, "between two requests of a connection"},
+		{"tunnel", &t.Tunnel, "of an idle WebSocket or other tunnel (a route's timeout-tunnel annotation overrides it)"},
+	} {
+		fs.DurationVar(d.v, "timeout-"+d.name, *d.v, "HAProxy's timeout "+d.doc)
+	}
 }
 
 // modeValue is --mode: any word is taken, Validate says which are modes.

@@ -111,12 +111,16 @@ func New(ctx context.Context, cfg Config, deps Deps) (*System, error) {
 	if deps.Source != nil {
 		certs, cas = deps.Certs, deps.CAs
 	}
+	settings := haproxy.Settings{AdminSocket: filepath.Join(s.dir, "admin.sock"), HTTPBind: cfg.HTTPBind, HTTPSBind: cfg.HTTPSBind,
+		HTTPSRedirectPort: cfg.RedirectPort(), CookieSecret: cookieSecret}
+	if err := httpSettings(cfg, &settings, log); err != nil {
+		return nil, err
+	}
 	s.driver = haproxy.NewDriver(haproxy.DriverConfig{
-		Binary:       cfg.HAProxyBin,
-		WorkDir:      s.dir,
-		MasterSocket: cfg.MasterSocket,
-		Settings: haproxy.Settings{AdminSocket: filepath.Join(s.dir, "admin.sock"), HTTPBind: cfg.HTTPBind, HTTPSBind: cfg.HTTPSBind,
-			HTTPSRedirectPort: cfg.RedirectPort(), CookieSecret: cookieSecret},
+		Binary:        cfg.HAProxyBin,
+		WorkDir:       s.dir,
+		MasterSocket:  cfg.MasterSocket,
+		Settings:      settings,
 		Observer:      observers(metrics.ObserveCommand, deps.Commands),
 		Certs:         certs,
 		CAs:           cas,

@@ -100,7 +100,7 @@ func (c *Client) closeLocked() error {
 // closes the connection, since a half-read prompt stream cannot be reused.
 func (c *Client) Exec(ctx context.Context, cmds []Command) ([]Reply, error) {
 	for i, cmd := range cmds {
-		if cmd.kind == 0 || cmd.text == "" || strings.ContainsAny(cmd.text, "\n;") {
+		if cmd.kind == 0 || cmd.text == "" || strings.Contains(cmd.text, "\n") || splitsCommand(cmd.text) {
 			return nil, fmt.Errorf("haproxy command %d: not built by a constructor of this package", i)
 		}
 		if cmd.payload != "" {

@@ -162,18 +162,27 @@ func AddMapCommand(version uint32, t dcm.MapTable, key, value string) (Command, 
 	if err := dcm.ValidateMapKey("map key", key); err != nil {
 		return Command{}, fmt.Errorf("map %s: %w", t, err)
 	}
-	if t.Insecure() {
-		if err := routing.ValidateInsecureAction("insecure action", value); err != nil {
-			return Command{}, fmt.Errorf("map %s key %s: %w", t, key, err)
-		}
-	} else if t == dcm.MapRateLimit {
-		if err := validateMapValue(t, key, value); err != nil {
-			return Command{}, err
-		}
-	} else if err := validateBackendName(value); err != nil {
+	if err := validateMapValue(t, key, value); err != nil {
 		return Command{}, fmt.Errorf("map %s key %s: %w", t, key, err)
 	}
+	// The CLI splits commands at ';' (an HSTS value has some): escaped,
+	// it reaches the map as written (checked against 2.6.12).
+	value = strings.ReplaceAll(value, ";", `\;`)
 	return Command{text: "add map @" + strconv.FormatUint(uint64(version), 10) + " " + file + " " + key + " " + value, kind: replyEmpty}, nil
+}
+
+// validateMapValue checks a map value against its map's allow-list: a
+// backend name, an insecure action or a setting (routing.ValidateSetting).
+func validateMapValue(t dcm.MapTable, key, value string) error {
+	switch {
+	case t == dcm.MapRateLimit:
+		return validateRateLimitEntry(key, value)
+	case t.Insecure():
+		return routing.ValidateInsecureAction("insecure action", value)
+	case t.Setting():
+		return routing.ValidateSetting(t, "setting", value)
+	}
+	return validateBackendName(value)
 }
 
 // CommitMapCommand is `commit map @<ver> <file>`.
@@ -325,6 +334,21 @@ func (c Command) succeeded(reply string) bool {
 	case replyShowACL:
 		_, err := ParseShowACL(reply)
 		return !prefixed && err == nil
+	}
+	return false
+}
+
+// splitsCommand reports whether the CLI would read text as more than one
+// command: a ';' that no backslash escapes (an HSTS map value has escaped
+// ones).
+func splitsCommand(text string) bool {
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '\\':
+			i++
+		case ';':
+			return true
+		}
 	}
 	return false
 }

@@ -184,8 +184,8 @@ func TestPooledRoute(t *testing.T) {
 	if code, body := get(t, bind, "fresh.example", "/"); code != 200 || body != "fresh" {
 		t.Errorf("GET fresh.example = %d %q", code, body)
 	}
-	if code, _ := get(t, bind, "web.example", "/"); code != 404 {
-		t.Errorf("GET web.example after its deletion = %d, want 404", code)
+	if code, _ := get(t, bind, "web.example", "/"); code != 503 {
+		t.Errorf("GET web.example after its deletion = %d, want 503", code)
 	}
 	if workerPID(t, d) != pid {
 		t.Error("the worker changed: something reloaded")
@@ -277,7 +277,7 @@ func TestRenderPool(t *testing.T) {
 	f, err = Render(testSettings, recycled)
 	mustf(t, err, "render a recycled spare")
 	if _, last, _ := strings.Cut(string(f.Config), "\nbackend be_http:ns:x\n    balance roundrobin\n    acl allowlist src -f acls/be_http:ns:x.acl\n"); last == "" ||
-		strings.Contains(last, "server ") || strings.Contains(last, "\nbackend ") {
+		strings.Contains(last, "\n    server ") || strings.Contains(last, "\nbackend ") {
 		t.Errorf("the recycled spare is not rendered empty, last:\n%s", f.Config)
 	}
 	for _, name := range []string{"other", "be_http", "be_http:", "be_http:ns x", "be_:ns:x"} {

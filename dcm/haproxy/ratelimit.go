@@ -45,18 +45,11 @@ func renderRateLimitRules(w *bytes.Buffer) {
 	}
 }
 
-// validateMapValue checks an entry of the rate-limit map as the map file
-// and add map write it: an HAProxy backend's name and its limits. Other
-// maps' entries are their callers' to check.
-func validateMapValue(t dcm.MapTable, key, value string) error {
-	if t != dcm.MapRateLimit {
-		return nil
-	}
+// validateRateLimitEntry checks an entry of the rate-limit map as the map file
+// and add map write it: an HAProxy backend's name and its limits.
+func validateRateLimitEntry(key, value string) error {
 	if err := validateBackendName(key); err != nil {
-		return fmt.Errorf("map %s: %w", t, err)
+		return err
 	}
-	if err := dcm.ValidateRateLimitValue("rate limits", value); err != nil {
-		return fmt.Errorf("map %s key %s: %w", t, key, err)
-	}
-	return nil
+	return dcm.ValidateRateLimitValue("rate limits", value)
 }

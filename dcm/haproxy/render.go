@@ -39,6 +39,16 @@ type Settings struct {
 	// dynamic-cookie-key from (CookieKey); every dcm replica must share it
 	// for a cookie set by one to be honoured by another.
 	CookieSecret string
+	// MaxConn is global maxconn; 0 leaves HAProxy's (from its fd limit).
+	MaxConn int
+	// Timeouts are the default timeouts (zero fields: OpenShift's).
+	Timeouts Timeouts
+	// Forwarded is the forwarded-headers policy of routes that name none
+	// ("" is append).
+	Forwarded dcm.ForwardedPolicy
+	// ErrorPage503 and ErrorPage404 are HTML bodies HAProxy answers those
+	// statuses with (nil: dcm's pages); validated by Render.
+	ErrorPage503, ErrorPage404 []byte
 }
 
 // CookieName is the cookie sticky routes set.
@@ -186,6 +196,7 @@ type Renderer struct {
 type renderedBackend struct {
 	sticky  string // the backend's name when sticky
 	balance string
+	tcp     [2]int64 // dcm.Route.TCPTimeouts
 	servers []dcm.Server
 	text    []byte
 }
@@ -195,6 +206,7 @@ type routeKey struct {
 	backend, slot, name, namespace, host, path string
 	insecure                                   string // dcm.Route.InsecureAction
 	rateLimit                                  string // dcm.Route.RateLimitValue
+	http                                       dcm.HTTPOptions
 	kind                                       dcm.RouteKind
 	pathType                                   dcm.PathType
 	balance                                    string
@@ -257,12 +269,14 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 		if b.Route.Sticky {
 			sticky = b.Name
 		}
-		if !ok || rb.balance != b.Route.Balance || rb.sticky != sticky || !slices.EqualFunc(rb.servers, b.Servers, sameRendering) {
+		var tcp [2]int64
+		tcp[0], tcp[1] = b.Route.TCPTimeouts()
+		if !ok || rb.balance != b.Route.Balance || rb.sticky != sticky || rb.tcp != tcp || !slices.EqualFunc(rb.servers, b.Servers, sameRendering) {
 			var w bytes.Buffer
 			if err := renderBackend(&w, b, r.settings.CookieSecret); err != nil {
 				return Files{}, err
 			}
-			rb = renderedBackend{sticky: sticky, balance: b.Route.Balance, servers: slices.Clone(b.Servers), text: w.Bytes()}
+			rb = renderedBackend{sticky: sticky, balance: b.Route.Balance, tcp: tcp, servers: slices.Clone(b.Servers), text: w.Bytes()}
 		}
 		next[proxy] = rb
 		texts[i] = rb.text
@@ -279,7 +293,7 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 		rt := b.Route
 		keys[i] = routeKey{backend: b.Name, slot: b.Slot, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
 			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: routing.InsecureAction(rt),
-			rateLimit: rt.RateLimitValue()}
+			rateLimit: rt.RateLimitValue(), http: rt.HTTP}
 	}
 	maps := r.maps
 	if maps == nil || !slices.Equal(keys, r.routes) {
@@ -344,28 +358,17 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 	if s.HardStopAfter > 0 {
 		fmt.Fprintf(w, "    hard-stop-after %dms\n", max(s.HardStopAfter.Milliseconds(), 1))
 	}
-	w.WriteString(`
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 60s
-    timeout server 60s
-    timeout http-request 10s
-    timeout http-keep-alive 10s
-    timeout queue 30s
-    retries 3
-    # A pod that just stopped refuses connections: retry on another server.
-    option redispatch 1
-
-frontend fe_http
-`)
+	renderTuning(w, s)
+	renderDefaults(w, s)
+	w.WriteString("\nfrontend fe_http\n")
 	fmt.Fprintf(w, "    bind %s\n", s.HTTPBind)
+	renderHygiene(w)
 	if s.HTTPSBind == "" {
 		// Nowhere to send plain HTTP to: every route is served as HTTP,
 		// whatever its insecure policy.
-		renderRouting(w)
+		renderRouting(w, s, false)
 	} else {
-		renderInsecureRouting(w, s.HTTPSRedirectPort)
+		renderInsecureRouting(w, s)
 	}
 	if s.HTTPSBind != "" {
 		// One TCP frontend owns the HTTPS address: it waits for the
@@ -389,21 +392,23 @@ frontend fe_http
 		// and the request is routed by the same maps as plain HTTP.
 		w.WriteString("\nfrontend fe_https\n")
 		fmt.Fprintf(w, "    bind unix@%s accept-proxy ssl crt %s crt-list %s\n", s.edgeSocket(), DefaultCertName, CrtListName)
-		w.WriteString("    http-request set-header X-Forwarded-Proto https\n")
-		renderRouting(w)
+		renderHygiene(w)
+		renderRouting(w, s, true)
+		renderHSTS(w)
 	}
+	// A request no route matches: the 503 page of http-error, as
+	// OpenShift's router answers it.
 	fmt.Fprintf(w, "\nbackend %s\n", DefaultBackend)
-	w.WriteString("    http-request return status 404 content-type text/plain string \"no route\"\n")
+	renderRouteTimeouts(w)
+	w.WriteString("    http-request return status 503 default-errorfiles\n")
 }
 
-// renderRouting is the routing of a frontend, the same for HTTP and HTTPS.
-func renderRouting(w *bytes.Buffer) {
-	w.WriteString("    http-request set-var(txn.path) path\n")
-	w.WriteString("    http-request set-var(txn.key) req.hdr(host),field(1,:),lower,concat(,txn.path)\n")
-	for _, r := range frontendRouting() {
-		expr := fmt.Sprintf("var(%s),%s(%s)", r.keyVar, r.conv, r.file)
-		fmt.Fprintf(w, "    use_backend %%[%s] if { %s -m found }\n", expr, expr)
-	}
+// renderRouting is the routing of a frontend that serves every route it
+// finds: fe_https, and fe_http without HTTPS.
+func renderRouting(w *bytes.Buffer, s Settings, https bool) {
+	renderLookup(w)
+	renderForwarded(w, s.Forwarded, https)
+	w.WriteString("    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n")
 	fmt.Fprintf(w, "    default_backend %s\n", DefaultBackend)
 }
 
@@ -415,18 +420,10 @@ func renderRouting(w *bytes.Buffer) {
 // passthrough host with Redirect is redirected before routing, as HAProxy
 // serves none of its paths. The maps change at runtime, so a route's
 // policy changes without a reload.
-func renderInsecureRouting(w *bytes.Buffer, redirectPort int) {
-	w.WriteString("    http-request set-var(txn.path) path\n")
-	w.WriteString("    http-request set-var(txn.host) req.hdr(host),field(1,:),lower\n")
-	w.WriteString("    http-request set-var(txn.key) var(txn.host),concat(,txn.path)\n")
+func renderInsecureRouting(w *bytes.Buffer, s Settings) {
+	redirectPort := s.HTTPSRedirectPort
+	renderLookup(w)
 	fmt.Fprintf(w, "    http-request set-var(txn.insecure) var(txn.host),map_str(%s)\n", MapFile(dcm.MapInsecureHost))
-	for i, r := range frontendRouting() {
-		cond := ""
-		if i > 0 {
-			cond = " if !{ var(txn.be) -m found }"
-		}
-		fmt.Fprintf(w, "    http-request set-var(txn.be) var(%s),%s(%s)%s\n", r.keyVar, r.conv, r.file, cond)
-	}
 	fmt.Fprintf(w, "    http-request set-var(txn.insecure) var(txn.be),map_str(%s) if !{ var(txn.insecure) -m found }\n", MapFile(dcm.MapInsecure))
 	// The host without the port the client used (that is the HTTP one):
 	// the redirect goes to the port clients reach HTTPS on, left out when
@@ -439,6 +436,7 @@ func renderInsecureRouting(w *bytes.Buffer, redirectPort int) {
 		fmt.Fprintf(w, "    http-request redirect location https://%%[var(txn.host)]%s%%[pathq] code %d if { var(txn.insecure) -m str redirect-%d }\n", port, code, code)
 	}
 	fmt.Fprintf(w, "    use_backend %s if { var(txn.insecure) -m str %s }\n", DefaultBackend, routing.ActionNone)
+	renderForwarded(w, s.Forwarded, false)
 	w.WriteString("    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n")
 	fmt.Fprintf(w, "    default_backend %s\n", DefaultBackend)
 }
@@ -459,6 +457,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 	fmt.Fprintf(w, "\nbackend %s\n", b.ProxyName())
 	if tcpBackend(b) {
 		w.WriteString("    mode tcp\n")
+		renderTCPTimeouts(w, b.Route)
 	}
 	fmt.Fprintf(w, "    balance %s\n", balance)
 	if b.Route.Sticky {
@@ -483,6 +482,9 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 	}
 	renderAllowlistRule(w, b.ProxyName())
 	renderRateLimitRules(w)
+	if !tcpBackend(b) {
+		renderRouteTimeouts(w)
+	}
 	return nil
 }
 
@@ -612,16 +614,13 @@ func renderMaps(backends []dcm.Backend) (map[string][]byte, error) {
 	for _, t := range dcm.MapTables {
 		var buf bytes.Buffer
 		for _, e := range tables[t] {
-			if t.Insecure() {
+			if t.Insecure() || t.Setting() {
 				if err := dcm.ValidateMapKey("map key", e.Key); err != nil {
 					return nil, fmt.Errorf("map %s: %w", t, err)
 				}
-				if err := routing.ValidateInsecureAction("insecure action", e.Value()); err != nil {
-					return nil, fmt.Errorf("map %s key %s: %w", t, e.Key, err)
-				}
 			}
 			if err := validateMapValue(t, e.Key, e.Value()); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("map %s key %s: %w", t, e.Key, err)
 			}
 			buf.WriteString(e.Key + " " + e.Value() + "\n")
 		}
@@ -651,7 +650,7 @@ func (s Settings) validate() error {
 	if s.HardStopAfter < 0 {
 		return fmt.Errorf("hard-stop-after %s: negative", s.HardStopAfter)
 	}
-	return nil
+	return s.validateHTTP()
 }
 
 func validateBind(what, bind string) error {

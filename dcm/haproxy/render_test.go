@@ -53,6 +53,9 @@ func TestRenderMaps(t *testing.T) {
 		MapFile(dcm.MapInsecureHost): "",
 		MapFile(dcm.MapRateLimit):    "",
 	}
+	for _, t := range dcm.SettingMapTables {
+		want[MapFile(t)] = ""
+	}
 	if got := slices.Sorted(maps.Keys(f.Maps)); !slices.Equal(got, slices.Sorted(maps.Keys(want))) {
 		t.Fatalf("map files %v", got)
 	}
@@ -67,8 +70,9 @@ func TestRenderMaps(t *testing.T) {
 		"    stats socket /run/dcm/admin.sock mode 600 level admin expose-fd listeners\n",
 		"    hard-stop-after 30000ms\n",
 		"    bind 127.0.0.1:8000\n",
-		"    use_backend %[var(txn.key),map_str(maps/host_exact.map)] if { var(txn.key),map_str(maps/host_exact.map) -m found }\n",
-		"    use_backend %[var(txn.path),map_beg(maps/any_prefix.map)] if { var(txn.path),map_beg(maps/any_prefix.map) -m found }\n",
+		"    http-request set-var(txn.be) var(txn.key),map_str(maps/host_exact.map)\n",
+		"    http-request set-var(txn.be) var(txn.path),map_beg(maps/any_prefix.map) if !{ var(txn.be) -m found }\n",
+		"    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n",
 		"\nbackend be_http:ns:api\n    balance roundrobin\n    server s1 10.0.0.1:80 weight 1\n",
 	} {
 		if !strings.Contains(cfg, line) {
@@ -346,14 +350,14 @@ func TestRenderHTTPS(t *testing.T) {
 		"\nfrontend fe_tls\n    mode tcp\n    bind 127.0.0.1:8443\n",
 		"\nbackend tls_terminate\n    mode tcp\n    server fe_https unix@" + filepath.Dir(s.AdminSocket) + "/https.sock send-proxy-v2\n",
 		"\nfrontend fe_https\n    bind unix@" + filepath.Dir(s.AdminSocket) + "/https.sock accept-proxy ssl crt default.pem crt-list certs.list\n",
-		"use_backend %[var(txn.key),map_beg(maps/host_prefix.map)]",
+		"http-request set-var(txn.be) var(txn.key),map_beg(maps/host_prefix.map) if !{ var(txn.be) -m found }",
 	} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("cfg lacks %q:\n%s", want, cfg)
 		}
 	}
-	if n := strings.Count(cfg, "map_beg(maps/host_prefix.map)"); n != 3 {
-		t.Errorf("host_prefix used %d times, want 3 (once in fe_http, twice in fe_https)", n)
+	if n := strings.Count(cfg, "map_beg(maps/host_prefix.map)"); n != 2 {
+		t.Errorf("host_prefix used %d times, want 2 (once in fe_http, once in fe_https)", n)
 	}
 	// a-api sorts first (longer path): its certificate wins the host.
 	if got, want := string(f.CrtList), "certs/a.example.pem a.example\n"; got != want {
@@ -488,16 +492,16 @@ func TestRenderInsecure(t *testing.T) {
 	for _, want := range []string{
 		"    http-request set-var(txn.host) req.hdr(host),field(1,:),lower\n" +
 			"    http-request set-var(txn.key) var(txn.host),concat(,txn.path)\n" +
-			"    http-request set-var(txn.insecure) var(txn.host),map_str(maps/insecure_host.map)\n" +
 			"    http-request set-var(txn.be) var(txn.key),map_str(maps/host_exact.map)\n" +
 			"    http-request set-var(txn.be) var(txn.key),map_beg(maps/host_prefix.map) if !{ var(txn.be) -m found }\n" +
 			"    http-request set-var(txn.be) var(txn.path),map_str(maps/any_exact.map) if !{ var(txn.be) -m found }\n" +
 			"    http-request set-var(txn.be) var(txn.path),map_beg(maps/any_prefix.map) if !{ var(txn.be) -m found }\n" +
+			"    http-request set-var(txn.insecure) var(txn.host),map_str(maps/insecure_host.map)\n" +
 			"    http-request set-var(txn.insecure) var(txn.be),map_str(maps/insecure.map) if !{ var(txn.insecure) -m found }\n",
 		"    http-request redirect location https://%[var(txn.host)]%[pathq] code 302 if { var(txn.insecure) -m str redirect-302 }\n",
 		"    http-request redirect location https://%[var(txn.host)]%[pathq] code 308 if { var(txn.insecure) -m str redirect-308 }\n",
-		"    use_backend be_default if { var(txn.insecure) -m str none }\n" +
-			"    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n    default_backend be_default\n",
+		"    use_backend be_default if { var(txn.insecure) -m str none }\n",
+		"    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n    default_backend be_default\n",
 	} {
 		if !strings.Contains(http, want) {
 			t.Errorf("fe_http lacks %q:\n%s", want, http)

@@ -1,6 +1,7 @@
 package haproxy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -58,7 +59,7 @@ func TestRouting(t *testing.T) {
 	}
 }
 
-// TestRoutingNoRoute checks the 404 of be_default when nothing matches.
+// TestRoutingNoRoute checks the 503 page of be_default when nothing matches.
 func TestRoutingNoRoute(t *testing.T) {
 	t.Parallel()
 	r := route("ns", "only", "a.example", "/app", dcm.PathPrefix)
@@ -66,8 +67,8 @@ func TestRoutingNoRoute(t *testing.T) {
 	_, bind := startDriver(t, st)
 	for _, tt := range []struct{ host, path string }{{"unknown.example", "/"}, {"a.example", "/"}, {"a.example", "/apps"}} {
 		code, body := get(t, bind, tt.host, tt.path)
-		if code != 404 || body != "no route" {
-			t.Errorf("GET %s%s = %d %q, want 404 \"no route\"", tt.host, tt.path, code, body)
+		if code != 503 || !strings.Contains(body, "Application is not available") {
+			t.Errorf("GET %s%s = %d %q, want 503 and the page", tt.host, tt.path, code, body)
 		}
 	}
 	if code, body := get(t, bind, "a.example", "/app/x"); code != 200 || body != "only" {

@@ -20,6 +20,7 @@ type ingressOptions struct {
 	upstream              *dcm.UpstreamTLS
 	allowlist             []string
 	rateLimit             *dcm.RateLimit
+	http                  dcm.HTTPOptions
 }
 
 // ingressAnnotations reads an Ingress's annotations through the table, in
@@ -73,6 +74,9 @@ func ingressAnnotations(ing *networkingv1.Ingress) (ingressOptions, error) {
 	if o.rateLimit, err = rateLimitOf(ann, ingressRateLimits); err != nil {
 		return o, err
 	}
+	if o.http, err = httpOptions(ann, KindIngress, o.passthrough); err != nil {
+		return o, err
+	}
 	return o, refuseUnhonoured(ann, KindIngress)
 }
 
@@ -115,4 +119,49 @@ func ingressUpstream(ing *networkingv1.Ingress, passthrough, weighted bool) (*dc
 		up.CA = CASecretPrefix + ing.Namespace + "/" + ca
 	}
 	return up, nil
+}
+
+// httpOptions reads the HTTP options (dcm.HTTPOptions) of an object of
+// kind through the table, by the names of its kind. A passthrough object
+// has none: HAProxy reads none of its requests.
+func httpOptions(ann map[string]string, kind string, passthrough bool) (dcm.HTTPOptions, error) {
+	names := [4]string{AnnotationForwardedHeaders, AnnotationTimeout, AnnotationTimeoutTunnel, AnnotationHSTS}
+	if kind == KindRoute {
+		names = [4]string{AnnotationRouteForwarded, AnnotationRouteTimeout, AnnotationRouteTimeoutTunnel, AnnotationRouteHSTS}
+	}
+	var o dcm.HTTPOptions
+	fwd, _, err := annotationValue[string](ann, names[0])
+	if err != nil {
+		return o, err
+	}
+	o.Forwarded = dcm.ForwardedPolicy(fwd)
+	if o.TimeoutMillis, _, err = annotationValue[int64](ann, names[1]); err != nil {
+		return o, err
+	}
+	if o.TunnelMillis, _, err = annotationValue[int64](ann, names[2]); err != nil {
+		return o, err
+	}
+	if o.HSTS, _, err = annotationValue[string](ann, names[3]); err != nil {
+		return o, err
+	}
+	if passthrough {
+		// Its timeouts are written into its TCP backend (a reload).
+		for _, n := range []string{names[0], names[3]} {
+			if v, ok := ann[n]; ok {
+				return o, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: annotationField(n), Value: v + " on a passthrough route"}
+			}
+		}
+	}
+	return o, nil
+}
+
+// httpFor is the HTTP options of one of the Ingress's routes: HSTS only
+// where HAProxy terminates the route's TLS (the spec.tls hosts), as the
+// annotation's row documents.
+func (o ingressOptions) httpFor(kind dcm.RouteKind) dcm.HTTPOptions {
+	h := o.http
+	if kind != dcm.KindEdge && kind != dcm.KindReencrypt {
+		h.HSTS = ""
+	}
+	return h
 }

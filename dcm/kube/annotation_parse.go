@@ -74,6 +74,18 @@ func (a Annotation) parse(v string) (any, error) {
 			return nil, bad(dcm.RejectInvalidValue)
 		}
 		return n, nil
+	case ValueTimeout:
+		ms, err := dcm.ParseTimeout(field, v)
+		if err != nil {
+			return nil, bad(dcm.RejectInvalidValue)
+		}
+		return ms, nil
+	case ValueHSTS:
+		h, err := dcm.ParseHSTS(field, v)
+		if err != nil {
+			return nil, bad(dcm.RejectInvalidValue)
+		}
+		return h, nil
 	case ValueString:
 		return v, nil
 	}

@@ -29,6 +29,11 @@ const (
 	AnnotationRateConcurrent    = "dcm.io/rate-limit-connections.concurrent-tcp"
 	AnnotationRateTCP           = "dcm.io/rate-limit-connections.rate-tcp"
 	AnnotationRateHTTP          = "dcm.io/rate-limit-connections.rate-http"
+	// HTTP options (dcm.HTTPOptions), Ingress's names for OpenShift's.
+	AnnotationForwardedHeaders = "dcm.io/forwarded-headers"
+	AnnotationTimeout          = "dcm.io/timeout"
+	AnnotationTimeoutTunnel    = "dcm.io/timeout-tunnel"
+	AnnotationHSTS             = "dcm.io/hsts"
 
 	// Annotations of OpenShift's router that dcm reads on a Route.
 	AnnotationRouteBalance        = "haproxy.router.openshift.io/balance"
@@ -40,6 +45,10 @@ const (
 	AnnotationRouteRateConcurrent = "haproxy.router.openshift.io/rate-limit-connections.concurrent-tcp"
 	AnnotationRouteRateTCP        = "haproxy.router.openshift.io/rate-limit-connections.rate-tcp"
 	AnnotationRouteRateHTTP       = "haproxy.router.openshift.io/rate-limit-connections.rate-http"
+	AnnotationRouteForwarded      = "haproxy.router.openshift.io/set-forwarded-headers"
+	AnnotationRouteTimeout        = "haproxy.router.openshift.io/timeout"
+	AnnotationRouteTimeoutTunnel  = "haproxy.router.openshift.io/timeout-tunnel"
+	AnnotationRouteHSTS           = "haproxy.router.openshift.io/hsts_header"
 )
 
 // ValueType is how dcm reads an annotation's value.
@@ -62,6 +71,11 @@ const (
 	ValueHost ValueType = "host"
 	// ValueWorkload is "Deployment/<name>" or "StatefulSet/<name>".
 	ValueWorkload ValueType = "workload"
+	// ValueTimeout is a timeout as OpenShift's router reads it
+	// (dcm.ParseTimeout): a number with us, ms, s, m, h or d, else ms.
+	ValueTimeout ValueType = "timeout"
+	// ValueHSTS is a Strict-Transport-Security value (dcm.ParseHSTS).
+	ValueHSTS ValueType = "hsts"
 	// ValueString is any string: it selects, it never reaches HAProxy.
 	ValueString ValueType = "string"
 	// ValueSources is IPv4 and IPv6 addresses and CIDR networks separated
@@ -117,7 +131,7 @@ func redirectCodes() []string {
 
 // annotationTable is every annotation dcm reads, in the order an object's
 // annotations are checked (the first refusal wins). Never written to.
-var annotationTable = []Annotation{
+var annotationTable = append([]Annotation{
 	{Name: AnnotationIngressClass, Kinds: ingressOnly, Type: ValueString,
 		Doc: "The pre-IngressClass way to pick a controller; spec.ingressClassName wins when both are set."},
 	{Name: AnnotationBalance, Kinds: ingressOnly, Type: ValueEnum, Default: "roundrobin",
@@ -173,6 +187,36 @@ var annotationTable = []Annotation{
 		Doc: "Refuses a client that opened this many connections in 3 s; needs dcm.io/rate-limit-connections."},
 	{Name: AnnotationRateHTTP, Kinds: ingressOnly, Type: ValueCount, Example: "100",
 		Doc: "Refuses a client that sent this many HTTP requests in 10 s; needs dcm.io/rate-limit-connections."},
+}, httpRows()...)
+
+// httpRows are the rows of the HTTP options (dcm.HTTPOptions), on
+// Ingresses and Routes alike: a change is a setting map's, no reload.
+func httpRows() []Annotation {
+	policies := make([]string, len(dcm.ForwardedPolicies))
+	for i, p := range dcm.ForwardedPolicies {
+		policies[i] = string(p)
+	}
+	var out []Annotation
+	for _, a := range []struct {
+		ingress, route string
+		row            Annotation
+	}{
+		{AnnotationForwardedHeaders, AnnotationRouteForwarded, Annotation{Type: ValueEnum, Values: policies, Example: "replace",
+			Doc: "X-Forwarded-For, -Host, -Port, -Proto, -Proto-Version and Forwarded as OpenShift's router sets them: append adds the client, replace drops the client's own first, if-none sets them only when the client sent none, never leaves them (but plain HTTP never forwards a client's X-Forwarded-Proto). Default: --forwarded-headers. Refused on passthrough."}},
+		{AnnotationTimeout, AnnotationRouteTimeout, Annotation{Type: ValueTimeout, Example: "2s",
+			Doc: "The server timeout of the route's requests (a number with us, ms, s, m, h or d; a bare number is ms; at most 24d). Default: --timeout-server. On passthrough it is the TCP backend's timeout server, and a change reloads (passthrough-timeout): HAProxy 2.6 sets a TCP stream's timeout by no rule."}},
+		{AnnotationTimeoutTunnel, AnnotationRouteTimeoutTunnel, Annotation{Type: ValueTimeout, Example: "1h",
+			Doc: "The idle timeout of the route's WebSockets and other tunnels, written as the timeout. Default: --timeout-tunnel. On passthrough, as the timeout, a reload."}},
+		{AnnotationHSTS, AnnotationRouteHSTS, Annotation{Type: ValueHSTS, Example: "max-age=31536000;includeSubDomains;preload",
+			Doc: "The Strict-Transport-Security header of HTTPS responses (edge and reencrypt): max-age=<seconds> required, includeSubDomains and preload optional, separated by ';'. On an Ingress it applies to its spec.tls hosts; refused on a Route without TLS and on passthrough."}},
+	} {
+		for _, k := range []struct{ name, kind string }{{a.ingress, KindIngress}, {a.route, KindRoute}} {
+			row := a.row
+			row.Name, row.Kinds = k.name, []string{k.kind}
+			out = append(out, row)
+		}
+	}
+	return out
 }
 
 // Annotations is the table of every annotation dcm reads: a copy, in the

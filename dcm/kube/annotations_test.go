@@ -30,6 +30,8 @@ var badReason = map[ValueType]string{
 	ValueSources:      dcm.RejectInvalidValue,
 	ValueSourceRanges: dcm.RejectInvalidValue,
 	ValueCount:        dcm.RejectInvalidValue,
+	ValueTimeout:      dcm.RejectInvalidValue,
+	ValueHSTS:         dcm.RejectInvalidValue,
 }
 
 // TestAnnotationTable: every row parses its default (or, without one, its

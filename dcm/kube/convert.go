@@ -296,6 +296,7 @@ func (o ingressOptions) route(ing *networkingv1.Ingress, r rawRoute, name string
 		route.Kind = dcm.KindReencrypt
 		route.Upstream = &up
 	}
+	route.HTTP = o.httpFor(route.Kind)
 	if err := dcm.ValidateRoute(route); err != nil {
 		// Names derived from a long Ingress name can outgrow the limit.
 		return route, invalidAt(err, r.field+" derived route name", route.Name)

@@ -269,6 +269,11 @@ func routeAnnotations(ann map[string]string, r *dcm.Route) error {
 	if r.RateLimit, err = rateLimitOf(ann, routeRateLimits); err != nil {
 		return err
 	}
+	// The kind comes from spec.tls later: dcm.ValidateRoute refuses
+	// what a passthrough or plain Route cannot have.
+	if r.HTTP, err = httpOptions(ann, KindRoute, false); err != nil {
+		return err
+	}
 	return refuseUnhonoured(ann, KindRoute)
 }
 

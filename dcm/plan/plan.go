@@ -145,6 +145,9 @@ func routeChange(a, d dcm.Route, caps dcm.Caps) (rekeyed bool, reason dcm.Reload
 	if reason := allowlistReason(a, d, caps); reason != "" {
 		return false, reason
 	}
+	if !sameTCPTimeouts(a, d) {
+		return false, dcm.ReasonPassthroughTimeout
+	}
 	if !dcm.SameRateLimit(a, d) {
 		// The rate-limit map's entry: a map replace but in reload mode.
 		if caps.Mode == dcm.ModeReload {
@@ -158,8 +161,9 @@ func routeChange(a, d dcm.Route, caps dcm.Caps) (rekeyed bool, reason dcm.Reload
 		}
 		rekeyed = true
 	}
-	if routing.InsecureAction(a) != routing.InsecureAction(d) {
-		// What plain HTTP gets is an insecure map's entry: a map
+	if !routing.SameSettings(a, d) {
+		// What plain HTTP gets is an insecure map's entry, the HTTP
+		// options setting maps' entries: a map
 		// replace where routes are re-keyed at runtime, a reload
 		// where they are not (as a re-keyed route).
 		if !pooled {

@@ -80,6 +80,17 @@ func (g gen) desired() dcm.Desired {
 			// Rate limits: a map entry that comes, changes and goes.
 			r.RateLimit = []*dcm.RateLimit{{}, {ConcurrentTCP: 5}, {RateTCP: 2, RateHTTP: 9}}[g.r.IntN(3)]
 		}
+		if r.Kind != dcm.KindPassthrough {
+			// HTTP options: setting maps' entries that change on their own.
+			r.HTTP.Forwarded = []dcm.ForwardedPolicy{"", "", dcm.ForwardReplace, dcm.ForwardNever}[g.r.IntN(4)]
+			r.HTTP.TimeoutMillis = []int64{0, 0, 2000, 5000}[g.r.IntN(4)]
+			r.HTTP.TunnelMillis = []int64{0, 0, 3600000}[g.r.IntN(3)]
+			if r.TerminatesTLS() {
+				r.HTTP.HSTS = []string{"", "max-age=1", "max-age=1;includeSubDomains;preload"}[g.r.IntN(3)]
+			}
+		} else if g.r.IntN(4) == 0 {
+			r.HTTP.TimeoutMillis = 30000 // in the TCP backend: a reload
+		}
 		b := dcm.DesiredBackend{Name: r.BackendName(), Route: r}
 		for p := range 8 {
 			if g.r.IntN(2) == 0 {
@@ -310,8 +321,17 @@ func checkPlan(t *testing.T, what string, actual dcm.State, desired dcm.Desired,
 			}
 		}
 	}
+	// A passthrough route's timeouts are in its TCP backend: they reload
+	// when they move, and only then.
+	reasons := p.Reasons
+	if slices.Contains(reasons, dcm.ReasonPassthroughTimeout) {
+		if !tcpTimeoutsMoved(actual, desired) {
+			t.Fatalf("%s: reloaded for passthrough-timeout, and no passthrough timeout moved", what)
+		}
+		reasons = slices.DeleteFunc(slices.Clone(reasons), func(r dcm.ReloadReason) bool { return r == dcm.ReasonPassthroughTimeout })
+	}
 	if caps.Mode == dcm.ModeDynamic && caps.AddServer && caps.Pool == 0 && p.Reload {
-		for _, r := range p.Reasons {
+		for _, r := range reasons {
 			if r != dcm.ReasonRouteAdded && r != dcm.ReasonRouteRemoved && r != dcm.ReasonRouteChanged {
 				t.Fatalf("%s: dynamic mode reloaded for %s", what, r)
 			}
@@ -319,14 +339,34 @@ func checkPlan(t *testing.T, what string, actual dcm.State, desired dcm.Desired,
 	}
 	// With a pool, routes come, go and change paths without a
 	// reload while the pool lasts; only an empty pool reloads.
-	if caps.Pooled() && caps.RuntimeCerts {
-		if p.Reload && !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonPoolExhausted}) {
+	if caps.Pooled() && caps.RuntimeCerts && len(reasons) > 0 {
+		if p.Reload && !slices.Equal(reasons, []dcm.ReloadReason{dcm.ReasonPoolExhausted}) {
 			t.Fatalf("%s: pooled mode reloaded for %v", what, p.Reasons)
 		}
 		if p.Reload && !outgrowsPool(actual, desired) {
 			t.Fatalf("%s: reloaded for new routes %v with spares %v free", what, newRoutes(actual, desired), actual.Pool)
 		}
 	}
+}
+
+// tcpTimeoutsMoved reports whether a passthrough route's timeouts differ
+// between st (retiring backends too: theirs are rendered) and d, or a
+// route new to st has some.
+func tcpTimeoutsMoved(st dcm.State, d dcm.Desired) bool {
+	for _, db := range d.Backends {
+		s, tu := db.Route.TCPTimeouts()
+		b, ok := st.Backend(db.Name)
+		if !ok {
+			if s != 0 || tu != 0 {
+				return true
+			}
+			continue
+		}
+		if as, at := b.Route.TCPTimeouts(); as != s || at != tu {
+			return true
+		}
+	}
+	return false
 }
 
 // newRoutes counts the routes of d that st lacks, by the kind of spare

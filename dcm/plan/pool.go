@@ -48,6 +48,9 @@ func (p *pool) take(d dcm.DesiredBackend) (string, dcm.ReloadReason) {
 	if !slices.Contains(routing.PoolKinds, routing.PoolKind(d.Route.Kind)) || balanceOf(d.Route) != poolBalance {
 		return "", dcm.ReasonRouteAdded // spares are rendered for this kind and balance only
 	}
+	if s, t := d.Route.TCPTimeouts(); s != 0 || t != 0 {
+		return "", dcm.ReasonPassthroughTimeout // spares have no timeouts of their own
+	}
 	kind := routing.PoolKind(d.Route.Kind)
 	if d.Route.Sticky {
 		// Plain spares have no cookie (with cookie insert, HAProxy expires
@@ -78,7 +81,16 @@ func (p *pool) take(d dcm.DesiredBackend) (string, dcm.ReloadReason) {
 // A sticky route's backend is rendered with its cookie, which a plain
 // spare must not have, so it is never one.
 func spareLike(r dcm.Route) bool {
-	return slices.Contains(routing.PoolKinds, routing.PoolKind(r.Kind)) && balanceOf(r) == poolBalance && !r.Sticky
+	s, t := r.TCPTimeouts()
+	return slices.Contains(routing.PoolKinds, routing.PoolKind(r.Kind)) && balanceOf(r) == poolBalance && !r.Sticky && s == 0 && t == 0
+}
+
+// sameTCPTimeouts reports whether two routes render the same timeouts
+// into a passthrough backend (dcm.ReasonPassthroughTimeout).
+func sameTCPTimeouts(a, d dcm.Route) bool {
+	as, at := a.TCPTimeouts()
+	ds, dt := d.TCPTimeouts()
+	return as == ds && at == dt
 }
 
 // release returns the HAProxy backend of a deleted route whose servers are

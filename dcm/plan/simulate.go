@@ -130,7 +130,7 @@ func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) 
 	for _, n := range names {
 		a, okA := st.Backend(n)
 		w, okD := d.Backend(n)
-		if !okA || !okD || a.Retiring || !a.Route.SameServing(w.Route) || routing.InsecureAction(a.Route) != routing.InsecureAction(w.Route) {
+		if !okA || !okD || a.Retiring || !a.Route.SameServing(w.Route) || !routing.SameSettings(a.Route, w.Route) || !sameTCPTimeouts(a.Route, w.Route) {
 			return Compute(st, d, caps)
 		}
 	}

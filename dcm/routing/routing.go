@@ -13,7 +13,8 @@
 // TLS connections of passthrough routes by the ClientHello's server name
 // to their TCP backends, before any TLS is terminated. Two more, insecure
 // and insecure_host, say what plain HTTP for a TLS route gets
-// (dcm.Route.Insecure). The maps are derived from the routes alone.
+// (dcm.Route.Insecure), and the setting maps hold each route's
+// dcm.HTTPOptions (settings.go). The maps are derived from the routes alone.
 package routing
 
 import (
@@ -101,6 +102,12 @@ func Tables(backends []dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
 		}
 		if e, ok := rateLimitEntry(b); ok {
 			out[dcm.MapRateLimit] = append(out[dcm.MapRateLimit], e)
+		}
+		for _, t := range dcm.SettingMapTables {
+			if v := SettingValue(t, b.Route); v != "" && !seen[t][b.ProxyName()] {
+				seen[t][b.ProxyName()] = true
+				out[t] = append(out[t], dcm.MapEntry{Key: b.ProxyName(), Backend: b.Name, Slot: b.Slot, Action: v})
+			}
 		}
 	}
 	for t, es := range out {

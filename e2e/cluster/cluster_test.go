@@ -206,8 +206,8 @@ func TestTwoIngressesOneHostAndRouteChanges(t *testing.T) {
 	if err := env.admin.NetworkingV1().Ingresses(ns).Delete(context.Background(), "extra", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.Eventually("the deleted route answers 404", 15*time.Second, func() error {
-		return s.ExpectStatus(extra, "/", http.StatusNotFound)
+	s.Eventually("the deleted route answers 503", 15*time.Second, func() error {
+		return s.ExpectStatus(extra, "/", http.StatusServiceUnavailable)
 	})
 	s.Eventually("reloads recorded with their reasons", 5*time.Second, func() error {
 		reasons := rec.ReloadReasons()
@@ -223,7 +223,7 @@ func TestTwoIngressesOneHostAndRouteChanges(t *testing.T) {
 }
 
 // TestIngressesThroughSpares: with spare backends (dynamic mode, as dcm
-// runs by default), an Ingress created is served, one deleted answers 404
+// runs by default), an Ingress created is served, one deleted answers 503
 // and one whose host changes moves to the new host, all without a reload.
 func TestIngressesThroughSpares(t *testing.T) {
 	ns := kapitest.Namespace(t, env.admin)
@@ -240,8 +240,8 @@ func TestIngressesThroughSpares(t *testing.T) {
 	if err := env.admin.NetworkingV1().Ingresses(ns).Delete(ctx, "extra", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.Eventually("the deleted route answers 404", 15*time.Second, func() error {
-		return s.ExpectStatus(extra, "/", http.StatusNotFound)
+	s.Eventually("the deleted route answers 503", 15*time.Second, func() error {
+		return s.ExpectStatus(extra, "/", http.StatusServiceUnavailable)
 	})
 
 	moved := "moved." + ns + ".test"
@@ -254,8 +254,8 @@ func TestIngressesThroughSpares(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Serves(moved, "/", 1, readyPods(ns, "front"))
-	s.Eventually("the old host answers 404", 15*time.Second, func() error {
-		return s.ExpectStatus(host, "/", http.StatusNotFound)
+	s.Eventually("the old host answers 503", 15*time.Second, func() error {
+		return s.ExpectStatus(host, "/", http.StatusServiceUnavailable)
 	})
 	if s.WorkerPID() != pid || s.Reloads() != reloads {
 		t.Errorf("worker %d → %d, reloads %v → %v: routes reloaded", pid, s.WorkerPID(), reloads, s.Reloads())

@@ -198,7 +198,7 @@ const absentLog = "OpenShift Routes API not served"
 // the API on its own and serves Routes through the real haproxy, all
 // without a reload: http (numeric targetPort = the pods' port), an 80/20
 // split over alternateBackends, edge with the Route's inline certificate
-// and each insecureEdgeTerminationPolicy, passthrough by SNI, host and path changed in place, deleted → 404.
+// and each insecureEdgeTerminationPolicy, passthrough by SNI, host and path changed in place, deleted → 503.
 func TestOpenShiftRoutes(t *testing.T) {
 	removeRouteCRD(t) // a previous run's
 	ns := kapitest.Namespace(t, env.admin)
@@ -310,7 +310,7 @@ func TestOpenShiftRoutes(t *testing.T) {
 			policy   string
 			code     int
 			location string
-		}{{"Redirect", http.StatusFound, "https://" + host + "/p?q"}, {"None", http.StatusNotFound, ""}} {
+		}{{"Redirect", http.StatusFound, "https://" + host + "/p?q"}, {"None", http.StatusServiceUnavailable, ""}} {
 			cur, err := routes.Get(ctx, "edge", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -355,14 +355,14 @@ func TestOpenShiftRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Serves(moved, "/api/x", 2, readyPods(ns, "web"))
-		s.Eventually("the old host answers 404", 15*time.Second, func() error { return s.ExpectStatus(rHost, "/", http.StatusNotFound) })
-		if err := s.ExpectStatus(moved, "/apix", http.StatusNotFound); err != nil {
+		s.Eventually("the old host answers 503", 15*time.Second, func() error { return s.ExpectStatus(rHost, "/", http.StatusServiceUnavailable) })
+		if err := s.ExpectStatus(moved, "/apix", http.StatusServiceUnavailable); err != nil {
 			t.Errorf("/apix on the moved route: %v (Prefix matches whole path elements)", err)
 		}
 		if err := routes.Delete(ctx, "r", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		s.Eventually("the deleted Route answers 404", 15*time.Second, func() error { return s.ExpectStatus(moved, "/api", http.StatusNotFound) })
+		s.Eventually("the deleted Route answers 503", 15*time.Second, func() error { return s.ExpectStatus(moved, "/api", http.StatusServiceUnavailable) })
 	})
 
 	// The Ingress served throughout.

@@ -157,6 +157,7 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 			r.Path, r.PathType = "/"+g.pick([]string{"api", "v1/items", "static", "login"}), dcm.PathType(g.pick([]string{"Prefix", "Exact"}))
 		}
 		withAccess(&r)
+		r.HTTP = httpOptionsOf(r)
 		known := g.r.IntN(10) != 0
 		if known {
 			ref := wl.ref
@@ -167,4 +168,21 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 		c.known = append(c.known, known)
 	}
 	return c
+}
+
+// httpOptionsOf draws a route's HTTP options, setting maps' entries, by its
+// name, so the other draws stay as they were; a passthrough route has none.
+func httpOptionsOf(r dcm.Route) dcm.HTTPOptions {
+	var o dcm.HTTPOptions
+	if r.Kind == dcm.KindPassthrough {
+		return o
+	}
+	o.Forwarded = dcm.ForwardedPolicy(pickBy(r.Name+"/fwd", []string{"", "", "replace", "never"}))
+	if pickBy(r.Name+"/timeout", []string{"", "", "t"}) != "" {
+		o.TimeoutMillis = 2000
+	}
+	if r.TerminatesTLS() {
+		o.HSTS = pickBy(r.Name+"/hsts", []string{"", "max-age=31536000;includeSubDomains"})
+	}
+	return o
 }
