@@ -12,6 +12,10 @@ const (
 	WhatIfAddRoute WhatIfKind = "add-route"
 	// WhatIfDeleteRoute: a route (by its backend name) is deleted.
 	WhatIfDeleteRoute WhatIfKind = "delete-route"
+	// WhatIfUpdateRoute: a route is served as Route says from now on: an
+	// annotation or field of its object changed. Same namespace, name and
+	// kind (a new kind is a new backend: delete-route, then add-route).
+	WhatIfUpdateRoute WhatIfKind = "update-route"
 	// WhatIfRotateCert: the certificate of a Secret (namespace/name) is
 	// replaced; the edge routes that use it get a new version.
 	WhatIfRotateCert WhatIfKind = "rotate-cert"

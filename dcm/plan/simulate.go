@@ -218,10 +218,39 @@ func phasesFor(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 		}
 		next := dcm.Desired{Backends: slices.DeleteFunc(slices.Clone(d.Backends), func(b dcm.DesiredBackend) bool { return b.Name == w.Backend })}
 		return []phase{{name: "route deleted", desired: next}}, []string{w.Backend}, nil
+	case dcm.WhatIfUpdateRoute:
+		return updateRoutePhases(w, d)
 	case dcm.WhatIfRotateCert:
 		return rotatePhases(w, d)
 	}
 	return nil, nil, fmt.Errorf("unknown what-if %q", w.Kind)
+}
+
+// updateRoutePhases serves a route's backend as the new version of its
+// route says: the planner then tells a setting that changes at runtime (a
+// map or ACL replace) from one that reloads, as it does for the change
+// itself. The endpoints follow the route's services.
+func updateRoutePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
+	if w.Route == nil {
+		return nil, nil, fmt.Errorf("update-route: no route given")
+	}
+	r := *w.Route
+	if err := dcm.ValidateRoute(r); err != nil {
+		return nil, nil, fmt.Errorf("update-route: %w", err)
+	}
+	name := r.BackendName()
+	i := slices.IndexFunc(d.Backends, func(b dcm.DesiredBackend) bool { return b.Name == name })
+	if i < 0 {
+		return nil, nil, fmt.Errorf("update-route: no backend %s (a new kind is delete-route, then add-route)", name)
+	}
+	next := dcm.Desired{Backends: slices.Clone(d.Backends)}
+	nb := next.Backends[i].WithUpstream(r.Upstream) // endpoint names follow a new CA
+	if !slices.Equal(nb.Route.Services, r.Services) {
+		nb.Endpoints = dcm.DesiredBackend{Route: r, Endpoints: serviceEndpoints(d, r)}.WithUpstreamNames().Endpoints
+	}
+	nb.Route = r
+	next.Backends[i] = nb
+	return []phase{{name: "route updated", desired: next}}, []string{name}, nil
 }
 
 // rotatePhases gives the edge and reencrypt routes of a Secret a new

@@ -81,3 +81,30 @@ func TestCorpusCoversAccess(t *testing.T) {
 		t.Errorf("%d scenarios with an allowlist replace, %d with a rate-limit map replace; want 10 or more of each", acls, rates)
 	}
 }
+
+// TestCorpusCoversUpdateRoute: the parity corpus previews route updates
+// that change at runtime, that reload (a passthrough timeout) and that
+// are refused, so the parity tests compare all three.
+func TestCorpusCoversUpdateRoute(t *testing.T) {
+	var updates, reloads, refused int
+	for _, s := range corpus.Generate(wasmtest.Scenarios, wasmtest.Seed) {
+		if !strings.Contains(s.WhatIfs, `"kind":"update-route"`) {
+			continue
+		}
+		updates++
+		out, err := corpus.Expected(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, `"passthrough-timeout"`) {
+			reloads++
+		}
+		if strings.Contains(out, `update-route: `) {
+			refused++
+		}
+	}
+	t.Logf("%d of %d scenarios preview a route update: %d with a passthrough-timeout reload, %d with one refused", updates, wasmtest.Scenarios, reloads, refused)
+	if updates < 20 || reloads < 1 || refused < 5 {
+		t.Errorf("%d updates, %d passthrough-timeout reloads, %d refused; want 20, 1 and 5 or more", updates, reloads, refused)
+	}
+}

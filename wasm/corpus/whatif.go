@@ -56,6 +56,8 @@ func (g *gen) whatif(c *cluster, d dcm.Desired, k int) dcm.WhatIf {
 		return g.badRoute(d, wl)
 	case n < 22:
 		return g.deleteRoute(d, wl)
+	case n < 23:
+		return g.updateRoute(d, wl)
 	}
 	if g.r.IntN(2) == 0 {
 		return g.rotate(d, wl)
@@ -175,6 +177,36 @@ func (g *gen) deleteRoute(d dcm.Desired, wl *workload) dcm.WhatIf {
 		return dcm.WhatIf{Kind: dcm.WhatIfDeleteRoute, Backend: "be_http:" + wl.ns + ":never-was"}
 	}
 	return dcm.WhatIf{Kind: dcm.WhatIfDeleteRoute, Backend: d.Backends[g.r.IntN(len(d.Backends))].Name}
+}
+
+// updateRoute changes a route's settings as an edited annotation would:
+// a setting map's entry, an allowlist, rate limits (runtime), a
+// passthrough timeout (a reload); now and then a change the preview must
+// refuse (a new kind, a route that is not there).
+func (g *gen) updateRoute(d dcm.Desired, wl *workload) dcm.WhatIf {
+	if len(d.Backends) == 0 {
+		return dcm.WhatIf{Kind: dcm.WhatIfUpdateRoute}
+	}
+	r := d.Backends[g.r.IntN(len(d.Backends))].Route
+	switch g.r.IntN(7) {
+	case 0:
+		r.HTTP.TimeoutMillis = []int64{0, 1500, 90000}[g.r.IntN(3)]
+	case 1:
+		if r.Kind != dcm.KindPassthrough {
+			r.HTTP.Forwarded = dcm.ForwardedPolicy(g.pick([]string{"", "replace", "if-none", "never"}))
+		}
+	case 2:
+		r.Allowlist = [][]string{nil, {"10.1.0.0/16"}, {"10.0.0.0/8", "2001:db8::/32"}}[g.r.IntN(3)]
+	case 3:
+		r.RateLimit = []*dcm.RateLimit{nil, {}, {RateTCP: 20}}[g.r.IntN(3)]
+	case 4:
+		r.Kind = dcm.RouteKind(g.pick([]string{"http", "edge", "passthrough", "reencrypt"}))
+	case 5:
+		r.Name, r.Namespace = "never-was", wl.ns
+	default:
+		r.HTTP.TunnelMillis = []int64{0, 7200000}[g.r.IntN(2)]
+	}
+	return dcm.WhatIf{Kind: dcm.WhatIfUpdateRoute, Route: &r}
 }
 
 // rotate rotates the certificate of an edge route's Secret, or of one none
