@@ -93,6 +93,9 @@ type Route struct {
 	// RedirectCode is the status of the Redirect policy's answer (301,
 	// 302, 303, 307, 308); 0 means DefaultRedirectCode.
 	RedirectCode int `json:"redirectCode,omitempty"`
+	// Headers are the route's header actions (HeaderActions): an entry of
+	// the headers map, so not part of SameServing.
+	Headers *HeaderActions `json:"headers,omitempty"`
 }
 
 // RouteNamePrefix starts the name of a route that comes from an OpenShift

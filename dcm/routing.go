@@ -31,7 +31,7 @@ var HTTPMapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyP
 
 // MapTables lists every routing map: the HTTP maps, the SNI map, then the
 // insecure-policy maps.
-var MapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapInsecure, MapInsecureHost}
+var MapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapInsecure, MapInsecureHost, MapHeaders}
 
 // HTTPSOnly reports whether a map is read only when HAProxy has an HTTPS
 // frontend: the SNI map by it, the insecure maps by fe_http only to send

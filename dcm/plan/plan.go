@@ -147,10 +147,11 @@ func routeChange(a, d dcm.Route, caps dcm.Caps) (rekeyed bool, reason dcm.Reload
 		}
 		rekeyed = true
 	}
-	if routing.InsecureAction(a) != routing.InsecureAction(d) {
-		// What plain HTTP gets is an insecure map's entry: a map
-		// replace where routes are re-keyed at runtime, a reload
-		// where they are not (as a re-keyed route).
+	if routing.InsecureAction(a) != routing.InsecureAction(d) || routing.HeaderValue(a) != routing.HeaderValue(d) {
+		// What plain HTTP gets and the header actions are entries of
+		// the insecure and headers maps: a map replace where routes are
+		// re-keyed at runtime, a reload where they are not (as a
+		// re-keyed route).
 		if !pooled {
 			return false, dcm.ReasonRouteChanged
 		}

@@ -130,7 +130,8 @@ func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) 
 	for _, n := range names {
 		a, okA := st.Backend(n)
 		w, okD := d.Backend(n)
-		if !okA || !okD || a.Retiring || !a.Route.SameServing(w.Route) || routing.InsecureAction(a.Route) != routing.InsecureAction(w.Route) {
+		if !okA || !okD || a.Retiring || !a.Route.SameServing(w.Route) || routing.InsecureAction(a.Route) != routing.InsecureAction(w.Route) ||
+			routing.HeaderValue(a.Route) != routing.HeaderValue(w.Route) {
 			return Compute(st, d, caps)
 		}
 	}
