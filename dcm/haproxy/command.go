@@ -161,7 +161,11 @@ func AddMapCommand(version uint32, t dcm.MapTable, key, value string) (Command, 
 	if err := dcm.ValidateMapKey("map key", key); err != nil {
 		return Command{}, fmt.Errorf("map %s: %w", t, err)
 	}
-	if t.Insecure() {
+	if t == dcm.MapHeaders {
+		if err := routing.ValidateHeaderValue("header actions", value); err != nil {
+			return Command{}, fmt.Errorf("map %s key %s: %w", t, key, err)
+		}
+	} else if t.Insecure() {
 		if err := routing.ValidateInsecureAction("insecure action", value); err != nil {
 			return Command{}, fmt.Errorf("map %s key %s: %w", t, key, err)
 		}

@@ -276,7 +276,7 @@ func TestRenderPool(t *testing.T) {
 	recycled.Pool = []string{"be_http:ns:x"}
 	f, err = Render(testSettings, recycled)
 	mustf(t, err, "render a recycled spare")
-	if !strings.HasSuffix(string(f.Config), "\nbackend be_http:ns:x\n    balance roundrobin\n") {
+	if !strings.HasSuffix(string(f.Config), "\nbackend be_http:ns:x\n    balance roundrobin\n"+headerRules) {
 		t.Errorf("the recycled spare is not rendered empty, last:\n%s", f.Config)
 	}
 	for _, name := range []string{"other", "be_http", "be_http:", "be_http:ns x", "be_:ns:x"} {

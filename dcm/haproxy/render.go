@@ -191,6 +191,7 @@ type renderedBackend struct {
 type routeKey struct {
 	backend, slot, name, namespace, host, path string
 	insecure                                   string // dcm.Route.InsecureAction
+	headers                                    string // routing.HeaderValue
 	kind                                       dcm.RouteKind
 	pathType                                   dcm.PathType
 	balance                                    string
@@ -274,7 +275,8 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 	for i, b := range backends {
 		rt := b.Route
 		keys[i] = routeKey{backend: b.Name, slot: b.Slot, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
-			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: routing.InsecureAction(rt)}
+			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: routing.InsecureAction(rt),
+			headers: routing.HeaderValue(rt)}
 	}
 	maps := r.maps
 	if maps == nil || !slices.Equal(keys, r.routes) {
@@ -332,6 +334,7 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 	// silently sharing the port and half the traffic (SO_REUSEPORT). Reloads
 	// do not need it: the master hands the listeners to the new worker.
 	w.WriteString("    noreuseport\n")
+	renderHeadersGlobal(w)
 	if s.HardStopAfter > 0 {
 		fmt.Fprintf(w, "    hard-stop-after %dms\n", max(s.HardStopAfter.Milliseconds(), 1))
 	}
@@ -472,6 +475,9 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 		}
 		fmt.Fprintf(w, "    server %s %s\n", srv.Name, args)
 	}
+	if !tcpBackend(b) {
+		renderHeaderRules(w)
+	}
 	return nil
 }
 
@@ -601,6 +607,11 @@ func renderMaps(backends []dcm.Backend) (map[string][]byte, error) {
 	for _, t := range dcm.MapTables {
 		var buf bytes.Buffer
 		for _, e := range tables[t] {
+			if t == dcm.MapHeaders {
+				if err := routing.ValidateHeaderValue("header actions", e.Value()); err != nil {
+					return nil, fmt.Errorf("map %s key %s: %w", t, e.Key, err)
+				}
+			}
 			if t.Insecure() {
 				if err := dcm.ValidateMapKey("map key", e.Key); err != nil {
 					return nil, fmt.Errorf("map %s: %w", t, err)

@@ -51,6 +51,7 @@ func TestRenderMaps(t *testing.T) {
 		MapFile(dcm.MapSNI):          "",
 		MapFile(dcm.MapInsecure):     "",
 		MapFile(dcm.MapInsecureHost): "",
+		MapFile(dcm.MapHeaders):      "",
 	}
 	if got := slices.Sorted(maps.Keys(f.Maps)); !slices.Equal(got, slices.Sorted(maps.Keys(want))) {
 		t.Fatalf("map files %v", got)
@@ -183,6 +184,7 @@ func TestRenderRefusesHostile(t *testing.T) {
 var lineShapes = []*regexp.Regexp{
 	regexp.MustCompile(`^backend be_[A-Za-z0-9._:-]+$`),
 	regexp.MustCompile(`^    balance (roundrobin|leastconn|random|first)$`),
+	regexp.MustCompile(`^    http-(request|response) lua\.dcm_(request|response)_headers$`),
 	regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)?( disabled)?$`),
 }
 
