@@ -18,6 +18,7 @@ type ingressOptions struct {
 	redirectCode          int // 0: HAProxy's default, 302
 	split                 []dcm.ServiceRef
 	upstream              *dcm.UpstreamTLS
+	headers               *dcm.HeaderActions
 }
 
 // ingressAnnotations reads an Ingress's annotations through the table, in
@@ -64,6 +65,12 @@ func ingressAnnotations(ing *networkingv1.Ingress) (ingressOptions, error) {
 	}
 	if o.upstream, err = ingressUpstream(ing, o.passthrough, len(o.split) > 0); err != nil {
 		return o, err
+	}
+	if o.headers, err = ingressHeaders(ann); err != nil {
+		return o, err
+	}
+	if o.passthrough && o.headers != nil {
+		return o, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: annotationField(AnnotationRequestHeaders), Value: "with " + AnnotationSSLPassthrough}
 	}
 	return o, refuseUnhonoured(ann, KindIngress)
 }

@@ -63,6 +63,8 @@ func (a Annotation) parse(v string) (any, error) {
 		return ParseWorkload(field, v)
 	case ValueString:
 		return v, nil
+	case ValueHeaders:
+		return ParseHeaderLines(field, v, a.Name == AnnotationRequestHeaders)
 	}
 	return nil, fmt.Errorf("annotation %s: unknown value type %q", a.Name, a.Type)
 }

@@ -27,6 +27,7 @@ var badReason = map[ValueType]string{
 	ValueSecretName: dcm.RejectInvalidName,
 	ValueHost:       dcm.RejectInvalidHost,
 	ValueWorkload:   dcm.RejectInvalidName,
+	ValueHeaders:    dcm.RejectInvalidValue,
 }
 
 // TestAnnotationTable: every row parses its default (or, without one, its

@@ -246,6 +246,7 @@ func (o ingressOptions) route(ing *networkingv1.Ingress, r rawRoute, name string
 		Balance:   o.balance,
 		Check:     o.check,
 		Sticky:    o.sticky,
+		Headers:   o.headers,
 	}
 	if len(o.split) > 0 && o.split[0].Name == r.service.Name {
 		route.Services = make([]dcm.ServiceRef, len(o.split))
