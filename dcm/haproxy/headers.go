@@ -3,6 +3,8 @@ package haproxy
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/dcm-router/dcm/dcm"
 )
 
 // HeadersLuaName is the Lua file of the header actions, next to the cfg.
@@ -24,7 +26,7 @@ const HeadersLuaName = "dcm_headers.lua"
 // `haproxy -c` does not read it at all. Fetched values are stripped of control characters before they
 // become a header: a client certificate's DER is binary.
 const headersLua = `-- Written by dcm; every change is rewritten, edits are lost.
-local headers = Map.new("` + MapsDir + `/headers.map", Map._str)
+local headers = Map.new("` + MapsDir + "/" + string(dcm.MapHeaders) + ".map" + `", Map._str)
 local cache, cached = {}, 0
 
 local function unhex(s)
@@ -106,7 +108,10 @@ func renderHeadersGlobal(w *bytes.Buffer) {
 
 // renderHeaderRules runs the header actions in an HTTP backend (a spare's
 // too: the route that takes it may have actions).
+// The map is looked up in the cfg first, so that a backend without
+// actions calls no Lua: it shares the map with the script by its name.
 func renderHeaderRules(w *bytes.Buffer) {
-	w.WriteString("    http-request lua.dcm_request_headers\n")
-	w.WriteString("    http-response lua.dcm_response_headers\n")
+	cond := " if { be_name,map_str(" + MapFile(dcm.MapHeaders) + ") -m found }\n"
+	w.WriteString("    http-request lua.dcm_request_headers" + cond)
+	w.WriteString("    http-response lua.dcm_response_headers" + cond)
 }

@@ -36,7 +36,7 @@ var (
 		regexp.MustCompile(`^backend be_(http|passthrough):[a-z0-9-]+:(route_)?[a-z0-9.-]+$`),
 		regexp.MustCompile(`^    mode tcp$`),
 		regexp.MustCompile(`^    balance (roundrobin|leastconn|random|first)$`),
-		regexp.MustCompile(`^    http-(request|response) lua\.dcm_(request|response)_headers$`),
+		regexp.MustCompile(`^    http-(request|response) lua\.dcm_(request|response)_headers if \{ be_name,map_str\(maps/headers\.map\) -m found \}$`),
 		regexp.MustCompile(`^    cookie ` + haproxy.CookieName + ` insert indirect nocache dynamic$`),
 		regexp.MustCompile(`^    dynamic-cookie-key [0-9a-f]+$`),
 		regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)?( disabled)?$`),
