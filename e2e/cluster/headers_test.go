@@ -44,7 +44,9 @@ func hset(name, value string) any {
 	return map[string]any{"name": name, "action": map[string]any{"type": "Set", "set": map[string]any{"value": value}}}
 }
 
-func hdel(name string) any { return map[string]any{"name": name, "action": map[string]any{"type": "Delete"}} }
+func hdel(name string) any {
+	return map[string]any{"name": name, "action": map[string]any{"type": "Delete"}}
+}
 
 // TestRouteHeaderActions: through the real API server and the real
 // haproxy, a Route's spec.httpHeaders.actions set and delete request
