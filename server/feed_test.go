@@ -961,6 +961,8 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 	route := fullRoute("demo", "new", dcm.KindHTTP)
 	route.Sticky = true
 	route.Kind, route.TLS, route.Insecure, route.RedirectCode = dcm.KindEdge, &dcm.TLSRef{Secret: "demo/new-tls"}, dcm.InsecureRedirect, 308
+	route.Headers = &dcm.HeaderActions{Request: []dcm.HeaderAction{{Name: "X-A", Type: dcm.HeaderSet, Value: "a"}},
+		Response: []dcm.HeaderAction{{Name: "X-Powered-By", Type: dcm.HeaderDelete}}}
 	full.Prediction = &dcm.PredictionCheck{Seq: 3, Match: false,
 		WhatIfs: []dcm.WhatIf{
 			{Kind: dcm.WhatIfScale, Namespace: "demo", Workload: &dcm.WorkloadRef{Kind: "Deployment", Name: "web"}, Replicas: 5},
