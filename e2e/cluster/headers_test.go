@@ -13,6 +13,7 @@ import (
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/kube"
+	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/e2e/kapitest"
 	"github.com/dcm-router/dcm/internal/testkit"
 )
@@ -152,4 +153,54 @@ func allOf(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// TestIngressHeaderAnnotations: an Ingress's dcm.io/response-headers,
+// added and changed through the real API server (to a new name and a
+// value fetched from the pod's response), reach the client without a
+// reload.
+func TestIngressHeaderAnnotations(t *testing.T) {
+	ns := kapitest.Namespace(t, env.admin)
+	host := "web." + ns + ".test"
+	createApp(t, ns, "web", 1, host, "/")
+	s := harness.Start(t, dcmOptions(t, ns))
+	s.Serves(host, "/", 1, readyPods(ns, "web"))
+	pid, reloads := s.WorkerPID(), s.Reloads()
+	ctx := context.Background()
+	annotate := func(v string) {
+		t.Helper()
+		ing, err := env.admin.NetworkingV1().Ingresses(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ing.Annotations = map[string]string{kube.AnnotationResponseHeaders: v}
+		if _, err := env.admin.NetworkingV1().Ingresses(ns).Update(ctx, ing, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect := func(name, want string) {
+		t.Helper()
+		s.Eventually(name+": "+want, 15*time.Second, func() error {
+			req, err := http.NewRequest(http.MethodGet, "http://"+s.HTTPAddr+"/", nil)
+			if err != nil {
+				return err
+			}
+			req.Host = host
+			resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			return header(resp.Header, name, want)
+		})
+	}
+	annotate("X-Frame-Options: DENY\nX-Seen-" + ns + ": 1")
+	expect("X-Frame-Options", "DENY")
+	expect("X-Seen-"+ns, "1")
+	annotate("X-Other-" + ns + ": %[res.hdr(Content-Type),lower]")
+	expect("X-Other-"+ns, "text/plain; charset=utf-8")
+	expect("X-Frame-Options", "")
+	if s.WorkerPID() != pid || s.Reloads() != reloads {
+		t.Fatalf("worker %d reloads %v, was %d %v", s.WorkerPID(), s.Reloads(), pid, reloads)
+	}
 }
