@@ -102,6 +102,9 @@ type Route struct {
 	RateLimit *RateLimit `json:"rateLimit,omitempty"`
 	// HTTP holds the settings HAProxy reads from setting maps (route_http.go).
 	HTTP HTTPOptions `json:"http,omitzero"`
+	// Headers are the route's header actions (HeaderActions): an entry of
+	// the headers map, so not part of SameServing.
+	Headers *HeaderActions `json:"headers,omitempty"`
 }
 
 // RouteNamePrefix starts the name of a route that comes from an OpenShift

@@ -29,12 +29,12 @@ const (
 // HTTPMapTables lists the maps of HTTP requests in the order HAProxy tries them.
 var HTTPMapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix}
 
-// MapTables lists every routing map: the rate limits and the setting maps
-// first, so that a new route's limits and settings are committed before the
-// routing maps send it traffic, then the HTTP maps, the SNI map and the
-// insecure-policy maps.
+// MapTables lists every routing map: the rate limits, the setting maps and
+// the header actions first, so that a new route's limits and settings are
+// committed before the routing maps send it traffic, then the HTTP maps,
+// the SNI map and the insecure-policy maps.
 var MapTables = append(append([]MapTable{MapRateLimit}, SettingMapTables...),
-	MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapInsecure, MapInsecureHost)
+	MapHeaders, MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapInsecure, MapInsecureHost)
 
 // Setting maps hold a route's HTTPOptions, keyed by its HAProxy backend
 // (Backend.ProxyName), as the insecure map is: a value changes at runtime.

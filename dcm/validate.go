@@ -301,6 +301,9 @@ func ValidateRoute(r Route) error {
 	if err := ValidateInsecure(r); err != nil {
 		return err
 	}
+	if err := validateRouteHeaders(r); err != nil {
+		return err
+	}
 	return ValidateBalance("balance", r.Balance)
 }
 

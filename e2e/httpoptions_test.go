@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,22 +21,6 @@ import (
 	"github.com/dcm-router/dcm/internal/testkit"
 	"github.com/dcm-router/dcm/system"
 )
-
-// headerPod answers every request with the headers it got, as JSON.
-func headerPod(t *testing.T, ip string) pod {
-	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(r.Header)
-	}), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	a := l.Addr().(*net.TCPAddr)
-	return pod{Name: "headers", Addr: a.IP.String(), Port: a.Port}
-}
 
 // getWith sends a request through the stack's HTTP frontend with headers.
 func getWith(s *harness.Stack, host, path string, hdr map[string]string) (*http.Response, []byte, error) {

@@ -177,6 +177,8 @@ func validateMapValue(t dcm.MapTable, key, value string) error {
 	switch {
 	case t == dcm.MapRateLimit:
 		return validateRateLimitEntry(key, value)
+	case t == dcm.MapHeaders:
+		return routing.ValidateHeaderValue("header actions", value)
 	case t.Insecure():
 		return routing.ValidateInsecureAction("insecure action", value)
 	case t.Setting():

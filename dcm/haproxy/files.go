@@ -70,6 +70,11 @@ func WriteFiles(dir string, f Files, prev Files) (err error) {
 			return fmt.Errorf("write map %s: %w", name, err)
 		}
 	}
+	if len(prev.Config) == 0 { // a directory dcm has not written yet: the cfg loads the script
+		if err := st.add(filepath.Join(dir, HeadersLuaName), HeadersLua(), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", HeadersLuaName, err)
+		}
+	}
 	if !bytes.Equal(prev.Config, f.Config) {
 		if err := st.add(filepath.Join(dir, ConfigName), f.Config, 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", ConfigName, err)

@@ -207,6 +207,7 @@ type routeKey struct {
 	insecure                                   string // dcm.Route.InsecureAction
 	rateLimit                                  string // dcm.Route.RateLimitValue
 	http                                       dcm.HTTPOptions
+	headers                                    string // routing.HeaderValue
 	kind                                       dcm.RouteKind
 	pathType                                   dcm.PathType
 	balance                                    string
@@ -293,7 +294,7 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 		rt := b.Route
 		keys[i] = routeKey{backend: b.Name, slot: b.Slot, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
 			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: routing.InsecureAction(rt),
-			rateLimit: rt.RateLimitValue(), http: rt.HTTP}
+			rateLimit: rt.RateLimitValue(), http: rt.HTTP, headers: routing.HeaderValue(rt)}
 	}
 	maps := r.maps
 	if maps == nil || !slices.Equal(keys, r.routes) {
@@ -355,6 +356,7 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 	// silently sharing the port and half the traffic (SO_REUSEPORT). Reloads
 	// do not need it: the master hands the listeners to the new worker.
 	w.WriteString("    noreuseport\n")
+	renderHeadersGlobal(w)
 	if s.HardStopAfter > 0 {
 		fmt.Fprintf(w, "    hard-stop-after %dms\n", max(s.HardStopAfter.Milliseconds(), 1))
 	}
@@ -484,6 +486,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 	renderRateLimitRules(w)
 	if !tcpBackend(b) {
 		renderRouteTimeouts(w)
+		renderHeaderRules(w)
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ type ingressOptions struct {
 	allowlist             []string
 	rateLimit             *dcm.RateLimit
 	http                  dcm.HTTPOptions
+	headers               *dcm.HeaderActions
 }
 
 // ingressAnnotations reads an Ingress's annotations through the table, in
@@ -76,6 +77,12 @@ func ingressAnnotations(ing *networkingv1.Ingress) (ingressOptions, error) {
 	}
 	if o.http, err = httpOptions(ann, KindIngress, o.passthrough); err != nil {
 		return o, err
+	}
+	if o.headers, err = ingressHeaders(ann); err != nil {
+		return o, err
+	}
+	if o.passthrough && o.headers != nil {
+		return o, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: annotationField(AnnotationRequestHeaders), Value: "with " + AnnotationSSLPassthrough}
 	}
 	return o, refuseUnhonoured(ann, KindIngress)
 }

@@ -88,6 +88,8 @@ func (a Annotation) parse(v string) (any, error) {
 		return h, nil
 	case ValueString:
 		return v, nil
+	case ValueHeaders:
+		return ParseHeaderLines(field, v, a.Name == AnnotationRequestHeaders)
 	}
 	return nil, fmt.Errorf("annotation %s: unknown value type %q", a.Name, a.Type)
 }

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 
@@ -157,6 +158,10 @@ var annotationTable = append([]Annotation{
 		Doc: "The name the pods' certificates must carry, also sent as SNI; needs reencrypt. Default: <service>.<namespace>.svc, the name of a service-serving certificate."},
 	{Name: AnnotationWorkload, Kinds: []string{KindService}, Type: ValueWorkload, Example: "Deployment/web",
 		Doc: `The workload behind a Service ("Deployment/web", "StatefulSet/db") for the what-if planner, when its pods' names cannot tell. Default: guessed from the pods' names.`},
+	{Name: AnnotationRequestHeaders, Kinds: ingressOnly, Type: ValueHeaders, Example: "X-Frame-Options: DENY",
+		Doc: fmt.Sprintf(headersDoc, "request before it reaches a pod", "req.hdr")},
+	{Name: AnnotationResponseHeaders, Kinds: ingressOnly, Type: ValueHeaders, Example: "delete Server",
+		Doc: fmt.Sprintf(headersDoc, "response before it reaches the client", "res.hdr")},
 	{Name: AnnotationRouteBalance, Kinds: routeOnly, Type: ValueEnum, Default: "roundrobin",
 		Values: []string{"roundrobin", "leastconn", "random"}, Unsupported: []string{"source"},
 		Doc: `The balance algorithm; "source" is refused as unsupported: dcm does not serve it.`},

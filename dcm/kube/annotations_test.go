@@ -32,6 +32,7 @@ var badReason = map[ValueType]string{
 	ValueCount:        dcm.RejectInvalidValue,
 	ValueTimeout:      dcm.RejectInvalidValue,
 	ValueHSTS:         dcm.RejectInvalidValue,
+	ValueHeaders:      dcm.RejectInvalidValue,
 }
 
 // TestAnnotationTable: every row parses its default (or, without one, its

@@ -248,6 +248,7 @@ func (o ingressOptions) route(ing *networkingv1.Ingress, r rawRoute, name string
 		Sticky:    o.sticky,
 		Allowlist: o.allowlist,
 		RateLimit: o.rateLimit,
+		Headers:   o.headers,
 	}
 	if len(o.split) > 0 && o.split[0].Name == r.service.Name {
 		route.Services = make([]dcm.ServiceRef, len(o.split))

@@ -137,6 +137,9 @@ func RouteFromOpenShift(obj *unstructured.Unstructured, opts RouteOptions) (Conv
 	if r.Services, err = routeServices(spec); err != nil {
 		return ConvertedRoute{}, err
 	}
+	if r.Headers, err = routeHeaders(rawSpec); err != nil {
+		return ConvertedRoute{}, err
+	}
 	if err := routeAnnotations(obj.GetAnnotations(), &r); err != nil {
 		return ConvertedRoute{}, err
 	}

@@ -163,7 +163,7 @@ func routeChange(a, d dcm.Route, caps dcm.Caps) (rekeyed bool, reason dcm.Reload
 	}
 	if !routing.SameSettings(a, d) {
 		// What plain HTTP gets is an insecure map's entry, the HTTP
-		// options setting maps' entries: a map
+		// options and the header actions setting maps' entries: a map
 		// replace where routes are re-keyed at runtime, a reload
 		// where they are not (as a re-keyed route).
 		if !pooled {

@@ -91,6 +91,14 @@ func (g gen) desired() dcm.Desired {
 		} else if g.r.IntN(4) == 0 {
 			r.HTTP.TimeoutMillis = 30000 // in the TCP backend: a reload
 		}
+		if r.Kind != dcm.KindPassthrough && g.r.IntN(3) == 0 {
+			// Header actions: a headers map entry that changes on its
+			// own, to a name never seen before now and then.
+			r.Headers = &dcm.HeaderActions{Request: []dcm.HeaderAction{{Name: fmt.Sprintf("X-H%d", g.r.IntN(3)), Type: dcm.HeaderSet, Value: "v"}}}
+			if g.r.IntN(2) == 0 {
+				r.Headers.Response = []dcm.HeaderAction{{Name: "X-Powered-By", Type: dcm.HeaderDelete}}
+			}
+		}
 		b := dcm.DesiredBackend{Name: r.BackendName(), Route: r}
 		for p := range 8 {
 			if g.r.IntN(2) == 0 {

@@ -109,6 +109,9 @@ func Tables(backends []dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
 				out[t] = append(out[t], dcm.MapEntry{Key: b.ProxyName(), Backend: b.Name, Slot: b.Slot, Action: v})
 			}
 		}
+		if v := HeaderValue(b.Route); v != "" {
+			out[dcm.MapHeaders] = append(out[dcm.MapHeaders], dcm.MapEntry{Key: b.ProxyName(), Backend: b.Name, Slot: b.Slot, Action: v})
+		}
 	}
 	for t, es := range out {
 		SortEntries(t, es)

@@ -1,0 +1,18 @@
+package haproxy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// headerRules ends every HTTP backend (renderHeaderRules).
+const headerRules = "    http-request lua.dcm_request_headers if { be_name,map_str(maps/headers.map) -m found }\n" +
+	"    http-response lua.dcm_response_headers if { be_name,map_str(maps/headers.map) -m found }\n"
+
+func TestHeadersLuaReadsTheHeadersMap(t *testing.T) {
+	if !strings.Contains(headersLua, `Map.new("`+MapFile(dcm.MapHeaders)+`", Map._str)`) {
+		t.Errorf("the script does not read %s", MapFile(dcm.MapHeaders))
+	}
+}
