@@ -19,3 +19,21 @@ func withAccess(r *dcm.Route) {
 		r.RateLimit = &dcm.RateLimit{ConcurrentTCP: 50, RateHTTP: 100}
 	}
 }
+
+// withHeaders gives some routes that HAProxy reads requests of header
+// actions, picked by name like withAccess: previews then carry replaces of
+// the headers map.
+func withHeaders(r *dcm.Route) {
+	if r.Kind == dcm.KindPassthrough {
+		return
+	}
+	switch pickBy(r.Name+"/headers", []string{"", "", "set", "both"}) {
+	case "set":
+		r.Headers = &dcm.HeaderActions{Request: []dcm.HeaderAction{{Name: "X-Team", Type: dcm.HeaderSet, Value: "web"}}}
+	case "both":
+		r.Headers = &dcm.HeaderActions{
+			Request:  []dcm.HeaderAction{{Name: "X-Forwarded-Client", Type: dcm.HeaderSet, Value: "%[req.hdr(host)]"}},
+			Response: []dcm.HeaderAction{{Name: "X-Powered-By", Type: dcm.HeaderDelete}},
+		}
+	}
+}

@@ -157,6 +157,7 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 			r.Path, r.PathType = "/"+g.pick([]string{"api", "v1/items", "static", "login"}), dcm.PathType(g.pick([]string{"Prefix", "Exact"}))
 		}
 		withAccess(&r)
+		withHeaders(&r)
 		r.HTTP = httpOptionsOf(r)
 		known := g.r.IntN(10) != 0
 		if known {

@@ -108,3 +108,26 @@ func TestCorpusCoversUpdateRoute(t *testing.T) {
 		t.Errorf("%d updates, %d passthrough-timeout reloads, %d refused; want 20, 1 and 5 or more", updates, reloads, refused)
 	}
 }
+
+// TestCorpusCoversHeadersAndTerminating: the parity corpus previews header
+// actions (the headers map) and backends served by terminating endpoints
+// (the fallback), so the parity tests compare both.
+func TestCorpusCoversHeadersAndTerminating(t *testing.T) {
+	var headers, terminating int
+	for _, s := range corpus.Generate(wasmtest.Scenarios, wasmtest.Seed) {
+		out, err := corpus.Expected(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, `"map":"headers"`) {
+			headers++
+		}
+		if strings.Contains(s.Snapshot, `"terminating":true`) {
+			terminating++
+		}
+	}
+	t.Logf("%d of %d scenarios preview a headers map replace, %d start with terminating servers", headers, wasmtest.Scenarios, terminating)
+	if headers < 10 || terminating < 10 {
+		t.Errorf("%d with a headers map replace, %d with terminating servers; want 10 or more of each", headers, terminating)
+	}
+}

@@ -93,10 +93,13 @@ func (g *gen) desiredChurn(c *cluster, churn bool) dcm.Desired {
 			b.Endpoints = append(b.Endpoints, dcm.Endpoint{
 				Name: dcm.ServerName(wl.pods[p], wl.portName, wl.addrs[p], pn.port), Addr: wl.addrs[p], Port: pn.port,
 				Weight: pn.weight, State: pn.state, Pod: wl.pods[p],
+				// A pod the kube layer drains is one that terminates: the
+				// terminating-endpoint fallback then serves the last ones.
+				Terminating: pn.state == dcm.StateDrain,
 			})
 		}
 		slices.SortFunc(b.Endpoints, func(x, y dcm.Endpoint) int { return strings.Compare(x.Name, y.Name) })
-		d.Backends = append(d.Backends, b)
+		d.Backends = append(d.Backends, b.ServeTerminating())
 	}
 	slices.SortFunc(d.Backends, func(x, y dcm.DesiredBackend) int { return strings.Compare(x.Name, y.Name) })
 	return d

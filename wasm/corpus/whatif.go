@@ -132,6 +132,7 @@ func (g *gen) addRoute(wl *workload, k int) dcm.WhatIf {
 		}
 	}
 	withAccess(&r)
+	withHeaders(&r)
 	return dcm.WhatIf{Kind: dcm.WhatIfAddRoute, Route: &r}
 }
 
@@ -199,6 +200,9 @@ func (g *gen) updateRoute(d dcm.Desired, wl *workload) dcm.WhatIf {
 		r.Allowlist = [][]string{nil, {"10.1.0.0/16"}, {"10.0.0.0/8", "2001:db8::/32"}}[g.r.IntN(3)]
 	case 3:
 		r.RateLimit = []*dcm.RateLimit{nil, {}, {RateTCP: 20}}[g.r.IntN(3)]
+		if r.Kind != dcm.KindPassthrough && g.r.IntN(2) == 0 {
+			r.Headers = &dcm.HeaderActions{Response: []dcm.HeaderAction{{Name: "X-Frame-Options", Type: dcm.HeaderSet, Value: "DENY"}}}
+		}
 	case 4:
 		r.Kind = dcm.RouteKind(g.pick([]string{"http", "edge", "passthrough", "reencrypt"}))
 	case 5:
