@@ -120,9 +120,14 @@ func TestTLSRoutesWithoutReload(t *testing.T) {
 				t.Fatalf("round %d: backend %s slot %q", i, b.Name, b.Slot)
 			}
 		}
-		if got := caFiles(t, s); !slices.Equal(got, []string{caFile}) {
-			t.Fatalf("round %d: CA files %q, want %q", i, got, caFile)
-		}
+		// The engine writes the files right after HAProxy acknowledged the
+		// batch that served the route: wait for that write.
+		s.Eventually(fmt.Sprintf("round %d: the CA file on disk", i), 5*time.Second, func() error {
+			if got := caFiles(t, s); !slices.Equal(got, []string{caFile}) {
+				return fmt.Errorf("CA files %q, want %q", got, caFile)
+			}
+			return nil
+		})
 		filesEqualRuntime(t, s)
 
 		src.Set(base)
