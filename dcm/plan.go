@@ -64,6 +64,9 @@ const (
 	ReasonDrift           ReloadReason = "drift" // HAProxy lacks a backend dcm manages
 	ReasonHAProxyRestart  ReloadReason = "haproxy-restarted"
 	ReasonManual          ReloadReason = "manual"
+	// ReasonMaxConnRaised: an admin raised the global maxconn above the one
+	// the worker started with, which `set maxconn global` cannot exceed.
+	ReasonMaxConnRaised ReloadReason = "maxconn-raised"
 	ReasonCertChanged     ReloadReason = "cert-changed" // without runtime certs: a certificate came, changed or went
 )
 

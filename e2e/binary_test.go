@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -124,6 +125,13 @@ func TestBinaryDemo(t *testing.T) {
 	}
 	if len(pods) != 5 {
 		t.Errorf("30 requests reached %d pods, want 5: %v", len(pods), pods)
+	}
+	// The global maxconn goes down at runtime, and haproxy.cfg says so.
+	if code, b := api(http.MethodPost, "/api/v1/maxconn", `{"maxconn":2000}`); code != http.StatusAccepted {
+		t.Fatalf("maxconn: HTTP %d %s", code, b)
+	}
+	if cfg, err := os.ReadFile(filepath.Join(dir, "haproxy.cfg")); err != nil || !strings.Contains(string(cfg), "\n    maxconn 2000\n") {
+		t.Errorf("haproxy.cfg after POST /api/v1/maxconn 2000 (err %v) lacks maxconn 2000", err)
 	}
 	_, metrics := get("", "http://"+portal+"/metrics")
 	for _, want := range []string{`dcm_updates_total{result="dynamic"}`, "dcm_event_to_applied_seconds_bucket", `dcm_runtime_command_duration_seconds_count{command="add server"}`} {

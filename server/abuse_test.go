@@ -27,7 +27,8 @@ var actionBodies = map[string]string{
 	"/api/v1/scale": `{"namespace":"demo","kind":"Deployment","name":"web","replicas":2}`,
 	"/api/v1/backends/:backend/servers/:server/state":  `{"state":"drain"}`,
 	"/api/v1/backends/:backend/servers/:server/weight": `{"weight":3}`,
-	"/api/v1/reload": `{"reason":"test"}`,
+	"/api/v1/reload":  `{"reason":"test"}`,
+	"/api/v1/maxconn": `{"maxconn":20000}`,
 }
 
 // readOnlyPosts are the POST routes that change nothing in HAProxy or

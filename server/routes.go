@@ -53,4 +53,5 @@ func routes(e *echo.Echo, d Deps, sessions *sessions) {
 	api.POST("/backends/:backend/servers/:server/state", serverState(d.Engine), act)
 	api.POST("/backends/:backend/servers/:server/weight", serverWeight(d.Engine), act)
 	api.POST("/reload", reload(d.Engine), act)
+	api.POST("/maxconn", setMaxConn(d.Engine), act)
 }

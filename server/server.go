@@ -33,6 +33,9 @@ type Engine interface {
 	SetServerWeight(actor, backend, server string, weight int) error
 	// Reload asks for a reload with reason manual.
 	Reload(actor string)
+	// SetMaxConn changes HAProxy's global maxconn (a reload when the value
+	// is above the one the worker started with).
+	SetMaxConn(ctx context.Context, actor string, n int) error
 	// Config reads the files HAProxy loads and checks them against its runtime state.
 	Config(ctx context.Context) (dcm.ConfigView, error)
 	// Simulate previews what-ifs with the planner (POST /api/v1/plan).

@@ -70,6 +70,10 @@ func (f *fakeEngine) SetServerWeight(actor, backend, server string, weight int) 
 	return nil
 }
 func (f *fakeEngine) Reload(actor string) { f.Action(actor, "reload", dcm.ObjectRef{}) }
+func (f *fakeEngine) SetMaxConn(_ context.Context, actor string, n int) error {
+	f.Action(actor, fmt.Sprintf("maxconn %d", n), dcm.ObjectRef{})
+	return nil
+}
 
 // Simulate says each scaled workload has the backend of its name in demo.
 func (f *fakeEngine) Simulate(whatifs []dcm.WhatIf) dcm.Simulation {

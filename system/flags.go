@@ -46,7 +46,7 @@ func (c *Config) FlagSet() *pflag.FlagSet {
 
 // httpFlags are the flags of HAProxy's HTTP behaviour (system/http.go).
 func httpFlags(fs *pflag.FlagSet, c *Config) {
-	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "HAProxy's global maxconn, set at start (lowered, with a warning, to what the file-descriptor limit allows)")
+	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "HAProxy's global maxconn at start (POST /api/v1/maxconn changes it while running; lowered, with a warning, to what the file-descriptor limit allows)")
 	fs.StringVar(&c.ForwardedHeaders, "forwarded-headers", c.ForwardedHeaders, "X-Forwarded-* and Forwarded headers of routes that set no policy: append, replace, if-none or never (as OpenShift's router)")
 	fs.StringVar(&c.ErrorPage503, "error-page-503", c.ErrorPage503, "file holding the HTML body of HAProxy's 503 answers (no route, no pod), read at start; sent with Cache-Control: no-store (default: dcm's page)")
 	fs.StringVar(&c.ErrorPage404, "error-page-404", c.ErrorPage404, "file holding the HTML body of HAProxy's 404 answers, read at start (default: dcm's page)")

@@ -44,6 +44,10 @@ type Driver interface {
 	// ReadFiles reads the files on disk; Render renders a state without writing it.
 	ReadFiles() (haproxy.Files, error)
 	Render(st dcm.State) (haproxy.Files, error)
+	// SetMaxConn changes the global maxconn at runtime and in the files;
+	// reload says the running worker cannot take it (it is above its start
+	// value) and the next rendering carries it.
+	SetMaxConn(ctx context.Context, n int) (reload bool, err error)
 }
 
 // Config tunes the loop.

@@ -685,3 +685,7 @@ func serverOf(st dcm.State, backend, server string) (dcm.Server, bool) {
 func hasOp(ops []dcm.Op, kind dcm.OpKind, server string) bool {
 	return slices.ContainsFunc(ops, func(o dcm.Op) bool { return o.Kind == kind && o.Server == server })
 }
+
+func (d *fakeDriver) SetMaxConn(context.Context, int) (bool, error) {
+	return false, errors.New("fake driver: no maxconn")
+}

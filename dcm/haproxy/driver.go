@@ -63,6 +63,9 @@ type Driver struct {
 	proc   *Process
 	client *Client
 	files  Files // what the running worker loaded, or was told at runtime
+	// written is the state files were rendered from, so a change of a
+	// global setting rewrites the files of the state HAProxy runs.
+	written dcm.State
 	// defaultCert is the HTTPS frontend's default certificate (PEM).
 	defaultCert []byte
 	cancel      context.CancelFunc
@@ -121,7 +124,7 @@ func (d *Driver) Start(ctx context.Context, initial dcm.State) error {
 	if err := WriteFiles(d.cfg.WorkDir, files, Files{}); err != nil {
 		return err
 	}
-	d.files = files
+	d.files, d.written = files, initial
 
 	master := d.cfg.MasterSocket
 	attach := master != ""
@@ -196,16 +199,22 @@ func (d *Driver) Events() <-chan ProcessEvent {
 // written nor loaded: the old worker keeps serving), writes it, reloads and
 // reconnects the admin client to the new worker.
 func (d *Driver) Reload(ctx context.Context, st dcm.State) (ReloadResult, error) {
-	files, err := d.renderFiles(st)
-	if err != nil {
-		return ReloadResult{}, fmt.Errorf("reload: %w", err)
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.ready(); err != nil {
 		return ReloadResult{}, err
 	}
-	return d.reloadLocked(ctx, files)
+	// Rendered under mu: a global setting changed meanwhile (SetMaxConn)
+	// is in the files this worker loads.
+	files, err := d.renderFiles(st)
+	if err != nil {
+		return ReloadResult{}, fmt.Errorf("reload: %w", err)
+	}
+	res, err := d.reloadLocked(ctx, files)
+	if err == nil {
+		d.written = st
+	}
+	return res, err
 }
 
 func (d *Driver) reloadLocked(ctx context.Context, files Files) (ReloadResult, error) {

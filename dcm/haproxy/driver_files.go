@@ -21,7 +21,10 @@ func (d *Driver) renderFiles(st dcm.State) (Files, error) {
 // Render renders st without touching the files or the cache of the
 // renderer Write uses (for comparing the runtime with the files).
 func (d *Driver) Render(st dcm.State) (Files, error) {
-	return Render(d.cfg.Settings, st)
+	d.renderMu.Lock()
+	s := d.cfg.Settings
+	d.renderMu.Unlock()
+	return Render(s, st)
 }
 
 // ReadFiles reads haproxy.cfg and the map files as they are on disk.
@@ -49,6 +52,6 @@ func (d *Driver) Write(st dcm.State) error {
 		d.files = Files{} // what is on disk is unknown now: write everything next time
 		return err
 	}
-	d.files = files
+	d.files, d.written = files, st
 	return nil
 }

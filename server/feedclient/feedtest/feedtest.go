@@ -83,6 +83,12 @@ func (e *Engine) SetServerWeight(_, backend, srv string, _ int) error {
 
 func (e *Engine) Reload(actor string) { e.Action(actor, "reload", dcm.ObjectRef{}) }
 
+// SetMaxConn records the action: the feed's tests reach no HAProxy.
+func (e *Engine) SetMaxConn(_ context.Context, actor string, n int) error {
+	e.Action(actor, fmt.Sprintf("maxconn %d", n), dcm.ObjectRef{})
+	return nil
+}
+
 // Simulate previews nothing: the feed's tests need no planner.
 func (e *Engine) Simulate([]dcm.WhatIf) dcm.Simulation { return dcm.Simulation{Seq: e.Hub.Seq()} }
 
