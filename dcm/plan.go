@@ -67,7 +67,7 @@ const (
 	// ReasonMaxConnRaised: an admin raised the global maxconn above the one
 	// the worker started with, which `set maxconn global` cannot exceed.
 	ReasonMaxConnRaised ReloadReason = "maxconn-raised"
-	ReasonCertChanged     ReloadReason = "cert-changed" // without runtime certs: a certificate came, changed or went
+	ReasonCertChanged   ReloadReason = "cert-changed" // without runtime certs: a certificate came, changed or went
 )
 
 // OpKind is one kind of runtime change.
