@@ -36,6 +36,7 @@ export function certNote(c) {
 export class Choices {
   constructor() {
     this.services = new Map(); // namespace/service → a route to it, for add-route
+    this.routes = new Map(); // backend → its route, for update-route
     // backend → its certificate's Secret, for rotate-cert: the page's until
     // the live state comes.
     this.certs = new Map([...$('wi-cert').options].filter((o) => o.value).map((o) => [o.value, o.dataset.secret]));
@@ -48,9 +49,11 @@ export class Choices {
     if (!s) return;
     const pods = new Set();
     this.services = new Map();
+    this.routes = new Map();
     const counts = new Map();
     for (const b of s.backends) {
       const r = b.route;
+      this.routes.set(b.name, r);
       for (const srv of b.servers) if (srv.pod && !srv.retired) pods.add(`${r.namespace}/${srv.pod}`);
       if (r.services?.[0]) this.services.set(`${r.namespace}/${r.services[0].name}`, r);
       if (r.workload) {
@@ -71,6 +74,7 @@ export class Choices {
     this.podSet = pods;
     this.suggestPods();
     options($('wi-add-backend'), s.backends.map((b) => b.name));
+    options($('wi-upd-backend'), s.backends.map((b) => b.name));
     options($('wi-add-service'), [...this.services.keys()].sort());
     this.updateCerts(certRoutes(s.backends));
   }

@@ -1,5 +1,5 @@
 // The what-if form: what to preview — a scale, a certificate rotation, and
-// events stacked on top (delete a pod, delete or add a route, rotate
+// events stacked on top (delete a pod, delete, add or change a route, rotate
 // another certificate). Every change asks for a preview again.
 
 import { fill } from './bind.js';
@@ -53,7 +53,8 @@ export class WhatIfForm {
     }
     const secret = this.choices.certs.get($('wi-cert').value);
     if (secret) out.push({ kind: 'rotate-cert', secret });
-    return out.concat(this.stack);
+    // change is the stack's label of an update-route, not the planner's.
+    return out.concat(this.stack.map(({ change, ...w }) => w));
   }
 
   showKind() {
@@ -95,6 +96,10 @@ export class WhatIfForm {
         const secret = certs.get($('wi-add-cert').value);
         return secret ? { kind, secret } : null;
       }
+      case 'update-route': {
+        const route = this.choices.routes.get($('wi-upd-backend').value);
+        return route ? { kind, route: changed(route, $('wi-upd-change').value), change: $('wi-upd-change').selectedOptions[0]?.textContent } : null;
+      }
     }
     const svc = services.get($('wi-add-service').value);
     const host = $('wi-add-host').value.trim().toLowerCase();
@@ -109,6 +114,30 @@ export class WhatIfForm {
   }
 }
 
+// changed is a copy of route with one setting changed, as its annotation
+// would (views/whatif_changes.go names the changes).
+function changed(route, change) {
+  const r = structuredClone(route);
+  switch (change) {
+    case 'timeout-5m':
+      r.http = { ...r.http, timeoutMs: 300000 };
+      break;
+    case 'forwarded-never':
+      r.http = { ...r.http, forwarded: 'never' };
+      break;
+    case 'allow-loopback':
+      r.allowlist = ['127.0.0.0/8'];
+      break;
+    case 'sticky':
+      r.sticky = !r.sticky;
+      break;
+    case 'balance-leastconn':
+      r.balance = 'leastconn';
+      break;
+  }
+  return r;
+}
+
 function stackText(w) {
   switch (w.kind) {
     case 'delete-pod':
@@ -119,6 +148,8 @@ function stackText(w) {
       return `add route ${w.route.host}${w.route.path} → ${w.route.services[0].name}`;
     case 'rotate-cert':
       return `rotate the certificate of Secret ${w.secret} (made by updating the Secret)`;
+    case 'update-route':
+      return `change route ${w.route.namespace}/${w.route.name}: ${w.change}`;
   }
   return w.kind;
 }
