@@ -437,8 +437,10 @@ func renderInsecureRouting(w *bytes.Buffer, s Settings) {
 	for _, code := range dcm.RedirectCodes {
 		fmt.Fprintf(w, "    http-request redirect location https://%%[var(txn.host)]%s%%[pathq] code %d if { var(txn.insecure) -m str redirect-%d }\n", port, code, code)
 	}
-	fmt.Fprintf(w, "    use_backend %s if { var(txn.insecure) -m str %s }\n", DefaultBackend, routing.ActionNone)
 	renderForwarded(w, s.Forwarded, false)
+	// After every http-request rule, which HAProxy runs first anyway: it
+	// warns at each start about a use_backend written before one.
+	fmt.Fprintf(w, "    use_backend %s if { var(txn.insecure) -m str %s }\n", DefaultBackend, routing.ActionNone)
 	w.WriteString("    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n")
 	fmt.Fprintf(w, "    default_backend %s\n", DefaultBackend)
 }

@@ -502,8 +502,7 @@ func TestRenderInsecure(t *testing.T) {
 			"    http-request set-var(txn.insecure) var(txn.be),map_str(maps/insecure.map) if !{ var(txn.insecure) -m found }\n",
 		"    http-request redirect location https://%[var(txn.host)]%[pathq] code 302 if { var(txn.insecure) -m str redirect-302 }\n",
 		"    http-request redirect location https://%[var(txn.host)]%[pathq] code 308 if { var(txn.insecure) -m str redirect-308 }\n",
-		"    use_backend be_default if { var(txn.insecure) -m str none }\n",
-		"    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n    default_backend be_default\n",
+		"    use_backend be_default if { var(txn.insecure) -m str none }\n    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n    default_backend be_default\n",
 	} {
 		if !strings.Contains(http, want) {
 			t.Errorf("fe_http lacks %q:\n%s", want, http)
