@@ -110,7 +110,7 @@ func (p *Planner) Simulate(whatifs []byte) ([]byte, error) {
 		return nil, fmt.Errorf("what-ifs: %w", err)
 	}
 	if p.desired == nil {
-		d := plan.DesiredOf(dcm.State{Backends: p.snap.Backends, Pool: p.snap.Pool})
+		d := plan.DesiredOf(dcm.State{Backends: p.snap.Backends, Pool: p.snap.Pool, DefaultCert: p.snap.DefaultCert})
 		p.desired = &d
 	}
 	return json.Marshal(plan.SimulateFrom(p.snap, *p.desired, ws, p.costs))

@@ -114,7 +114,7 @@ var healthOf = map[dcm.AdminState][]string{
 // observe plays HAProxy reporting on a state: traffic on some servers,
 // health, and most servers observed since dcm last changed them.
 func (g *gen) observe(st dcm.State) dcm.State {
-	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool}
+	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool, DefaultCert: st.DefaultCert}
 	for i, b := range out.Backends {
 		b.Servers = slices.Clone(b.Servers)
 		for k := range b.Servers {
