@@ -39,6 +39,9 @@ func (s *Source) syncService(t *txn, ns, name string) error {
 func (s *Source) syncSecret(t *txn, ns, name string) error {
 	key := ns + "/" + name
 	t.secrets[key] = struct{}{}
+	if s.isDefaultCert(key) {
+		s.syncDefaultCert(t)
+	}
 	for n := range s.bySecret[key] {
 		r := s.routes[n].route
 		b := s.backendFor(t, r)
