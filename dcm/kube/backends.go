@@ -147,6 +147,7 @@ func (s *Source) backendFor(t *txn, r dcm.Route) dcm.DesiredBackend {
 	if r.Upstream != nil && r.Upstream.Version == "" {
 		b.Endpoints = []dcm.Endpoint{}
 	}
+	s.externalCertVerdict(t, r, &b)
 	return b.WithUpstreamNames()
 }
 
