@@ -14,3 +14,14 @@ func defaultCertOps(actual, next dcm.State) []dcm.Op {
 	c.Host = "" // the default is the Cert without a host
 	return []dcm.Op{{Kind: dcm.OpCertUpdate, Cert: &c}}
 }
+
+// followDefaultCert is the default certificate after an applied event:
+// the one its cert-update on the default installed, if any.
+func followDefaultCert(cur dcm.Cert, ev dcm.Event) dcm.Cert {
+	for _, o := range ev.Ops {
+		if o.Kind == dcm.OpCertUpdate && o.Cert != nil && o.Cert.IsDefault() {
+			cur = *o.Cert
+		}
+	}
+	return cur
+}

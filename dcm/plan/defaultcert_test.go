@@ -82,3 +82,15 @@ func TestSimulateRotateDefaultCert(t *testing.T) {
 		t.Errorf("reload mode: %+v", sim)
 	}
 }
+
+// TestFollowDefaultCert: the browser's planner, following the feed, knows
+// the default certificate an applied event installed, so its next preview
+// starts from it.
+func TestFollowDefaultCert(t *testing.T) {
+	v2 := dcm.Cert{Secret: "ingress/default-tls", Version: "bb"}
+	snap := dcm.Snapshot{Seq: 7, DefaultCert: dcm.Cert{Secret: "ingress/default-tls", Version: "aa"}}
+	next, ok := Follow(snap, dcm.Event{Seq: 8, Type: dcm.EventApplied, Ops: []dcm.Op{{Kind: dcm.OpCertUpdate, Cert: &v2}}})
+	if !ok || next.DefaultCert != v2 {
+		t.Errorf("followed: ok %v, default %+v, want %+v", ok, next.DefaultCert, v2)
+	}
+}

@@ -608,6 +608,7 @@ func Follow(snap dcm.Snapshot, ev dcm.Event) (dcm.Snapshot, bool) {
 		}
 	}
 	snap.Backends = backends
+	snap.DefaultCert = followDefaultCert(snap.DefaultCert, ev)
 	return snap, true
 }
 
