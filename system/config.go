@@ -130,6 +130,10 @@ func (c Config) Validate() error {
 		if err := validateSecretFlag("--default-ssl-certificate", c.DefaultSSLCertificate); err != nil {
 			return err
 		}
+		if c.HTTPSBind == "" {
+			// No HTTPS frontend would serve it.
+			return fmt.Errorf("--default-ssl-certificate needs --https-bind")
+		}
 	}
 	if c.RouteSubdomain != "" {
 		if err := dcm.ValidateHost("--route-subdomain", c.RouteSubdomain); err != nil {
