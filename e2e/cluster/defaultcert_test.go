@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,17 +32,8 @@ import (
 func TestDefaultCertificateFromSecret(t *testing.T) {
 	ns, certNS := kapitest.Namespace(t, env.admin), kapitest.Namespace(t, env.admin)
 	host := "shop." + ns + ".test"
-	createApp(t, ns, "shop", 1, host, "/")
+	edgeWithoutCert(t, ns, host)
 	ctx := context.Background()
-	// An edge host whose own Secret does not exist: the default serves it.
-	ing, err := env.admin.NetworkingV1().Ingresses(ns).Get(ctx, "shop", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: "no-such-tls"}}
-	if _, err := env.admin.NetworkingV1().Ingresses(ns).Update(ctx, ing, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	ca := testkit.NewCA(t)
 	wildcard := "*." + ns + ".test"
 	leaf1, leaf2 := ca.Leaf(t, wildcard), ca.Leaf(t, wildcard)
@@ -95,6 +87,72 @@ func TestDefaultCertificateFromSecret(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestDefaultCertificateSecretLate: the Secret of --default-ssl-certificate
+// missing when dcm starts: the self-signed certificate is served and dcm
+// says why (its log's rejection of the Secret); once the Secret is created
+// its certificate is served, at runtime, without a reload.
+func TestDefaultCertificateSecretLate(t *testing.T) {
+	ns := kapitest.Namespace(t, env.admin)
+	host := "shop." + ns + ".test"
+	edgeWithoutCert(t, ns, host)
+	logs := &lockedBuffer{}
+	opts := dcmOptions(t, ns)
+	base := opts.Config
+	opts.Config = func(c *system.Config) { base(c); c.DefaultSSLCertificate = ns + "/router-default" }
+	opts.LogTo = logs
+	s := harness.Start(t, opts)
+	s.Eventually("the self-signed certificate served", 15*time.Second, func() error {
+		leaf, err := testkit.ServedLeaf(s.HTTPSAddr, host, nil)
+		if err != nil {
+			return err
+		}
+		if leaf.Subject.CommonName != "dcm default certificate" {
+			return fmt.Errorf("served %q", leaf.Subject.CommonName)
+		}
+		return nil
+	})
+	if want := "--default-ssl-certificate: no kubernetes.io/tls Secret " + ns + "/router-default: dcm's self-signed certificate is served"; !strings.Contains(logs.String(), want) {
+		t.Errorf("the log does not say %q:\n%s", want, logs.String())
+	}
+	pid, reloads := s.WorkerPID(), s.Reloads()
+	ca := testkit.NewCA(t)
+	leaf := ca.Leaf(t, host)
+	if _, err := env.admin.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "router-default"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: leaf.CertPEM, corev1.TLSPrivateKeyKey: leaf.KeyPEM}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Eventually("the Secret's certificate served", 15*time.Second, func() error {
+		code, _, served, err := testkit.HTTPSGet(s.HTTPSAddr, host, "/", ca.Pool())
+		if err != nil {
+			return err
+		}
+		if code != 200 || served.SerialNumber.Cmp(leaf.Cert.SerialNumber) != 0 {
+			return fmt.Errorf("HTTP %d, serial %s", code, served.SerialNumber)
+		}
+		return nil
+	})
+	if s.WorkerPID() != pid || s.Reloads() != reloads {
+		t.Errorf("worker %d → %d, reloads %v → %v", pid, s.WorkerPID(), reloads, s.Reloads())
+	}
+}
+
+// edgeWithoutCert serves host as an edge route whose own Secret does not
+// exist: the default certificate serves it.
+func edgeWithoutCert(t *testing.T, ns, host string) {
+	t.Helper()
+	createApp(t, ns, "shop", 1, host, "/")
+	ctx := context.Background()
+	ing, err := env.admin.NetworkingV1().Ingresses(ns).Get(ctx, "shop", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: "no-such-tls"}}
+	if _, err := env.admin.NetworkingV1().Ingresses(ns).Update(ctx, ing, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // httpsLoad is a bounded loop of HTTPS requests, each on a fresh TLS
