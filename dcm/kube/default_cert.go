@@ -23,8 +23,8 @@ import (
 //
 // A Secret missing or invalid from the start: HAProxy serves dcm's
 // self-signed certificate, and the Secret is rejected (logged, counted in
-// dcm_rejected_objects_total, shown in the portal and as an Event) until it
-// is valid. One that turns missing or invalid later: the last valid version
+// dcm_rejected_objects_total, a rejected event in the portal's feed and
+// the snapshot's rejected list) until it is valid. One that turns missing or invalid later: the last valid version
 // keeps being served, rejected the same way, as a Secret of an Ingress
 // does: a botched rotation must not turn every host's certificate into one
 // no client trusts.
