@@ -32,4 +32,6 @@ type Snapshot struct {
 	// Pool lists the free spare backends (dynamic mode with a pool).
 	Pool     []string    `json:"pool,omitempty"`
 	Rejected []Rejection `json:"rejected"`
+	// DefaultCert is the default certificate served (State.DefaultCert).
+	DefaultCert Cert `json:"defaultCert,omitzero"`
 }

@@ -87,6 +87,9 @@ type DesiredBackend struct {
 // Desired is the whole desired state, backends sorted by Name.
 type Desired struct {
 	Backends []DesiredBackend `json:"backends"`
+	// DefaultCert is served to hosts without a certificate of their own
+	// (dcm.DefaultCertificate); zero: dcm's self-signed one.
+	DefaultCert Cert `json:"defaultCert,omitzero"`
 }
 
 // Backend finds a desired backend by name.
@@ -198,6 +201,8 @@ type State struct {
 	// Pool lists the free spare backends (empty, in no map) in the order
 	// they are taken (routing.SortPool); dynamic mode with --pool-size only.
 	Pool []string `json:"pool,omitempty"`
+	// DefaultCert is the default certificate served (Desired.DefaultCert).
+	DefaultCert Cert `json:"defaultCert,omitzero"`
 }
 
 // Backend finds a backend by name.

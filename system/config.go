@@ -33,6 +33,10 @@ type Config struct {
 	RouteSubdomain string   // --route-subdomain
 	// DefaultBackendCAFile is --default-backend-ca-file, read once at start.
 	DefaultBackendCAFile string
+	// DefaultSSLCertificate is --default-ssl-certificate: the
+	// kubernetes.io/tls Secret (namespace/name) served to hosts without a
+	// certificate of their own; "": a self-signed one.
+	DefaultSSLCertificate string
 	// AllowCrossNamespaceHosts is --allow-cross-namespace-hosts: objects of
 	// any namespace may serve paths of one host (default: the host belongs
 	// to the namespace of its oldest object, as in OpenShift).
@@ -122,6 +126,15 @@ func Defaults() Config {
 
 // Validate says what is wrong with c, naming the flag.
 func (c Config) Validate() error {
+	if c.DefaultSSLCertificate != "" {
+		if err := validateSecretFlag("--default-ssl-certificate", c.DefaultSSLCertificate); err != nil {
+			return err
+		}
+		if c.HTTPSBind == "" {
+			// No HTTPS frontend would serve it.
+			return fmt.Errorf("--default-ssl-certificate needs --https-bind")
+		}
+	}
 	if c.RouteSubdomain != "" {
 		if err := dcm.ValidateHost("--route-subdomain", c.RouteSubdomain); err != nil {
 			return err

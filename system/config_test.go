@@ -29,6 +29,11 @@ func TestValidate(t *testing.T) {
 		{"namespace selector", func(c *Config) { c.NamespaceSelector = "a b" }, "--namespace-selector"},
 		{"no observation", func(c *Config) { c.ObserveEvery = 0 }, "ObserveEvery"},
 		{"negative retry", func(c *Config) { c.RetryReloadAfter = -time.Second }, "RetryReloadAfter"},
+		{"default certificate", func(c *Config) { c.DefaultSSLCertificate = "openshift-ingress/router-certs-default" }, ""},
+		{"default certificate without namespace", func(c *Config) { c.DefaultSSLCertificate = "router-certs" }, "--default-ssl-certificate"},
+		{"default certificate of a route", func(c *Config) { c.DefaultSSLCertificate = "route:ns/name" }, "--default-ssl-certificate"},
+		{"default certificate hostile", func(c *Config) { c.DefaultSSLCertificate = "ns/a\nshow info" }, "--default-ssl-certificate"},
+		{"default certificate without https", func(c *Config) { c.DefaultSSLCertificate, c.HTTPSBind = "ns/def", "" }, "--https-bind"},
 	}
 	for _, tt := range tests {
 		c := Defaults()

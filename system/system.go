@@ -198,7 +198,7 @@ func (s *System) kubeSource(dyn dynamic.Interface, backendCA []byte, pems *kube.
 	nsSel, _ := kube.ParseSelector("--namespace-selector", s.cfg.NamespaceSelector)
 	src := kube.NewSource(s.client, kube.Options{IngressClass: s.cfg.IngressClass, Namespaces: s.cfg.Namespaces,
 		DefaultBackendCA: backendCA, PEMs: pems, AllowCrossNamespaceHosts: s.cfg.AllowCrossNamespaceHosts,
-		RouteSelector: routeSel, NamespaceSelector: nsSel}, s.engine, s.log.With("part", "kube"))
+		RouteSelector: routeSel, NamespaceSelector: nsSel, DefaultCertificate: s.cfg.DefaultSSLCertificate}, s.engine, s.log.With("part", "kube"))
 	switch {
 	case dyn != nil && s.cfg.Routes:
 		src.WatchRoutes(kube.RouteWatchOptions{Client: dyn, Discovery: s.client.Discovery(),

@@ -29,7 +29,7 @@ func withOverrides(d dcm.Desired, ov map[string]override) dcm.Desired {
 	if len(ov) == 0 {
 		return d
 	}
-	out := dcm.Desired{Backends: slices.Clone(d.Backends)}
+	out := dcm.Desired{Backends: slices.Clone(d.Backends), DefaultCert: d.DefaultCert}
 	for i, b := range out.Backends {
 		var eps []dcm.Endpoint
 		for k, e := range b.Endpoints {

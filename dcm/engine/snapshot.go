@@ -45,11 +45,12 @@ func (e *Engine) Snapshot() dcm.Snapshot {
 		HAProxy: dcm.HAProxyInfo{
 			Version: e.driver.Version().String(), PID: e.pid, Started: e.started, Reloads: e.reloads, Running: e.running,
 		},
-		Updates:    e.updates,
-		LastReload: last,
-		Routes:     routes,
-		Backends:   plan.MarkRetired(e.actual.Backends, e.desired),
-		Pool:       slices.Clone(e.actual.Pool),
-		Rejected:   rejected,
+		Updates:     e.updates,
+		LastReload:  last,
+		Routes:      routes,
+		Backends:    plan.MarkRetired(e.actual.Backends, e.desired),
+		Pool:        slices.Clone(e.actual.Pool),
+		Rejected:    rejected,
+		DefaultCert: e.actual.DefaultCert,
 	}
 }

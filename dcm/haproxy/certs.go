@@ -106,6 +106,9 @@ func CertCommands(op dcm.Op, pemText string) (cmds []Command, abort *Command, er
 	if op.Cert == nil {
 		return nil, nil, fmt.Errorf("op %s: no certificate", op.Kind)
 	}
+	if op.Cert.IsDefault() {
+		return defaultCertCommands(op, pemText)
+	}
 	host := op.Cert.Host
 	file, err := certFileFor(host)
 	if err != nil {
@@ -223,13 +226,18 @@ func (c Command) certSucceeded(reply string) bool {
 	return false
 }
 
-// EnsureDefaultCert makes sure dir holds the HTTPS frontend's default
-// certificate, the one served to a client whose SNI matches no route: a
-// self-signed one is generated the first time, then kept, so clients that
-// pinned it across restarts keep seeing it. It returns the PEM.
+// EnsureDefaultCert makes sure dir holds the self-signed certificate that
+// is the HTTPS frontend's default one without --default-ssl-certificate
+// (served to a client whose SNI matches no route): generated the first
+// time, then kept, so clients that pinned it across restarts keep seeing
+// it. It returns the PEM. It has a file of its own, since default.pem
+// holds whatever default is served, a Secret's too.
 func EnsureDefaultCert(dir string) ([]byte, error) {
-	path := filepath.Join(dir, DefaultCertName)
+	path := filepath.Join(dir, selfSignedName)
 	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		b, err = adoptSelfSigned(dir, path)
+	}
 	if err == nil {
 		if _, err := NormalizePEM(b); err != nil {
 			return nil, fmt.Errorf("default certificate %s: %w", path, err)

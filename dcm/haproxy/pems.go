@@ -57,6 +57,9 @@ func certKey(c dcm.Cert) string { return c.Secret + "\x00" + c.Version }
 
 // certPEM is the PEM file of a certificate version.
 func (d *Driver) certPEM(c dcm.Cert) ([]byte, error) {
+	if c.IsDefault() && c.SelfSigned() {
+		return d.certPEMs.get(certKey(c), func() ([]byte, error) { return d.defaultCert, nil })
+	}
 	return d.certPEMs.get(certKey(c), func() ([]byte, error) {
 		if d.cfg.Certs == nil {
 			return nil, fmt.Errorf("certificate of %s (%s): no certificate source", c.Host, c.Secret)
@@ -106,7 +109,12 @@ func (d *Driver) pemFiles(f *Files, st dcm.State) error {
 	certs := dcm.CertsOf(st.Backends)
 	keepCerts := make(map[string]bool, len(certs))
 	f.Certs = make(map[string][]byte, len(certs)+1)
-	f.Certs[DefaultCertName] = d.defaultCert
+	def, err := d.certPEM(st.DefaultCert)
+	if err != nil {
+		return fmt.Errorf("default certificate: %w", err)
+	}
+	f.Certs[DefaultCertName] = def
+	keepCerts[certKey(st.DefaultCert)] = true
 	for _, c := range certs {
 		p, err := d.certPEM(c)
 		if err != nil {

@@ -39,6 +39,9 @@ func (s *Source) syncService(t *txn, ns, name string) error {
 func (s *Source) syncSecret(t *txn, ns, name string) error {
 	key := ns + "/" + name
 	t.secrets[key] = struct{}{}
+	if s.isDefaultCert(key) {
+		s.syncDefaultCert(t)
+	}
 	for n := range s.bySecret[key] {
 		r := s.routes[n].route
 		b := s.backendFor(t, r)
@@ -144,6 +147,7 @@ func (s *Source) backendFor(t *txn, r dcm.Route) dcm.DesiredBackend {
 	if r.Upstream != nil && r.Upstream.Version == "" {
 		b.Endpoints = []dcm.Endpoint{}
 	}
+	s.externalCertVerdict(t, r, &b)
 	return b.WithUpstreamNames()
 }
 

@@ -330,7 +330,7 @@ func (s *Source) forgetUnused(t *txn) {
 	}
 	// Secrets no route uses any more: forget their keys and verdicts.
 	for sec := range t.secrets {
-		if len(s.bySecret[sec]) == 0 {
+		if len(s.bySecret[sec]) == 0 && !s.isDefaultCert(sec) {
 			delete(s.bySecret, sec)
 			ns, name, _ := strings.Cut(sec, "/")
 			t.accept(dcm.ObjectRef{Kind: KindSecret, Namespace: ns, Name: name})

@@ -56,12 +56,13 @@ type routePort struct {
 }
 
 type routeTLS struct {
-	Termination              string `json:"termination"`
-	Certificate              string `json:"certificate"`
-	Key                      string `json:"key"`
-	CACertificate            string `json:"caCertificate"`
-	DestinationCACertificate string `json:"destinationCACertificate"`
-	InsecurePolicy           string `json:"insecureEdgeTerminationPolicy"`
+	Termination              string               `json:"termination"`
+	Certificate              string               `json:"certificate"`
+	Key                      string               `json:"key"`
+	CACertificate            string               `json:"caCertificate"`
+	DestinationCACertificate string               `json:"destinationCACertificate"`
+	InsecurePolicy           string               `json:"insecureEdgeTerminationPolicy"`
+	ExternalCertificate      *externalCertificate `json:"externalCertificate"`
 }
 
 // RouteOptions tune the conversion of Routes.
@@ -320,7 +321,11 @@ func routeTLSOf(ns, name string, t *routeTLS, r *dcm.Route) (ConvertedRoute, err
 			r.Kind = dcm.KindReencrypt
 		}
 		r.TLS = &dcm.TLSRef{Secret: dcm.RouteCertRef(ns, name)}
-		if t.Certificate != "" || t.Key != "" {
+		if t.ExternalCertificate != nil {
+			if err := externalCertOf(ns, t, r); err != nil {
+				return out, err
+			}
+		} else if t.Certificate != "" || t.Key != "" {
 			pem, version, err := InlineCert(t.Certificate, t.CACertificate, t.Key)
 			if err != nil {
 				return out, err
@@ -353,6 +358,9 @@ func routeTLSOf(ns, name string, t *routeTLS, r *dcm.Route) (ConvertedRoute, err
 				// The pods hold the certificate of a passed-through host.
 				return out, routeErr(dcm.RejectInvalidValue, "spec.tls."+f, "set on a passthrough route")
 			}
+		}
+		if t.ExternalCertificate != nil {
+			return out, routeErr(dcm.RejectInvalidValue, "spec.tls.externalCertificate", "set on a passthrough route")
 		}
 		if r.Path != "/" {
 			return out, routeErr(dcm.RejectUnsupported, "spec.path", "passthrough with path "+r.Path)

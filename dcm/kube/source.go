@@ -50,6 +50,10 @@ type Options struct {
 	// RouteSelector, in namespaces whose labels match NamespaceSelector,
 	// are served. nil selects everything.
 	RouteSelector, NamespaceSelector labels.Selector
+	// DefaultCertificate is the kubernetes.io/tls Secret (ns/name) served
+	// to hosts without a certificate of their own (--default-ssl-certificate);
+	// "": dcm's self-signed one.
+	DefaultCertificate string
 }
 
 // Reporter hears about objects dcm refuses to serve. Rejected is called once
@@ -149,6 +153,7 @@ type Source struct {
 	namespaces corelisters.NamespaceLister
 
 	rw routeWatch
+	dc defaultCertWatch
 
 	// pems receives the PEM of certificates and CAs for the driver.
 	pems *PEMStore
@@ -203,6 +208,7 @@ func NewSource(client kubernetes.Interface, opts Options, reporter Reporter, log
 		s.hasSynced = append(s.hasSynced, ing.Informer().HasSynced, svc.Informer().HasSynced, eps.Informer().HasSynced, sec.Informer().HasSynced)
 	}
 	s.watchNamespaces(client)
+	s.watchDefaultCert(client)
 	return s
 }
 
@@ -271,7 +277,7 @@ func (s *Source) Desired() (dcm.Desired, time.Time) {
 	}
 	since := s.since
 	s.since = time.Time{}
-	return dcm.Desired{Backends: slices.Clone(s.sorted)}, since
+	return dcm.Desired{Backends: slices.Clone(s.sorted), DefaultCert: s.dc.served}, since
 }
 
 // Rejections lists the objects currently refused, sorted.
@@ -348,6 +354,11 @@ func (s *Source) Run(ctx context.Context) error {
 // initial syncs every Ingress in the caches; the Services and slices they
 // reference are read along the way.
 func (s *Source) initial() error {
+	if s.opts.DefaultCertificate != "" {
+		if err := s.sync(prefixSecret+s.opts.DefaultCertificate, time.Time{}); err != nil {
+			return fmt.Errorf("kube: initial sync: %w", err)
+		}
+	}
 	for _, ns := range slices.Sorted(maps.Keys(s.listers)) {
 		ings, err := s.listers[ns].ingresses.List(labels.Everything())
 		if err != nil {

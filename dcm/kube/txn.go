@@ -19,6 +19,8 @@ type txn struct {
 	certs      map[string]string   // ns/secret → version read in this sync
 	cas        map[string]string   // CA source → version read in this sync
 	secrets    map[string]struct{} // ns/secret whose route count may have dropped to zero
+	// defaultCert is the default certificate read in this sync (nil: not read).
+	defaultCert *dcm.Cert
 }
 
 func newTxn() *txn {
@@ -46,7 +48,7 @@ type report struct {
 func (s *Source) commit(t *txn, seen time.Time) {
 	var reports []report
 	s.mu.Lock()
-	changed := false
+	changed := s.commitDefaultCert(t)
 	for name, b := range t.backends {
 		old, had := s.backends[name]
 		switch {

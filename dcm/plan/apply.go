@@ -16,7 +16,8 @@ import (
 type DataPlane struct {
 	Servers map[string][]dcm.Server
 	Maps    map[dcm.MapTable][]dcm.MapEntry
-	// Certs are the edge certificates by SNI host.
+	// Certs are the edge certificates by SNI host; "" is the default one,
+	// always there (default.pem), only ever updated.
 	Certs map[string]dcm.Cert
 	// CAs are the destination CA files of reencrypt routes, by version.
 	CAs map[string]bool
@@ -33,7 +34,7 @@ func DataPlaneOf(st dcm.State) DataPlane {
 	for _, name := range st.Pool {
 		dp.Servers[name] = nil
 	}
-	dp.Certs = map[string]dcm.Cert{}
+	dp.Certs = map[string]dcm.Cert{"": st.DefaultCert}
 	for _, c := range dcm.CertsOf(st.Backends) {
 		dp.Certs[c.Host] = c
 	}
@@ -211,6 +212,9 @@ func applyCertOp(certs map[string]dcm.Cert, op dcm.Op) error {
 		return fmt.Errorf("no certificate")
 	}
 	_, exists := certs[op.Cert.Host]
+	if op.Cert.IsDefault() && op.Kind != dcm.OpCertUpdate {
+		return fmt.Errorf("the default certificate is only updated")
+	}
 	switch op.Kind {
 	case dcm.OpCertAdd:
 		if exists {

@@ -11,9 +11,10 @@ import "github.com/dcm-router/dcm/dcm"
 // certOps diffs the certificates of two states: adds and updates, and
 // deletions, each sorted by host.
 func certOps(actual, next dcm.State) (first, last []dcm.Op) {
+	first = defaultCertOps(actual, next)
 	before, after := dcm.CertsOf(actual.Backends), dcm.CertsOf(next.Backends)
 	if len(before)+len(after) == 0 {
-		return nil, nil
+		return first, nil
 	}
 	was, is := dcm.CertBackends(actual.Backends), dcm.CertBackends(next.Backends)
 	i, j := 0, 0

@@ -31,7 +31,7 @@ func Merge(st dcm.State, obs map[string][]dcm.Server, names []string, traffic bo
 		}
 		asked = func(n string) bool { return set[n] }
 	}
-	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool}
+	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool, DefaultCert: st.DefaultCert}
 	for i, b := range out.Backends {
 		seen, ok := obs[b.ProxyName()]
 		if !ok {

@@ -94,7 +94,7 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 	if len(reasons) > 0 {
 		return reloadFor(actual, desired, caps, reasons)
 	}
-	st := dcm.State{Backends: next, Pool: spares.names()}
+	st := dcm.State{Backends: next, Pool: spares.names(), DefaultCert: desired.DefaultCert}
 	certFirst, certLast := certOps(actual, st)
 	caFirst, caLast := caOps(actual, st)
 	// CA files before the certificates and servers, out after them.
@@ -177,7 +177,7 @@ func routeChange(a, d dcm.Route, caps dcm.Caps) (rekeyed bool, reason dcm.Reload
 // reloadFor is the reload Compute falls back to for reasons.
 func reloadFor(actual dcm.State, desired dcm.Desired, caps dcm.Caps, reasons []dcm.ReloadReason) dcm.Plan {
 	p := Reload(desired, caps, reasons...)
-	if !caps.RuntimeCerts && (!slices.Equal(dcm.CertsOf(actual.Backends), dcm.CertsOf(p.Next.Backends)) ||
+	if !caps.RuntimeCerts && (!slices.Equal(dcm.CertsOf(actual.Backends), dcm.CertsOf(p.Next.Backends)) || actual.DefaultCert != p.Next.DefaultCert ||
 		!slices.Equal(dcm.CAsOf(actual.Backends), dcm.CAsOf(p.Next.Backends))) {
 		// A certificate that changed with the rest would have
 		// reloaded on its own: the reasons say so, so that a
@@ -235,7 +235,7 @@ func Fresh(desired dcm.Desired, caps dcm.Caps) dcm.State {
 		}
 		backends = append(backends, b)
 	}
-	return dcm.State{Backends: backends, Pool: freshPool(caps)}
+	return dcm.State{Backends: backends, Pool: freshPool(caps), DefaultCert: desired.DefaultCert}
 }
 
 // AfterReload is what a reload does to a state rendered into the
@@ -258,7 +258,7 @@ func AfterReload(st dcm.State) dcm.State {
 		b.Servers = servers
 		backends[i] = b
 	}
-	return dcm.State{Backends: backends, Pool: st.Pool}
+	return dcm.State{Backends: backends, Pool: st.Pool, DefaultCert: st.DefaultCert}
 }
 
 func serverFor(e dcm.Endpoint, r dcm.Route, origin dcm.Origin) dcm.Server {
@@ -286,7 +286,7 @@ func servable(d dcm.Desired) dcm.Desired {
 	if out == nil {
 		return d
 	}
-	return dcm.Desired{Backends: out}
+	return dcm.Desired{Backends: out, DefaultCert: d.DefaultCert}
 }
 
 // upstreamOf is the TLS a new server of route r connects with: the

@@ -115,6 +115,9 @@ func (g gen) desired() dcm.Desired {
 		}
 		d.Backends = append(d.Backends, b.WithUpstreamNames())
 	}
+	// The default certificate: dcm's self-signed one, or a Secret's
+	// rotated now and then.
+	d.DefaultCert = []dcm.Cert{{}, {Secret: "ingress/default", Version: "aa"}, {Secret: "ingress/default", Version: "bb"}}[g.r.IntN(3)]
 	// Edge backends (be_edge:…) sort before HTTP ones.
 	slices.SortFunc(d.Backends, func(a, b dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
 	return d

@@ -25,7 +25,7 @@ func DesiredOf(st dcm.State) dcm.Desired {
 	// preview, over thousands of servers. Backends get capped sub-slices, so
 	// an append to one never writes into the next.
 	slab := make([]dcm.Endpoint, 0, n)
-	d := dcm.Desired{Backends: make([]dcm.DesiredBackend, 0, len(st.Backends))}
+	d := dcm.Desired{Backends: make([]dcm.DesiredBackend, 0, len(st.Backends)), DefaultCert: st.DefaultCert}
 	for _, b := range st.Backends {
 		if b.Retiring {
 			continue // its route is gone
@@ -65,7 +65,7 @@ type phase struct {
 // after, the traffic share of the servers touched and who would drain. It is
 // the planner itself run forward, so the preview is what dcm will do.
 func Simulate(snap dcm.Snapshot, whatifs []dcm.WhatIf, costs dcm.MemoryCosts) dcm.Simulation {
-	return SimulateFrom(snap, DesiredOf(dcm.State{Backends: snap.Backends, Pool: snap.Pool}), whatifs, costs)
+	return SimulateFrom(snap, DesiredOf(dcm.State{Backends: snap.Backends, Pool: snap.Pool, DefaultCert: snap.DefaultCert}), whatifs, costs)
 }
 
 // SimulateFrom is Simulate with the snapshot's DesiredOf given: a caller
@@ -73,7 +73,7 @@ func Simulate(snap dcm.Snapshot, whatifs []dcm.WhatIf, costs dcm.MemoryCosts) dc
 // types) reads it back once. desired is not modified.
 func SimulateFrom(snap dcm.Snapshot, desired dcm.Desired, whatifs []dcm.WhatIf, costs dcm.MemoryCosts) dcm.Simulation {
 	caps := snap.Caps
-	st := dcm.State{Backends: snap.Backends, Pool: snap.Pool}
+	st := dcm.State{Backends: snap.Backends, Pool: snap.Pool, DefaultCert: snap.DefaultCert}
 	sim := dcm.Simulation{Seq: snap.Seq, Mode: caps.Mode, Before: totals(st, desired, costs),
 		Steps: []dcm.SimStep{}, Traffic: []dcm.Share{}, Draining: []dcm.Draining{}, Backends: []string{}}
 	initial := st
@@ -127,6 +127,9 @@ func SimulateFrom(snap dcm.Snapshot, desired dcm.Desired, whatifs []dcm.WhatIf, 
 // to every route, and a reload renders every backend, so those plans are
 // made whole.
 func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) dcm.Plan {
+	if st.DefaultCert != d.DefaultCert {
+		return Compute(st, d, caps)
+	}
 	for _, n := range names {
 		a, okA := st.Backend(n)
 		w, okD := d.Backend(n)
@@ -134,8 +137,8 @@ func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) 
 			return Compute(st, d, caps)
 		}
 	}
-	sub := dcm.State{Pool: st.Pool}
-	var subD dcm.Desired
+	sub := dcm.State{Pool: st.Pool, DefaultCert: st.DefaultCert}
+	subD := dcm.Desired{DefaultCert: d.DefaultCert}
 	for _, n := range names {
 		if b, ok := st.Backend(n); ok {
 			sub.Backends = append(sub.Backends, b)
@@ -158,7 +161,7 @@ func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) 
 	}
 	next = append(next, p.Next.Backends...)
 	dcm.SortBackends(next)
-	p.Next = dcm.State{Backends: next, Pool: p.Next.Pool}
+	p.Next = dcm.State{Backends: next, Pool: p.Next.Pool, DefaultCert: p.Next.DefaultCert}
 	return p
 }
 
@@ -174,7 +177,7 @@ func idle(st dcm.State) dcm.State {
 }
 
 func idleWhere(st dcm.State, which func(dcm.Backend) bool) dcm.State {
-	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool}
+	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool, DefaultCert: st.DefaultCert}
 	for i, b := range out.Backends {
 		if !which(b) {
 			continue
@@ -209,14 +212,14 @@ func phasesFor(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 			return nil, nil, fmt.Errorf("add-route: %s exists already", name)
 		}
 		nb := dcm.DesiredBackend{Name: name, Route: r, Endpoints: serviceEndpoints(d, r)}
-		next := dcm.Desired{Backends: append(slices.Clone(d.Backends), nb)}
+		next := dcm.Desired{Backends: append(slices.Clone(d.Backends), nb), DefaultCert: d.DefaultCert}
 		slices.SortFunc(next.Backends, func(a, b dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
 		return []phase{{name: "route created", desired: next}}, []string{name}, nil
 	case dcm.WhatIfDeleteRoute:
 		if _, ok := d.Backend(w.Backend); !ok {
 			return nil, nil, fmt.Errorf("delete-route: no backend %s", w.Backend)
 		}
-		next := dcm.Desired{Backends: slices.DeleteFunc(slices.Clone(d.Backends), func(b dcm.DesiredBackend) bool { return b.Name == w.Backend })}
+		next := dcm.Desired{Backends: slices.DeleteFunc(slices.Clone(d.Backends), func(b dcm.DesiredBackend) bool { return b.Name == w.Backend }), DefaultCert: d.DefaultCert}
 		return []phase{{name: "route deleted", desired: next}}, []string{w.Backend}, nil
 	case dcm.WhatIfUpdateRoute:
 		return updateRoutePhases(w, d)
@@ -243,7 +246,7 @@ func updateRoutePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 	if i < 0 {
 		return nil, nil, fmt.Errorf("update-route: no backend %s (a new kind is delete-route, then add-route)", name)
 	}
-	next := dcm.Desired{Backends: slices.Clone(d.Backends)}
+	next := dcm.Desired{Backends: slices.Clone(d.Backends), DefaultCert: d.DefaultCert}
 	nb := next.Backends[i].WithUpstream(r.Upstream) // endpoint names follow a new CA
 	if !slices.Equal(nb.Route.Services, r.Services) {
 		nb.Endpoints = dcm.DesiredBackend{Route: r, Endpoints: serviceEndpoints(d, r)}.WithUpstreamNames().Endpoints
@@ -262,7 +265,7 @@ func rotatePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 	if err := dcm.ValidateSecretRef("secret", w.Secret); err != nil {
 		return nil, nil, fmt.Errorf("rotate-cert: %w", err)
 	}
-	next := dcm.Desired{Backends: slices.Clone(d.Backends)}
+	next := dcm.Desired{Backends: slices.Clone(d.Backends), DefaultCert: d.DefaultCert}
 	var names []string
 	rotated := func(v string) string {
 		h := fnv.New64a()
@@ -288,7 +291,10 @@ func rotatePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 			names = append(names, b.Name)
 		}
 	}
-	if len(names) == 0 {
+	if next.DefaultCert.Secret == w.Secret {
+		// The default certificate: the hosts without one of their own.
+		next.DefaultCert.Version = rotated(next.DefaultCert.Version)
+	} else if len(names) == 0 {
 		return nil, nil, fmt.Errorf("rotate-cert: no edge or reencrypt route uses Secret %s", w.Secret)
 	}
 	return []phase{{name: "certificate rotated", desired: next}}, names, nil
@@ -425,7 +431,7 @@ func withPods(d dcm.Desired, idx []int, pods []string, st dcm.AdminState) dcm.De
 	if len(pods) == 0 {
 		return d
 	}
-	out := dcm.Desired{Backends: slices.Clone(d.Backends)}
+	out := dcm.Desired{Backends: slices.Clone(d.Backends), DefaultCert: d.DefaultCert}
 	for _, i := range idx {
 		b := out.Backends[i]
 		portName, port, weight := "http", 0, 1
@@ -454,7 +460,7 @@ func withPods(d dcm.Desired, idx []int, pods []string, st dcm.AdminState) dcm.De
 // terminatePods marks the pods' endpoints as the endpointslice controller
 // does once they are deleted: serving while terminating.
 func terminatePods(d dcm.Desired, idx []int, pods []string) dcm.Desired {
-	out := dcm.Desired{Backends: slices.Clone(d.Backends)}
+	out := dcm.Desired{Backends: slices.Clone(d.Backends), DefaultCert: d.DefaultCert}
 	for _, i := range idx {
 		b := out.Backends[i]
 		b.Endpoints = slices.Clone(b.Endpoints)
@@ -469,7 +475,7 @@ func terminatePods(d dcm.Desired, idx []int, pods []string) dcm.Desired {
 }
 
 func withoutPods(d dcm.Desired, idx []int, pods []string) dcm.Desired {
-	out := dcm.Desired{Backends: slices.Clone(d.Backends)}
+	out := dcm.Desired{Backends: slices.Clone(d.Backends), DefaultCert: d.DefaultCert}
 	for _, i := range idx {
 		b := out.Backends[i]
 		b.Endpoints = slices.DeleteFunc(slices.Clone(b.Endpoints), func(e dcm.Endpoint) bool { return slices.Contains(pods, e.Pod) })
@@ -602,6 +608,7 @@ func Follow(snap dcm.Snapshot, ev dcm.Event) (dcm.Snapshot, bool) {
 		}
 	}
 	snap.Backends = backends
+	snap.DefaultCert = followDefaultCert(snap.DefaultCert, ev)
 	return snap, true
 }
 

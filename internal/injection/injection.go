@@ -251,6 +251,8 @@ var routeSpecFields = []RouteField{
 		t := edgeTLS(r)
 		t["certificate"], t["key"] = pemWith(""), v
 	}, Wrap: pemWith, Long: pemWith(strings.Repeat("A", 100000)), Reason: dcm.RejectInvalidValue, Path: "spec.tls"},
+	{Name: "route external certificate name", Set: func(r route, v string) { edgeTLS(r)["externalCertificate"] = route{"name": v} },
+		Wrap: inName, Long: Marker + strings.Repeat("a", 251), Reason: dcm.RejectInvalidName, Path: "spec.tls.externalCertificate.name"},
 	{Name: "route passthrough host", Set: func(r route, v string) {
 		spec(r)["tls"] = route{"termination": "passthrough"}
 		spec(r)["path"] = ""

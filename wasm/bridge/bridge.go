@@ -91,7 +91,7 @@ func (p *Planner) Load(raw []byte) (FeedResult, error) {
 func (p *Planner) load(s dcm.Snapshot) {
 	// Only what the planner reads is kept: routes and rejections are the
 	// page's business.
-	p.snap = dcm.Snapshot{Seq: s.Seq, Mode: s.Mode, Caps: s.Caps, Backends: s.Backends, Pool: s.Pool}
+	p.snap = dcm.Snapshot{Seq: s.Seq, Mode: s.Mode, Caps: s.Caps, Backends: s.Backends, Pool: s.Pool, DefaultCert: s.DefaultCert}
 	p.desired = nil
 	p.loaded = true
 }
@@ -110,7 +110,7 @@ func (p *Planner) Simulate(whatifs []byte) ([]byte, error) {
 		return nil, fmt.Errorf("what-ifs: %w", err)
 	}
 	if p.desired == nil {
-		d := plan.DesiredOf(dcm.State{Backends: p.snap.Backends, Pool: p.snap.Pool})
+		d := plan.DesiredOf(dcm.State{Backends: p.snap.Backends, Pool: p.snap.Pool, DefaultCert: p.snap.DefaultCert})
 		p.desired = &d
 	}
 	return json.Marshal(plan.SimulateFrom(p.snap, *p.desired, ws, p.costs))

@@ -36,6 +36,9 @@ type gen struct {
 	// tls draws a scenario about certificates (it draws more than the
 	// others, so it is decided before the first draw).
 	tls bool
+	// moments counts the desired states drawn: the default certificate
+	// follows it, drawing nothing, so the other draws stay what they were.
+	moments int
 }
 
 var namespaces = []string{"default", "shop", "team-a", "demo", "payments"}

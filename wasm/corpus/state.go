@@ -102,8 +102,16 @@ func (g *gen) desiredChurn(c *cluster, churn bool) dcm.Desired {
 		d.Backends = append(d.Backends, b.ServeTerminating())
 	}
 	slices.SortFunc(d.Backends, func(x, y dcm.DesiredBackend) int { return strings.Compare(x.Name, y.Name) })
+	if g.moments++; g.tls {
+		// The default certificate: the self-signed one, or a Secret's
+		// (--default-ssl-certificate) in one of its versions.
+		d.DefaultCert = []dcm.Cert{{Secret: defaultCertSecret, Version: "0a1b2c"}, {}, {Secret: defaultCertSecret, Version: "3d4e5f"}}[g.moments%3]
+	}
 	return d
 }
+
+// defaultCertSecret is the Secret of --default-ssl-certificate in the corpus.
+const defaultCertSecret = "openshift-ingress/router-default"
 
 var healthOf = map[dcm.AdminState][]string{
 	dcm.StateReady: {"UP", "UP", "UP", "DOWN", "UP 1/3"},
@@ -114,7 +122,7 @@ var healthOf = map[dcm.AdminState][]string{
 // observe plays HAProxy reporting on a state: traffic on some servers,
 // health, and most servers observed since dcm last changed them.
 func (g *gen) observe(st dcm.State) dcm.State {
-	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool}
+	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool, DefaultCert: st.DefaultCert}
 	for i, b := range out.Backends {
 		b.Servers = slices.Clone(b.Servers)
 		for k := range b.Servers {
@@ -191,6 +199,8 @@ func (g *gen) snapshot(seq uint64, caps dcm.Caps, st dcm.State, d dcm.Desired) d
 		Backends: markRetired(st.Backends, d),
 		Pool:     st.Pool,
 		Rejected: []dcm.Rejection{},
+		// The planner reads it as a state's: what default.pem holds.
+		DefaultCert: st.DefaultCert,
 	}
 	if g.r.IntN(2) == 0 {
 		s.LastReload = &dcm.ReloadInfo{Time: base.Add(-time.Duration(g.r.IntN(1e5)) * time.Millisecond).In(time.FixedZone("CET", 3600)),

@@ -216,6 +216,16 @@ func (g *gen) updateRoute(d dcm.Desired, wl *workload) dcm.WhatIf {
 // rotate rotates the certificate of an edge route's Secret, or of one none
 // uses.
 func (g *gen) rotate(d dcm.Desired, wl *workload) dcm.WhatIf {
+	w := g.rotateRoute(d, wl)
+	if g.moments++; d.DefaultCert.Secret != "" && g.moments%2 == 0 {
+		// The default certificate's Secret, drawn after the route's so
+		// that the draws stay what they were: a set ssl cert on default.pem.
+		return dcm.WhatIf{Kind: dcm.WhatIfRotateCert, Secret: d.DefaultCert.Secret}
+	}
+	return w
+}
+
+func (g *gen) rotateRoute(d dcm.Desired, wl *workload) dcm.WhatIf {
 	for _, i := range g.r.Perm(len(d.Backends)) {
 		if tls := d.Backends[i].Route.TLS; tls != nil {
 			return dcm.WhatIf{Kind: dcm.WhatIfRotateCert, Namespace: wl.ns, Secret: tls.Secret}
