@@ -146,4 +146,3 @@ func TestWildcardOwnership(t *testing.T) {
 		}
 	}
 }
-
