@@ -82,7 +82,7 @@ func (s *Source) syncIngress(t *txn, ns, name string) error {
 		}
 	}
 	s.settle(t, key, ref, st)
-	return nil
+	return s.syncOwnedRoutes(t, ns, name)
 }
 
 // settle puts what the Source now knows of one Ingress or Route (nil: gone

@@ -232,7 +232,7 @@ func (s *Source) syncRoute(t *txn, ns, name string) error {
 			if !ok {
 				return fmt.Errorf("route %s/%s: unexpected %T", ns, name, obj)
 			}
-			if s.inShard(ns, u.GetLabels()) {
+			if s.inShard(ns, u.GetLabels()) && !s.servedByIngress(u) {
 				st = s.convertRoute(u)
 			}
 		}
