@@ -271,11 +271,11 @@ func (o ingressOptions) route(ing *networkingv1.Ingress, r rawRoute, name string
 			route.Insecure, route.RedirectCode = dcm.InsecureRedirect, o.redirectCode
 		}
 	}
-	if secret, ok := tlsHosts[r.host]; ok && r.host != "" {
+	if secret, ok := o.tlsFor(tlsHosts, r.host); ok {
 		// The Secret's version is the Source's to fill in: it
 		// changes without the Ingress changing.
 		route.Kind = dcm.KindEdge
-		route.TLS = &dcm.TLSRef{Secret: ing.Namespace + "/" + secret}
+		route.TLS = tlsRef(ing.Namespace, secret, name)
 		route.Insecure = dcm.InsecureAllow
 		if o.redirect {
 			route.Insecure, route.RedirectCode = dcm.InsecureRedirect, o.redirectCode
