@@ -20,10 +20,10 @@ type ingressOptions struct {
 	upstream              *dcm.UpstreamTLS
 	// termination is route.openshift.io/termination ("" when absent).
 	termination string
-	allowlist             []string
-	rateLimit             *dcm.RateLimit
-	http                  dcm.HTTPOptions
-	headers               *dcm.HeaderActions
+	allowlist   []string
+	rateLimit   *dcm.RateLimit
+	http        dcm.HTTPOptions
+	headers     *dcm.HeaderActions
 }
 
 // ingressAnnotations reads an Ingress's annotations through the table, in
