@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -23,7 +25,9 @@ import (
 // *.<domain> inline, serves a.<domain> and b.<domain> over HTTPS with that
 // certificate (checked by serial, by SNI) and over plain HTTP (Allow);
 // an Ingress for an exact host under the domain keeps its host, two labels
-// under the domain find nothing. The Route comes and goes without a reload.
+// under the domain find nothing. An Ingress host *.<domain> with its
+// certificate from a Secret is served the same. The Route comes and goes
+// without a reload.
 func TestWildcardRoute(t *testing.T) {
 	installRouteCRD(t)
 	t.Cleanup(func() { removeRouteCRD(t) })
@@ -78,6 +82,32 @@ func TestWildcardRoute(t *testing.T) {
 	if err := s.ExpectStatus("a.b."+domain, "/", unmatched); err != nil {
 		t.Errorf("two labels under the domain: %v, want %d", err, unmatched)
 	}
+
+	// An Ingress host *.<domain>, its certificate from a Secret.
+	ingDomain := "ing." + ns + ".test"
+	ingLeaf := ca.Leaf(t, "*."+ingDomain)
+	if _, err := env.admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wild-tls"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: ingLeaf.CertPEM, corev1.TLSPrivateKeyKey: ingLeaf.KeyPEM}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ing := ingressFor(ns, "wild-ing", "*."+ingDomain, "/", "wild")
+	ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"*." + ingDomain}, SecretName: "wild-tls"}}
+	if _, err := env.admin.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Eventually("x."+ingDomain+" served with the Ingress's wildcard certificate", 15*time.Second, func() error {
+		code, body, got, err := testkit.HTTPSGet(s.HTTPSAddr, "x."+ingDomain, "/", ca.Pool())
+		switch {
+		case err != nil:
+			return err
+		case code != http.StatusOK || !slices.Contains(wildPods, strings.TrimSpace(body)):
+			return fmt.Errorf("HTTP %d %q", code, body)
+		case got.SerialNumber.Cmp(ingLeaf.Cert.SerialNumber) != 0:
+			return fmt.Errorf("serial %s, want %s", got.SerialNumber, ingLeaf.Cert.SerialNumber)
+		}
+		return nil
+	})
 
 	if err := routes.Delete(ctx, "wild", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
