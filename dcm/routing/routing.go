@@ -7,11 +7,12 @@
 // Like the planner it imports only dcm and the standard library: it is
 // compiled to WebAssembly with it and runs in the browser.
 //
-// HAProxy finds a request's backend in four maps, tried in this order —
-// exact keys before prefixes, a named host before any host
-// (dcm.HTTPMapTables) — and the first match wins. A fifth map, sni, sends
-// TLS connections of passthrough routes by the ClientHello's server name
-// to their TCP backends, before any TLS is terminated. Two more, insecure
+// HAProxy finds a request's backend in six maps, tried in this order —
+// exact keys before prefixes, a named host before a wildcard domain
+// (wildcard.go) before any host (dcm.HTTPMapTables) — and the first match
+// wins. The sni map (then sni_wild) sends TLS connections of passthrough
+// routes by the ClientHello's server name to their TCP backends, before
+// any TLS is terminated. Two more, insecure
 // and insecure_host, say what plain HTTP for a TLS route gets
 // (dcm.Route.Insecure), and the setting maps hold each route's
 // dcm.HTTPOptions (settings.go). The maps are derived from the routes alone.
