@@ -150,3 +150,39 @@ func TestWildcardRouteRefusedWithoutFlag(t *testing.T) {
 		t.Errorf("a.wild served without the flag: %d %v", code, err)
 	}
 }
+
+// TestWildcardOwnsDomain: a wildcard Route claims its domain for its
+// namespace, as OpenShift's host admission does: a younger Route of another
+// namespace for a host under the domain is not admitted
+// (HostAlreadyClaimed) and not served; once the wildcard goes, it is.
+func TestWildcardOwnsDomain(t *testing.T) {
+	installRouteCRD(t)
+	t.Cleanup(func() { removeRouteCRD(t) })
+	nsA, nsB := kapitest.Namespace(t, env.admin), kapitest.Namespace(t, env.admin)
+	ctx := context.Background()
+	domain := "owned." + nsA + ".test"
+	createApp(t, nsA, "wild", 1, "wild-app."+nsA+".test", "/")
+	createApp(t, nsB, "other", 1, "other-app."+nsB+".test", "/")
+	s := startRouteDCMIn(t, []string{nsA, nsB}, func(c *system.Config) { c.AllowWildcardRoutes = true })
+	routesA := adminDynamic(t).Resource(kube.RouteGVR).Namespace(nsA)
+	u := osRoute(nsA, "wild", "www."+domain, "", "wild", 100, nil)
+	u.Object["spec"].(map[string]any)["wildcardPolicy"] = "Subdomain"
+	if _, err := routesA.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Serves("b."+domain, "/", 1, readyPods(nsA, "wild"))
+	afterA(t, routesA, "wild")
+	routesB := adminDynamic(t).Resource(kube.RouteGVR).Namespace(nsB)
+	if _, err := routesB.Create(ctx, osRoute(nsB, "b", "b."+domain, "", "other", 100, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	admitted(t, routesB, "b", "False", dcm.RejectHostClaimed)
+	if err := s.ServesExactly("b."+domain, "/", mustPods(t, nsA, "wild"), 4); err != nil {
+		t.Errorf("b.%s while the wildcard holds the domain: %v", domain, err)
+	}
+	if err := routesA.Delete(ctx, "wild", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	admitted(t, routesB, "b", "True", "")
+	s.Serves("b."+domain, "/", 1, readyPods(nsB, "other"))
+}
