@@ -3,8 +3,11 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,7 +126,8 @@ func TestIngressWithGeneratedRoute(t *testing.T) {
 // Ingress, as route-controller-manager reads it: reencrypt ends the
 // client's TLS with the spec.tls Secret and verifies the pod against
 // --default-backend-ca-file; passthrough hands the TLS connection to the
-// pod, whose own certificate the client sees.
+// pod, whose own certificate the client sees; edge serves a host that is
+// not in spec.tls with the default certificate and redirects plain HTTP.
 func TestIngressTerminationAnnotation(t *testing.T) {
 	ns := kapitest.Namespace(t, env.admin)
 	ctx := context.Background()
@@ -167,11 +171,33 @@ func TestIngressTerminationAnnotation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	edHost := "ed." + ns + ".test"
+	createApp(t, ns, "ed", 1, edHost, "/")
+	ed, err := env.admin.NetworkingV1().Ingresses(ns).Get(ctx, "ed", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ed.Annotations = map[string]string{kube.AnnotationIngressTermination: "edge"}
+	if _, err := env.admin.NetworkingV1().Ingresses(ns).Update(ctx, ed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	o := dcmOptions(t, ns)
 	o.Config = func(c *system.Config) { c.DefaultBackendCAFile = caFile }
 	s := harness.Start(t, o)
 	expectBehindTLS(s, reHost, front, reLeaf)("reencrypt: the verified pod serves", 200, "re-0")
 	expectBehindTLS(s, ptHost, podCA, ptLeaf)("passthrough: the pod's own certificate", 200, "pt-0")
+	edPods := mustPods(t, ns, "ed")
+	s.Eventually("edge without spec.tls: HTTPS with the default certificate, plain HTTP redirected", 15*time.Second, func() error {
+		code, body, _, err := testkit.InsecureHTTPSGet(s.HTTPSAddr, edHost, "/")
+		if err != nil || code != 200 || !slices.Contains(edPods, strings.TrimSpace(body)) {
+			return fmt.Errorf("HTTPS %d %q %v, want 200 from %v", code, body, err, edPods)
+		}
+		code, loc, err := plainGet(s.HTTPAddr, edHost, "/x")
+		if err != nil || code != http.StatusFound || !strings.HasPrefix(loc, "https://"+edHost) || !strings.HasSuffix(loc, "/x") {
+			return fmt.Errorf("plain HTTP %d %q %v, want 302 to https", code, loc, err)
+		}
+		return nil
+	})
 	if r := s.Engine.Snapshot().Rejected; len(r) != 0 {
 		t.Errorf("rejected %+v", r)
 	}
