@@ -11,8 +11,17 @@ const (
 	MapHostPrefix MapTable = "host_prefix"
 	MapAnyExact   MapTable = "any_exact"
 	MapAnyPrefix  MapTable = "any_prefix"
+	// MapWildExact and MapWildPrefix are host_exact and host_prefix for
+	// wildcard routes: keyed by the domain with its leading dot and the
+	// path (".example.com/api"), looked up with the request's host less
+	// its first label, only when no exact host matched.
+	MapWildExact  MapTable = "wild_exact"
+	MapWildPrefix MapTable = "wild_prefix"
 	// MapSNI maps a passthrough route's host to its backend.
 	MapSNI MapTable = "sni"
+	// MapSNIWild maps a wildcard passthrough route's domain (".example.com")
+	// to its backend, asked when the SNI map knows no exact host.
+	MapSNIWild MapTable = "sni_wild"
 	// MapInsecure maps the HAProxy backend of a route that terminates TLS
 	// to what a plain HTTP request routed to it gets (routing.InsecureAction),
 	// when its policy is not Allow. fe_http routes a request by the HTTP
@@ -27,14 +36,15 @@ const (
 )
 
 // HTTPMapTables lists the maps of HTTP requests in the order HAProxy tries them.
-var HTTPMapTables = []MapTable{MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix}
+var HTTPMapTables = []MapTable{MapHostExact, MapHostPrefix, MapWildExact, MapWildPrefix, MapAnyExact, MapAnyPrefix}
 
 // MapTables lists every routing map: the rate limits, the setting maps and
 // the header actions first, so that a new route's limits and settings are
 // committed before the routing maps send it traffic, then the HTTP maps,
 // the SNI map and the insecure-policy maps.
 var MapTables = append(append([]MapTable{MapRateLimit}, SettingMapTables...),
-	MapHeaders, MapHostExact, MapHostPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapInsecure, MapInsecureHost)
+	MapHeaders, MapHostExact, MapHostPrefix, MapWildExact, MapWildPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapSNIWild,
+	MapInsecure, MapInsecureHost)
 
 // Setting maps hold a route's HTTPOptions, keyed by its HAProxy backend
 // (Backend.ProxyName), as the insecure map is: a value changes at runtime.
@@ -57,7 +67,7 @@ func (t MapTable) Setting() bool {
 // frontend: the SNI map by it, the insecure maps by fe_http only to send
 // plain HTTP over to it.
 func (t MapTable) HTTPSOnly() bool {
-	return t == MapSNI || t == MapInsecure || t == MapInsecureHost || t == MapHSTS
+	return t == MapSNI || t == MapSNIWild || t == MapInsecure || t == MapInsecureHost || t == MapHSTS
 }
 
 // Insecure reports whether a map holds insecure-policy actions rather than
@@ -65,7 +75,7 @@ func (t MapTable) HTTPSOnly() bool {
 func (t MapTable) Insecure() bool { return t == MapInsecure || t == MapInsecureHost }
 
 // Prefix reports whether the map matches keys by prefix (map_beg).
-func (t MapTable) Prefix() bool { return t == MapHostPrefix || t == MapAnyPrefix }
+func (t MapTable) Prefix() bool { return t == MapHostPrefix || t == MapWildPrefix || t == MapAnyPrefix }
 
 // MapEntry is one line of a routing map: requests whose key matches go to
 // the backend. Backend is the route's backend as dcm names it; Slot, when

@@ -101,7 +101,8 @@ func ValidatePort(field string, p int) error {
 }
 
 // ValidateHost checks a route host: a lower-case DNS name, or empty for any host.
-// Wildcard hosts are not supported yet and are rejected as such.
+// Wildcard hosts are rejected as unsupported: only a route's host may be
+// one (ValidateRouteHost).
 func ValidateHost(field, s string) error {
 	if s == "" {
 		return nil
@@ -223,7 +224,7 @@ func ValidateRoute(r Route) error {
 	if err := ValidateRouteName("route name", r.Name); err != nil {
 		return err
 	}
-	if err := ValidateHost("host", r.Host); err != nil {
+	if err := ValidateRouteHost("host", r.Host); err != nil {
 		return err
 	}
 	if err := ValidateHTTPOptions(r); err != nil {

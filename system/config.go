@@ -41,6 +41,9 @@ type Config struct {
 	// any namespace may serve paths of one host (default: the host belongs
 	// to the namespace of its oldest object, as in OpenShift).
 	AllowCrossNamespaceHosts bool
+	// AllowWildcardRoutes is --allow-wildcard-routes: Route wildcardPolicy
+	// Subdomain and Ingress hosts *.<domain> are served.
+	AllowWildcardRoutes bool
 	// RouteSelector and NamespaceSelector are --route-selector and
 	// --namespace-selector: label selectors (labels.Parse syntax) of the
 	// Ingresses and Routes dcm serves and of their namespaces; "": all.

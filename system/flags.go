@@ -31,6 +31,7 @@ func (c *Config) FlagSet() *pflag.FlagSet {
 	fs.StringVar(&c.IngressClass, "ingress-class", c.IngressClass, "serve only Ingresses of this class (default: all)")
 	fs.BoolVar(&c.Routes, "routes", c.Routes, "also serve OpenShift Routes (route.openshift.io/v1) when the API server serves them")
 	fs.StringVar(&c.RouteSubdomain, "route-subdomain", c.RouteSubdomain, "give a Route without spec.host the host <name>-<namespace>.<this> (default: such Routes are rejected)")
+	fs.BoolVar(&c.AllowWildcardRoutes, "allow-wildcard-routes", c.AllowWildcardRoutes, "serve Routes with wildcardPolicy Subdomain and Ingress hosts *.<domain>: every single label under the domain, after exact hosts; a wildcard claims its domain for its namespace (default: such objects are refused)")
 	fs.BoolVar(&c.AllowCrossNamespaceHosts, "allow-cross-namespace-hosts", c.AllowCrossNamespaceHosts, "let Ingresses and Routes of any namespace serve paths of one host (default: a host belongs to the namespace of its oldest Ingress or Route; the others are refused with HostAlreadyClaimed)")
 	fs.StringVar(&c.RouteSelector, "route-selector", c.RouteSelector, "serve only Ingresses and Routes whose labels match this selector (e.g. shard=internal); a relabelled object joins or leaves at runtime (default: all)")
 	fs.StringVar(&c.NamespaceSelector, "namespace-selector", c.NamespaceSelector, "serve only Ingresses and Routes of namespaces whose labels match this selector (e.g. router=internal); a relabelled namespace joins or leaves at runtime (default: all)")

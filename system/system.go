@@ -198,11 +198,12 @@ func (s *System) kubeSource(dyn dynamic.Interface, backendCA []byte, pems *kube.
 	nsSel, _ := kube.ParseSelector("--namespace-selector", s.cfg.NamespaceSelector)
 	src := kube.NewSource(s.client, kube.Options{IngressClass: s.cfg.IngressClass, Namespaces: s.cfg.Namespaces,
 		DefaultBackendCA: backendCA, PEMs: pems, AllowCrossNamespaceHosts: s.cfg.AllowCrossNamespaceHosts,
-		RouteSelector: routeSel, NamespaceSelector: nsSel, DefaultCertificate: s.cfg.DefaultSSLCertificate}, s.engine, s.log.With("part", "kube"))
+		AllowWildcardRoutes: s.cfg.AllowWildcardRoutes, DefaultCertificate: s.cfg.DefaultSSLCertificate,
+		RouteSelector: routeSel, NamespaceSelector: nsSel}, s.engine, s.log.With("part", "kube"))
 	switch {
 	case dyn != nil && s.cfg.Routes:
 		src.WatchRoutes(kube.RouteWatchOptions{Client: dyn, Discovery: s.client.Discovery(),
-			Convert: kube.RouteOptions{Subdomain: s.cfg.RouteSubdomain}, Status: true,
+			Convert: kube.RouteOptions{Subdomain: s.cfg.RouteSubdomain, AllowWildcard: s.cfg.AllowWildcardRoutes}, Status: true,
 			Recheck: s.cfg.RoutesRecheck, MaxRecheck: s.cfg.RoutesMaxRecheck})
 	case s.cfg.Routes:
 		// The demo's in-memory cluster has no API server to serve the

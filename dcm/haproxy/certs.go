@@ -87,7 +87,7 @@ func certFileFor(host string) (string, error) {
 	if host == "" {
 		return "", errors.New("certificate without host")
 	}
-	if err := dcm.ValidateHost("certificate host", host); err != nil {
+	if err := dcm.ValidateRouteHost("certificate host", host); err != nil {
 		return "", err
 	}
 	return CertFile(host), nil

@@ -119,7 +119,11 @@ const CAsDir = "cas"
 func CAFile(version string) string { return CAsDir + "/" + version + ".pem" }
 
 // CertFile is the certificate file of an SNI host, relative to the cfg.
-func CertFile(host string) string { return CertsDir + "/" + host + ".pem" }
+// A wildcard host's file is named with "_" for its "*" (no host has one),
+// so no file name holds a glob character.
+func CertFile(host string) string {
+	return CertsDir + "/" + strings.Replace(host, "*", "_", 1) + ".pem"
+}
 
 // MapFile is the file of a routing map, relative to the cfg; HAProxy's
 // runtime API names the map by this same string.
@@ -160,8 +164,11 @@ func frontendRouting() []struct{ keyVar, conv, file string } {
 	out := make([]struct{ keyVar, conv, file string }, 0, len(dcm.HTTPMapTables))
 	for _, t := range dcm.HTTPMapTables {
 		keyVar, conv := "txn.path", "map_str"
-		if t == dcm.MapHostExact || t == dcm.MapHostPrefix {
+		switch t {
+		case dcm.MapHostExact, dcm.MapHostPrefix:
 			keyVar = "txn.key"
+		case dcm.MapWildExact, dcm.MapWildPrefix:
+			keyVar = "txn.wkey"
 		}
 		if t.Prefix() {
 			conv = "map_beg"
@@ -325,7 +332,7 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 func renderCrtList(backends []dcm.Backend) ([]byte, error) {
 	var b bytes.Buffer
 	for _, c := range dcm.CertsOf(backends) {
-		if err := dcm.ValidateHost("certificate host", c.Host); err != nil || c.Host == "" {
+		if err := dcm.ValidateRouteHost("certificate host", c.Host); err != nil || c.Host == "" {
 			return nil, fmt.Errorf("certificate of %q: not a host name", c.Host)
 		}
 		b.WriteString(CertFile(c.Host) + " " + c.Host + "\n")
@@ -379,12 +386,14 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 		// untouched. Every other connection goes on, with its client's
 		// address in a PROXY v2 header, to fe_https over a local socket.
 		sni := "req_ssl_sni,lower,map_str(" + MapFile(dcm.MapSNI) + ")"
+		wild := "req_ssl_sni,lower," + wildcardDomain + ",map_str(" + MapFile(dcm.MapSNIWild) + ")"
 		w.WriteString("\nfrontend fe_tls\n")
 		w.WriteString("    mode tcp\n")
 		fmt.Fprintf(w, "    bind %s\n", s.HTTPSBind)
 		fmt.Fprintf(w, "    tcp-request inspect-delay %s\n", helloWait)
 		w.WriteString("    tcp-request content accept if { req_ssl_hello_type 1 }\n")
 		fmt.Fprintf(w, "    use_backend %%[%s] if { %s -m found }\n", sni, sni)
+		fmt.Fprintf(w, "    use_backend %%[%s] if { %s -m found }\n", wild, wild)
 		fmt.Fprintf(w, "    default_backend %s\n", TerminateBackend)
 		fmt.Fprintf(w, "\nbackend %s\n", TerminateBackend)
 		w.WriteString("    mode tcp\n")
@@ -426,6 +435,7 @@ func renderInsecureRouting(w *bytes.Buffer, s Settings) {
 	redirectPort := s.HTTPSRedirectPort
 	renderLookup(w)
 	fmt.Fprintf(w, "    http-request set-var(txn.insecure) var(txn.host),map_str(%s)\n", MapFile(dcm.MapInsecureHost))
+	fmt.Fprintf(w, "    http-request set-var(txn.insecure) var(txn.host),%s,map_str(%s) if !{ var(txn.insecure) -m found }\n", wildcardDomain, MapFile(dcm.MapInsecureHost))
 	fmt.Fprintf(w, "    http-request set-var(txn.insecure) var(txn.be),map_str(%s) if !{ var(txn.insecure) -m found }\n", MapFile(dcm.MapInsecure))
 	// The host without the port the client used (that is the HTTP one):
 	// the redirect goes to the port clients reach HTTPS on, left out when

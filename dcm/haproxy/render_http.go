@@ -150,6 +150,7 @@ func renderLookup(w *bytes.Buffer) {
 	w.WriteString("    http-request set-var(txn.path) path\n")
 	w.WriteString("    http-request set-var(txn.host) req.hdr(host),field(1,:),lower\n")
 	w.WriteString("    http-request set-var(txn.key) var(txn.host),concat(,txn.path)\n")
+	fmt.Fprintf(w, "    http-request set-var(txn.wkey) var(txn.host),%s,concat(,txn.path)\n", wildcardDomain)
 	for i, r := range frontendRouting() {
 		cond := ""
 		if i > 0 {

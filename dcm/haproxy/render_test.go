@@ -49,6 +49,9 @@ func TestRenderMaps(t *testing.T) {
 		MapAnyExact:                  "/health be_http:ns:anyexact\n/x be_http:ns:anyx\n",
 		MapAnyPrefix:                 "/x/ be_http:ns:anyx\n/ be_http:ns:any\n",
 		MapFile(dcm.MapSNI):          "",
+		MapFile(dcm.MapSNIWild):      "",
+		MapFile(dcm.MapWildExact):    "",
+		MapFile(dcm.MapWildPrefix):   "",
 		MapFile(dcm.MapInsecure):     "",
 		MapFile(dcm.MapInsecureHost): "",
 		MapFile(dcm.MapRateLimit):    "",
@@ -494,11 +497,15 @@ func TestRenderInsecure(t *testing.T) {
 	for _, want := range []string{
 		"    http-request set-var(txn.host) req.hdr(host),field(1,:),lower\n" +
 			"    http-request set-var(txn.key) var(txn.host),concat(,txn.path)\n" +
+			"    http-request set-var(txn.wkey) var(txn.host),regsub(^[^.]*,),concat(,txn.path)\n" +
 			"    http-request set-var(txn.be) var(txn.key),map_str(maps/host_exact.map)\n" +
 			"    http-request set-var(txn.be) var(txn.key),map_beg(maps/host_prefix.map) if !{ var(txn.be) -m found }\n" +
+			"    http-request set-var(txn.be) var(txn.wkey),map_str(maps/wild_exact.map) if !{ var(txn.be) -m found }\n" +
+			"    http-request set-var(txn.be) var(txn.wkey),map_beg(maps/wild_prefix.map) if !{ var(txn.be) -m found }\n" +
 			"    http-request set-var(txn.be) var(txn.path),map_str(maps/any_exact.map) if !{ var(txn.be) -m found }\n" +
 			"    http-request set-var(txn.be) var(txn.path),map_beg(maps/any_prefix.map) if !{ var(txn.be) -m found }\n" +
 			"    http-request set-var(txn.insecure) var(txn.host),map_str(maps/insecure_host.map)\n" +
+			"    http-request set-var(txn.insecure) var(txn.host),regsub(^[^.]*,),map_str(maps/insecure_host.map) if !{ var(txn.insecure) -m found }\n" +
 			"    http-request set-var(txn.insecure) var(txn.be),map_str(maps/insecure.map) if !{ var(txn.insecure) -m found }\n",
 		"    http-request redirect location https://%[var(txn.host)]%[pathq] code 302 if { var(txn.insecure) -m str redirect-302 }\n",
 		"    http-request redirect location https://%[var(txn.host)]%[pathq] code 308 if { var(txn.insecure) -m str redirect-308 }\n",

@@ -18,10 +18,12 @@ type ingressOptions struct {
 	redirectCode          int // 0: HAProxy's default, 302
 	split                 []dcm.ServiceRef
 	upstream              *dcm.UpstreamTLS
-	allowlist             []string
-	rateLimit             *dcm.RateLimit
-	http                  dcm.HTTPOptions
-	headers               *dcm.HeaderActions
+	// termination is route.openshift.io/termination ("" when absent).
+	termination string
+	allowlist   []string
+	rateLimit   *dcm.RateLimit
+	http        dcm.HTTPOptions
+	headers     *dcm.HeaderActions
 }
 
 // ingressAnnotations reads an Ingress's annotations through the table, in
@@ -40,6 +42,10 @@ func ingressAnnotations(ing *networkingv1.Ingress) (ingressOptions, error) {
 	if o.passthrough, _, err = annotationValue[bool](ann, AnnotationSSLPassthrough); err != nil {
 		return o, err
 	}
+	if o.termination, _, err = annotationValue[string](ann, AnnotationIngressTermination); err != nil {
+		return o, err
+	}
+	o.passthrough = o.passthrough || o.termination == terminationPassthrough
 	if o.passthrough && len(ing.Spec.TLS) > 0 {
 		// HAProxy never holds the key of a passed-through host: a Secret
 		// named here would be a certificate nobody serves.
@@ -55,6 +61,9 @@ func ingressAnnotations(ing *networkingv1.Ingress) (ingressOptions, error) {
 	if o.redirect, o.redirectSet, err = annotationValue[bool](ann, AnnotationSSLRedirect); err != nil {
 		return o, err
 	}
+	// route-controller-manager's Routes redirect plain HTTP, passthrough
+	// ones too.
+	o.redirectSet = o.redirectSet || o.termination != ""
 	code, codeSet, err := annotationValue[int](ann, AnnotationSSLRedirectCode)
 	if err != nil {
 		return o, err
@@ -66,7 +75,7 @@ func ingressAnnotations(ing *networkingv1.Ingress) (ingressOptions, error) {
 	if o.split, _, err = annotationValue[[]dcm.ServiceRef](ann, AnnotationWeights); err != nil {
 		return o, err
 	}
-	if o.upstream, err = ingressUpstream(ing, o.passthrough, len(o.split) > 0); err != nil {
+	if o.upstream, err = ingressUpstream(ing, o.passthrough, len(o.split) > 0, o.termination == terminationReencrypt); err != nil {
 		return o, err
 	}
 	if o.allowlist, _, err = annotationValue[[]string](ann, AnnotationAllowlist); err != nil {
@@ -91,12 +100,13 @@ func ingressAnnotations(ing *networkingv1.Ingress) (ingressOptions, error) {
 // is not reencrypt. The CA's version is the Source's to fill in, and so is
 // the check that a default CA exists; the server name is left empty when
 // it defaults to each route's service.
-func ingressUpstream(ing *networkingv1.Ingress, passthrough, weighted bool) (*dcm.UpstreamTLS, error) {
+func ingressUpstream(ing *networkingv1.Ingress, passthrough, weighted, terminated bool) (*dcm.UpstreamTLS, error) {
 	ann := ing.Annotations
 	reencrypt, _, err := annotationValue[bool](ann, AnnotationReencrypt)
 	if err != nil {
 		return nil, err
 	}
+	reencrypt = reencrypt || terminated
 	ca, hasCA, err := annotationValue[string](ann, AnnotationBackendCA)
 	if err != nil {
 		return nil, err

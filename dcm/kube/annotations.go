@@ -50,6 +50,11 @@ const (
 	AnnotationRouteTimeout        = "haproxy.router.openshift.io/timeout"
 	AnnotationRouteTimeoutTunnel  = "haproxy.router.openshift.io/timeout-tunnel"
 	AnnotationRouteHSTS           = "haproxy.router.openshift.io/hsts_header"
+
+	// Annotations route-controller-manager reads on an Ingress, which dcm
+	// honours as it does (ingresstermination.go).
+	AnnotationIngressTermination   = "route.openshift.io/termination"
+	AnnotationIngressDestinationCA = "route.openshift.io/destination-ca-certificate-secret"
 )
 
 // ValueType is how dcm reads an annotation's value.
@@ -156,6 +161,11 @@ var annotationTable = append([]Annotation{
 		Doc: "A Secret of the namespace whose ca.crt signs the pods' certificates (cert-manager writes ca.crt into the Secrets it issues). Default: the file of --default-backend-ca-file."},
 	{Name: AnnotationBackendServerName, Kinds: ingressOnly, Type: ValueHost, Example: "web.demo.svc",
 		Doc: "The name the pods' certificates must carry, also sent as SNI; needs reencrypt. Default: <service>.<namespace>.svc, the name of a service-serving certificate."},
+	{Name: AnnotationIngressTermination, Kinds: ingressOnly, Type: ValueEnum, Values: []string{"edge", "passthrough", "reencrypt"}, Example: "reencrypt",
+		Doc: `How TLS of every host of the Ingress ends, as route-controller-manager translates it into a Route: "edge" and "reencrypt" serve each rule's host over TLS, with its spec.tls Secret or else the default certificate, and redirect plain HTTP (dcm.io/ssl-redirect may say otherwise); "reencrypt" as dcm.io/reencrypt does; "passthrough" as dcm.io/ssl-passthrough does, plain HTTP redirected. Default: spec.tls decides.`},
+	{Name: AnnotationIngressDestinationCA, Kinds: ingressOnly, Type: ValueSecretName,
+		Refused: "dcm reads a reencrypt Ingress's destination CA from the ca.crt of the kubernetes.io/tls Secret named by " + AnnotationBackendCA,
+		Doc:     "The Secret whose certificate route-controller-manager copies into the Route's destinationCACertificate."},
 	{Name: AnnotationWorkload, Kinds: []string{KindService}, Type: ValueWorkload, Example: "Deployment/web",
 		Doc: `The workload behind a Service ("Deployment/web", "StatefulSet/db") for the what-if planner, when its pods' names cannot tell. Default: guessed from the pods' names.`},
 	{Name: AnnotationRequestHeaders, Kinds: ingressOnly, Type: ValueHeaders, Example: "X-Frame-Options: DENY",

@@ -189,7 +189,7 @@ func ingressRawRoutes(ing *networkingv1.Ingress) ([]rawRoute, error) {
 	for i, rule := range ing.Spec.Rules {
 		hostField := fmt.Sprintf("spec.rules[%d].host", i)
 		host := strings.ToLower(rule.Host)
-		if err := dcm.ValidateHost(hostField, host); err != nil {
+		if err := dcm.ValidateRouteHost(hostField, host); err != nil {
 			return nil, invalidAt(err, hostField, rule.Host)
 		}
 		if rule.HTTP == nil {
@@ -271,11 +271,11 @@ func (o ingressOptions) route(ing *networkingv1.Ingress, r rawRoute, name string
 			route.Insecure, route.RedirectCode = dcm.InsecureRedirect, o.redirectCode
 		}
 	}
-	if secret, ok := tlsHosts[r.host]; ok && r.host != "" {
+	if secret, ok := o.tlsFor(tlsHosts, r.host); ok {
 		// The Secret's version is the Source's to fill in: it
 		// changes without the Ingress changing.
 		route.Kind = dcm.KindEdge
-		route.TLS = &dcm.TLSRef{Secret: ing.Namespace + "/" + secret}
+		route.TLS = tlsRef(ing.Namespace, secret, name)
 		route.Insecure = dcm.InsecureAllow
 		if o.redirect {
 			route.Insecure, route.RedirectCode = dcm.InsecureRedirect, o.redirectCode
@@ -326,7 +326,7 @@ func ingressTLS(ing *networkingv1.Ingress) (map[string]string, error) {
 		for j, h := range t.Hosts {
 			hf := fmt.Sprintf("%s.hosts[%d]", field, j)
 			host := strings.ToLower(h)
-			if err := dcm.ValidateHost(hf, host); err != nil || host == "" {
+			if err := dcm.ValidateRouteHost(hf, host); err != nil || host == "" {
 				return nil, invalidAt(cmpErr(err, dcm.RejectInvalidHost, hf, h), hf, h)
 			}
 			if other, ok := hosts[host]; ok && other != t.SecretName {

@@ -279,7 +279,7 @@ func TestIngressRoutesRejected(t *testing.T) {
 		{"space in host", meta, one("a .example.com", "/", ok), dcm.RejectInvalidHost, `spec.rules[1].host "a .example.com"`},
 		{"semicolon in host", meta, one("a;b.example.com", "/", ok), dcm.RejectInvalidHost, `"a;b.example.com"`},
 		{"non-ASCII host", meta, one("b\u00fccher.example", "/", ok), dcm.RejectInvalidHost, `"b\u00fccher.example"`},
-		{"wildcard host", meta, one("*.example.com", "/", ok), dcm.RejectUnsupported, `"*.example.com"`},
+		{"wildcard host of a top-level domain", meta, one("*.com", "/", ok), dcm.RejectInvalidHost, `"*.com"`},
 		{"hostile service name", meta, one("a.example.com", "/", svcBackend("s;x", "http")), dcm.RejectInvalidName, `backend.service.name "s;x"`},
 		{"hostile port name", meta, one("a.example.com", "/", svcBackend("s", "ht tp")), dcm.RejectInvalidPort, `port.name "ht tp"`},
 		{"port zero", meta, one("a.example.com", "/", numBackend("s", 0)), dcm.RejectInvalidPort, `port.number "0"`},

@@ -23,9 +23,16 @@ type identity struct {
 	// owner marks a host that one namespace owns: every object with a
 	// route on it is linked to the others, none excludes another by it.
 	owner bool
+	// domain (with owner) marks the domain of a host when wildcard routes
+	// are on: it links every object under the domain, so that
+	// domainOwners can see who blocks whose wildcard.
+	domain bool
 }
 
 func (id identity) String() string {
+	if id.domain {
+		return fmt.Sprintf("domain %q", id.host)
+	}
 	if id.owner {
 		return fmt.Sprintf("host %q", id.host)
 	}
@@ -75,7 +82,7 @@ func (s *Source) syncIngress(t *txn, ns, name string) error {
 		}
 	}
 	s.settle(t, key, ref, st)
-	return nil
+	return s.syncOwnedRoutes(t, ns, name)
 }
 
 // settle puts what the Source now knows of one Ingress or Route (nil: gone
@@ -108,6 +115,9 @@ func (s *Source) convertIngress(ing *networkingv1.Ingress) *ingressState {
 	ref := dcm.ObjectRef{Kind: KindIngress, Namespace: ing.Namespace, Name: ing.Name}
 	st := &ingressState{key: ing.Namespace + "/" + ing.Name, ref: ref, created: ing.CreationTimestamp.Time, version: ing.ResourceVersion, uid: string(ing.UID)}
 	routes, err := IngressRoutes(ing)
+	if err == nil && !s.opts.AllowWildcardRoutes {
+		err = refuseWildcards(routes)
+	}
 	if err != nil {
 		st.invalid = &dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: RejectMessage(err)}
 		return st
@@ -134,6 +144,9 @@ func (s *Source) routeIDs(routes []dcm.Route) []identity {
 			identity{backend: r.BackendName()})
 		if r.Host != "" && !s.opts.AllowCrossNamespaceHosts {
 			ids = append(ids, identity{host: r.Host, owner: true})
+		}
+		if d, ok := s.domainOf(r); ok {
+			ids = append(ids, identity{host: d, domain: true, owner: true})
 		}
 	}
 	return ids
@@ -213,6 +226,7 @@ func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
 			strings.Compare(a.ref.Name, b.ref.Name), strings.Compare(a.ref.Kind, b.ref.Kind))
 	})
 	taken := map[identity]*ingressState{}
+	domains := domainOwners{}
 	for _, st := range comp {
 		if st.invalid != nil {
 			t.reject(*st.invalid)
@@ -220,6 +234,9 @@ func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
 			continue
 		}
 		conflict := hostClaimed(st, taken)
+		if conflict == nil {
+			conflict = domains.claimed(st)
+		}
 		if conflict == nil {
 			conflict = claimConflict(st, taken)
 		}
@@ -233,6 +250,7 @@ func (s *Source) resolve(t *txn, comp []*ingressState, changed string) {
 				taken[id] = st
 			}
 		}
+		domains.take(st)
 		if st.refused != nil {
 			t.reject(*st.refused)
 		} else {

@@ -72,6 +72,9 @@ type RouteOptions struct {
 	// OpenShift's routerCanonicalHostname/ingress domain does. Empty: such a
 	// Route is rejected, because nothing else would give it a host.
 	Subdomain string
+	// AllowWildcard serves wildcardPolicy Subdomain (--allow-wildcard-routes);
+	// without it such a Route is refused.
+	AllowWildcard bool
 }
 
 // ConvertedRoute is a Route as dcm serves it, with the PEMs it carries
@@ -161,10 +164,9 @@ func RouteFromOpenShift(obj *unstructured.Unstructured, opts RouteOptions) (Conv
 }
 
 func routeHost(ns, name string, spec routeSpec, opts RouteOptions) (string, error) {
-	switch spec.WildcardPolicy {
-	case "", "None":
-	default:
-		return "", routeErr(dcm.RejectUnsupported, "spec.wildcardPolicy", spec.WildcardPolicy)
+	wild, err := routeWildcard(spec.WildcardPolicy, opts)
+	if err != nil {
+		return "", err
 	}
 	host := strings.ToLower(spec.Host)
 	field, raw := "spec.host", spec.Host
@@ -182,6 +184,9 @@ func routeHost(ns, name string, spec routeSpec, opts RouteOptions) (string, erro
 	}
 	if err := dcm.ValidateHost(field, host); err != nil {
 		return "", invalidAt(err, field, raw)
+	}
+	if wild {
+		return wildcardHost(field, raw, host)
 	}
 	return host, nil
 }

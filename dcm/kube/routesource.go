@@ -232,7 +232,7 @@ func (s *Source) syncRoute(t *txn, ns, name string) error {
 			if !ok {
 				return fmt.Errorf("route %s/%s: unexpected %T", ns, name, obj)
 			}
-			if s.inShard(ns, u.GetLabels()) {
+			if s.inShard(ns, u.GetLabels()) && !s.servedByIngress(u) {
 				st = s.convertRoute(u)
 			}
 		}
@@ -282,6 +282,9 @@ func (s *Source) forgetPEMs(key string) {
 // EndpointSlices label their ports with.
 func routeEndpoints(r dcm.Route, i int, v *serviceView) []dcm.Endpoint {
 	port := r.Services[i].Port
+	if r.Source == dcm.SourceRoute && port == "" {
+		return everyPortEndpoints(v)
+	}
 	if r.Source == dcm.SourceRoute {
 		var ok bool
 		if port, ok = routePortName(v.svc, v.slices, port); !ok {
@@ -294,7 +297,8 @@ func routeEndpoints(r dcm.Route, i int, v *serviceView) []dcm.Endpoint {
 // routePortName resolves a Route's targetPort to a Service port name: a
 // name is one already; a number is matched against the EndpointSlices'
 // port numbers (the container ports), then against the Service's numeric
-// targetPorts; no port is the Service's first port.
+// targetPorts. A Route without spec.port never gets here: it serves every
+// port (everyPortEndpoints).
 func routePortName(svc *corev1.Service, sls []*discoveryv1.EndpointSlice, port string) (string, bool) {
 	if svc == nil || len(svc.Spec.Ports) == 0 {
 		return "", false

@@ -56,7 +56,9 @@ func (s *Source) writeStatus(ctx context.Context, key string) error {
 	s.mu.Unlock()
 	cond := map[string]any{"type": "Admitted", "status": "True"}
 	host, _, _ := unstructured.NestedString(u.Object, "spec", "host")
-	if c, err := RouteFromOpenShift(u, s.rw.opts.Convert); err == nil {
+	if c, err := RouteFromOpenShift(u, s.rw.opts.Convert); err == nil && !c.Route.Wildcard() {
+		// A wildcard Route reports its own host, as OpenShift's router
+		// does, not the *.<domain> it serves.
 		host = c.Route.Host
 	}
 	switch {

@@ -182,7 +182,10 @@ func (s *Source) routeStatusObject(ns, name string) (*unstructured.Unstructured,
 	if !ok {
 		return nil, false, nil
 	}
-	return u, s.inShard(ns, u.GetLabels()), nil
+	s.syncMu.Lock()
+	mine := s.inShard(ns, u.GetLabels()) && !s.servedByIngress(u)
+	s.syncMu.Unlock()
+	return u, mine, nil
 }
 
 // dropStatus takes dcm's entry out of a Route's status.ingress, if it has

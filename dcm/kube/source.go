@@ -45,6 +45,9 @@ type Options struct {
 	// of one host (--allow-cross-namespace-hosts); by default a host
 	// belongs to the namespace of its oldest object.
 	AllowCrossNamespaceHosts bool
+	// AllowWildcardRoutes serves Ingress hosts "*.<domain>"
+	// (--allow-wildcard-routes); without it such an Ingress is refused.
+	AllowWildcardRoutes bool
 	// RouteSelector and NamespaceSelector make a shard (--route-selector,
 	// --namespace-selector): only Ingresses and Routes whose labels match
 	// RouteSelector, in namespaces whose labels match NamespaceSelector,

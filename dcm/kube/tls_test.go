@@ -95,7 +95,7 @@ func TestIngressTLS(t *testing.T) {
 	}{
 		"no secret":        {[]networkingv1.IngressTLS{{Hosts: []string{"a.example"}}}, dcm.RejectUnsupported, "spec.tls[0].secretName"},
 		"no hosts":         {[]networkingv1.IngressTLS{{SecretName: "a-tls"}}, dcm.RejectUnsupported, "spec.tls[0].hosts"},
-		"wildcard":         {[]networkingv1.IngressTLS{{Hosts: []string{"*.example"}, SecretName: "a-tls"}}, dcm.RejectUnsupported, "spec.tls[0].hosts[0]"},
+		"wildcard":         {[]networkingv1.IngressTLS{{Hosts: []string{"*.example"}, SecretName: "a-tls"}}, dcm.RejectInvalidHost, "spec.tls[0].hosts[0]"},
 		"hostile host":     {[]networkingv1.IngressTLS{{Hosts: []string{"a.example;show info"}, SecretName: "a-tls"}}, dcm.RejectInvalidHost, "spec.tls[0].hosts[0]"},
 		"hostile secret":   {[]networkingv1.IngressTLS{{Hosts: []string{"a.example"}, SecretName: "a-tls\nshow info"}}, dcm.RejectInvalidName, "spec.tls[0].secretName"},
 		"two secrets, one": {[]networkingv1.IngressTLS{{Hosts: []string{"a.example"}, SecretName: "a"}, {Hosts: []string{"a.example"}, SecretName: "b"}}, dcm.RejectConflict, "spec.tls[1].hosts[0]"},

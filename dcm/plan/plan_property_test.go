@@ -44,6 +44,10 @@ func (g gen) desired() dcm.Desired {
 		if g.r.IntN(12) == 0 {
 			r.Path = "/changed"
 		}
+		if n == 1 && g.r.IntN(3) == 0 {
+			// A wildcard route: its entries are in the wildcard maps.
+			r.Host = dcm.WildcardPrefix + r.Host
+		}
 		if n == 2 && g.r.IntN(3) == 0 {
 			// A passthrough route: a whole host, a TCP spare.
 			r.Kind, r.Path = dcm.KindPassthrough, "/"

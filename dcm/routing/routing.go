@@ -7,11 +7,12 @@
 // Like the planner it imports only dcm and the standard library: it is
 // compiled to WebAssembly with it and runs in the browser.
 //
-// HAProxy finds a request's backend in four maps, tried in this order —
-// exact keys before prefixes, a named host before any host
-// (dcm.HTTPMapTables) — and the first match wins. A fifth map, sni, sends
-// TLS connections of passthrough routes by the ClientHello's server name
-// to their TCP backends, before any TLS is terminated. Two more, insecure
+// HAProxy finds a request's backend in six maps, tried in this order —
+// exact keys before prefixes, a named host before a wildcard domain
+// (wildcard.go) before any host (dcm.HTTPMapTables) — and the first match
+// wins. The sni map (then sni_wild) sends TLS connections of passthrough
+// routes by the ClientHello's server name to their TCP backends, before
+// any TLS is terminated. Two more, insecure
 // and insecure_host, say what plain HTTP for a TLS route gets
 // (dcm.Route.Insecure), and the setting maps hold each route's
 // dcm.HTTPOptions (settings.go). The maps are derived from the routes alone.
@@ -37,7 +38,13 @@ type key struct {
 //
 // A passthrough route is found by its host alone, in the SNI map: HAProxy
 // sees no path of a connection it does not decrypt.
+//
+// A wildcard route (dcm.Route.Wildcard) puts the same keys, with its
+// domain in place of the host, into the wildcard maps (wildcard.go).
 func keys(r dcm.Route) []key {
+	if r.Wildcard() {
+		return wildcardKeys(r)
+	}
 	if r.Kind == dcm.KindPassthrough {
 		return []key{{dcm.MapSNI, r.Host}}
 	}
@@ -45,14 +52,19 @@ func keys(r dcm.Route) []key {
 	if r.Host != "" {
 		exact, prefix = dcm.MapHostExact, dcm.MapHostPrefix
 	}
+	return pathKeys(r, exact, prefix, r.Host)
+}
+
+// pathKeys are the keys of r's path under host in the exact and prefix maps.
+func pathKeys(r dcm.Route, exact, prefix dcm.MapTable, host string) []key {
 	if r.PathType == dcm.PathExact {
-		return []key{{exact, r.Host + r.Path}}
+		return []key{{exact, host + r.Path}}
 	}
 	p := strings.TrimRight(r.Path, "/")
 	if p == "" {
-		return []key{{prefix, r.Host + "/"}}
+		return []key{{prefix, host + "/"}}
 	}
-	return []key{{exact, r.Host + p}, {prefix, r.Host + p + "/"}}
+	return []key{{exact, host + p}, {prefix, host + p + "/"}}
 }
 
 // Tables builds the routing maps of the routed backends, each in the
@@ -93,7 +105,7 @@ func Tables(backends []dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
 		if a := InsecureAction(b.Route); a != "" {
 			t, key := dcm.MapInsecure, b.ProxyName()
 			if b.Route.Kind == dcm.KindPassthrough {
-				t, key = dcm.MapInsecureHost, b.Route.Host
+				t, key = dcm.MapInsecureHost, insecureHostKey(b.Route)
 			}
 			if !seen[t][key] {
 				seen[t][key] = true

@@ -47,6 +47,26 @@ func TestTables(t *testing.T) {
 			},
 		},
 		{
+			name: "a wildcard route is keyed by its domain in the wildcard maps; an exact host stays exact",
+			backends: []dcm.Backend{
+				route("wild", "*.w.test", "/api", dcm.PathPrefix, dcm.KindHTTP),
+				route("www", "www.w.test", "/", dcm.PathPrefix, dcm.KindHTTP),
+			},
+			want: map[dcm.MapTable][]string{
+				dcm.MapHostPrefix: {"www.w.test/ be_http:ns:www"},
+				dcm.MapWildExact:  {".w.test/api be_http:ns:wild"},
+				dcm.MapWildPrefix: {".w.test/api/ be_http:ns:wild"},
+			},
+		},
+		{
+			name:     "a wildcard passthrough route is found by the SNI's domain",
+			backends: []dcm.Backend{route("p", "*.p.test", "", dcm.PathPrefix, dcm.KindPassthrough)},
+			want: map[dcm.MapTable][]string{
+				dcm.MapSNIWild:      {".p.test be_passthrough:ns:p"},
+				dcm.MapInsecureHost: {},
+			},
+		},
+		{
 			name: "two routes with one key: the first in route order wins",
 			backends: []dcm.Backend{
 				route("b", "a.test", "/", dcm.PathPrefix, dcm.KindHTTP),

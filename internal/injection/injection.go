@@ -89,6 +89,9 @@ var specFields = []Field{
 		inName, Marker + strings.Repeat("a", 251), dcm.RejectInvalidName, "metadata.name"},
 	{"host", func(i *ing, _ *slice, v string) { i.Spec.Rules[0].Host = v },
 		func(h string) string { return Marker + h + "x.example.com" }, Marker + strings.Repeat("a", 61) + ".example.com", dcm.RejectInvalidHost, "spec.rules[0].host"},
+	// A wildcard host's domain is a wildcard map key (--allow-wildcard-routes).
+	{"wildcard host", func(i *ing, _ *slice, v string) { i.Spec.Rules[0].Host = v },
+		func(h string) string { return "*." + Marker + h + "x.example.com" }, "*." + Marker + strings.Repeat("a", 61) + ".example.com", dcm.RejectInvalidHost, "spec.rules[0].host"},
 	{"path", func(i *ing, _ *slice, v string) { i.Spec.Rules[0].HTTP.Paths[0].Path = v },
 		func(h string) string { return "/" + Marker + h + "x" }, "/" + Marker + strings.Repeat("a", 2045), dcm.RejectInvalidPath, rulePath + ".path"},
 	{"service name", func(i *ing, _ *slice, v string) { i.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = v },

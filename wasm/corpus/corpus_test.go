@@ -131,3 +131,22 @@ func TestCorpusCoversHeadersAndTerminating(t *testing.T) {
 		t.Errorf("%d with a headers map replace, %d with terminating servers; want 10 or more of each", headers, terminating)
 	}
 }
+
+// TestCorpusCoversWildcards: the parity corpus previews wildcard routes
+// and their wildcard map replaces, so the parity tests compare them.
+func TestCorpusCoversWildcards(t *testing.T) {
+	var replaces int
+	for _, s := range corpus.Generate(wasmtest.Scenarios, wasmtest.Seed) {
+		out, err := corpus.Expected(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, `"map":"wild_prefix"`) {
+			replaces++
+		}
+	}
+	t.Logf("%d of %d scenarios preview a wildcard map replace", replaces, wasmtest.Scenarios)
+	if replaces < 10 {
+		t.Errorf("%d scenarios with a wildcard map replace; want 10 or more", replaces)
+	}
+}

@@ -130,6 +130,9 @@ func (g *gen) addRoute(wl *workload, k int) dcm.WhatIf {
 		if k%2 == 0 {
 			r.RedirectCode = 301
 		}
+	} else if k%3 == 2 {
+		// A wildcard route: its entries go to the wildcard maps.
+		r.Host = dcm.WildcardPrefix + r.Host
 	}
 	withAccess(&r)
 	withHeaders(&r)
@@ -161,7 +164,7 @@ func (g *gen) badRoute(d dcm.Desired, wl *workload) dcm.WhatIf {
 		if len(d.Backends) > 0 { // exists already
 			r = d.Backends[g.r.IntN(len(d.Backends))].Route
 			if r.Kind != dcm.KindHTTP {
-				r.Host = "*.wild.example" // wildcards are not supported
+				r.Host = "*.example" // a wildcard of a top-level domain
 			}
 			break
 		}
