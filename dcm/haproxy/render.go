@@ -51,9 +51,6 @@ type Settings struct {
 	ErrorPage503, ErrorPage404 []byte
 }
 
-// CookieName is the cookie sticky routes set.
-const CookieName = "DCMSRV"
-
 // CookieKey derives a backend's dynamic-cookie-key from the cluster-wide
 // secret and the backend's name (dcm's, not the spare's, which differs
 // between replicas and reloads): HAProxy hashes it with a server's address
@@ -402,6 +399,7 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 	// OpenShift's router answers it.
 	fmt.Fprintf(w, "\nbackend %s\n", DefaultBackend)
 	renderRouteTimeouts(w)
+	renderCookieMaps(w)
 	w.WriteString("    http-request return status 503 default-errorfiles\n")
 }
 
@@ -463,12 +461,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 	}
 	fmt.Fprintf(w, "    balance %s\n", balance)
 	if b.Route.Sticky {
-		// indirect: the server never sees the cookie; nocache: a shared
-		// cache must not hand one client's cookie to others.
-		fmt.Fprintf(w, "    cookie %s insert indirect nocache dynamic\n", CookieName)
-		if b.Route.Name != "" { // a free sticky spare has no key yet
-			fmt.Fprintf(w, "    dynamic-cookie-key %s\n", CookieKey(cookieSecret, b.Name))
-		}
+		renderSticky(w, b, cookieSecret)
 	}
 	servers := slices.Clone(b.Servers)
 	dcm.SortServers(servers)

@@ -78,6 +78,9 @@ func ingressAnnotations(ing *networkingv1.Ingress) (ingressOptions, error) {
 	if o.http, err = httpOptions(ann, KindIngress, o.passthrough); err != nil {
 		return o, err
 	}
+	if err = cookieNeedsSticky(ann, o.sticky); err != nil {
+		return o, err
+	}
 	if o.headers, err = ingressHeaders(ann); err != nil {
 		return o, err
 	}
@@ -149,6 +152,9 @@ func httpOptions(ann map[string]string, kind string, passthrough bool) (dcm.HTTP
 		return o, err
 	}
 	if o.HSTS, _, err = annotationValue[string](ann, names[3]); err != nil {
+		return o, err
+	}
+	if err = cookieOptions(ann, kind, passthrough, &o); err != nil {
 		return o, err
 	}
 	if passthrough {

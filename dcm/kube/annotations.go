@@ -39,7 +39,6 @@ const (
 	// Annotations of OpenShift's router that dcm reads on a Route.
 	AnnotationRouteBalance        = "haproxy.router.openshift.io/balance"
 	AnnotationRouteDisableCookies = "haproxy.router.openshift.io/disable_cookies"
-	AnnotationRouteCookieName     = "router.openshift.io/cookie_name"
 	AnnotationRouteIPWhitelist    = "haproxy.router.openshift.io/ip_whitelist"
 	AnnotationRouteIPAllowlist    = "haproxy.router.openshift.io/ip_allowlist"
 	AnnotationRouteRateLimit      = "haproxy.router.openshift.io/rate-limit-connections"
@@ -88,6 +87,9 @@ const (
 	// ValueCount is a decimal number from 1 to dcm.MaxRateLimit, written
 	// as it is (no sign, no leading zero).
 	ValueCount ValueType = "count"
+	// ValueCookieName is a cookie name as OpenShift's router takes it
+	// (dcm.ValidateCookieName).
+	ValueCookieName ValueType = "cookie name"
 )
 
 // Annotation declares one annotation dcm reads.
@@ -167,9 +169,6 @@ var annotationTable = append([]Annotation{
 		Doc: `The balance algorithm; "source" is refused as unsupported: dcm does not serve it.`},
 	{Name: AnnotationRouteDisableCookies, Kinds: routeOnly, Type: ValueBool, Default: "false",
 		Doc: `"true" turns off the cookie that keeps a client on one pod (on by default, as in OpenShift; never on passthrough Routes).`},
-	{Name: AnnotationRouteCookieName, Kinds: routeOnly, Type: ValueString,
-		Refused: "dcm's cookie name is its own",
-		Doc:     "Names the sticky cookie in OpenShift."},
 	{Name: AnnotationRouteIPAllowlist, Kinds: routeOnly, Type: ValueSources, Example: "10.0.0.0/8 192.168.1.10 2001:db8::/32",
 		Doc: "Serves only clients from these addresses and networks (at most 1000): any other client's connection is closed without an answer, as OpenShift does. Changed at runtime. An empty value serves everyone."},
 	{Name: AnnotationRouteIPWhitelist, Kinds: routeOnly, Type: ValueSources, Example: "10.0.0.0/8 192.168.1.10",
@@ -192,7 +191,7 @@ var annotationTable = append([]Annotation{
 		Doc: "Refuses a client that opened this many connections in 3 s; needs dcm.io/rate-limit-connections."},
 	{Name: AnnotationRateHTTP, Kinds: ingressOnly, Type: ValueCount, Example: "100",
 		Doc: "Refuses a client that sent this many HTTP requests in 10 s; needs dcm.io/rate-limit-connections."},
-}, httpRows()...)
+}, slices.Concat(httpRows(), cookieRows())...)
 
 // httpRows are the rows of the HTTP options (dcm.HTTPOptions), on
 // Ingresses and Routes alike: a change is a setting map's, no reload.

@@ -158,6 +158,7 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 		}
 		withAccess(&r)
 		withHeaders(&r)
+		r.Sticky = r.Kind != dcm.KindPassthrough && pickBy(r.Name+"/sticky", []string{"", "", "s"}) != ""
 		r.HTTP = httpOptionsOf(r)
 		known := g.r.IntN(10) != 0
 		if known {
@@ -184,6 +185,11 @@ func httpOptionsOf(r dcm.Route) dcm.HTTPOptions {
 	}
 	if r.TerminatesTLS() {
 		o.HSTS = pickBy(r.Name+"/hsts", []string{"", "max-age=31536000;includeSubDomains"})
+	}
+	if r.Sticky {
+		// The cookie maps' entries (dcm/route_cookie.go).
+		o.CookieName = pickBy(r.Name+"/cookie", []string{"", "", "shop_session"})
+		o.CookieSameSite = pickBy(r.Name+"/samesite", []string{"", "", dcm.SameSiteLax})
 	}
 	return o
 }
