@@ -209,6 +209,7 @@ type routeKey struct {
 	pathType                                   dcm.PathType
 	balance                                    string
 	retiring                                   bool
+	sticky                                     bool // the cookie maps' entries
 }
 
 // NewRenderer returns a Renderer with an empty cache.
@@ -291,7 +292,7 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 		rt := b.Route
 		keys[i] = routeKey{backend: b.Name, slot: b.Slot, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
 			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: routing.InsecureAction(rt),
-			rateLimit: rt.RateLimitValue(), http: rt.HTTP, headers: routing.HeaderValue(rt)}
+			rateLimit: rt.RateLimitValue(), http: rt.HTTP, headers: routing.HeaderValue(rt), sticky: rt.Sticky}
 	}
 	maps := r.maps
 	if maps == nil || !slices.Equal(keys, r.routes) {

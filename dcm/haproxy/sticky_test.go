@@ -37,6 +37,10 @@ func TestRenderSticky(t *testing.T) {
 	if strings.Count(cfg, "cookie DCMSRV") != 1 {
 		t.Errorf("cookie rendered for the plain backend too:\n%s", cfg)
 	}
+	wantMap := sticky.BackendName() + " " + dcm.DefaultCookieName(sticky) + "\n"
+	if got := string(f.Maps[MapFile(dcm.MapCookieName)]); got != wantMap {
+		t.Errorf("cookie_name map %q, want %q", got, wantMap)
+	}
 
 	slotted := backendFor(sticky, srv)
 	slotted.Slot = "be_http:_pool:3"
@@ -51,6 +55,9 @@ func TestRenderSticky(t *testing.T) {
 	mustf(t, err, "render unsticky")
 	if strings.Contains(string(f.Config), "cookie "+CookieName) {
 		t.Errorf("the cached sticky backend was not re-rendered:\n%s", f.Config)
+	}
+	if got := string(f.Maps[MapFile(dcm.MapCookieName)]); got != "" {
+		t.Errorf("the cached maps were not re-rendered: cookie_name %q", got)
 	}
 }
 
