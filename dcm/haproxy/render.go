@@ -448,10 +448,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 	if err := validateBackendName(b.ProxyName()); err != nil {
 		return err
 	}
-	balance := b.Route.Balance
-	if balance == "" {
-		balance = dcm.BalanceRoundRobin
-	}
+	balance := backendBalance(b)
 	if err := dcm.ValidateBalance("balance", balance); err != nil {
 		return fmt.Errorf("backend %q: %w", b.Name, err)
 	}
@@ -460,7 +457,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 		w.WriteString("    mode tcp\n")
 		renderTCPTimeouts(w, b.Route)
 	}
-	fmt.Fprintf(w, "    balance %s\n", balance)
+	renderBalance(w, balance)
 	if b.Route.Sticky {
 		renderSticky(w, b, cookieSecret)
 	}

@@ -45,6 +45,7 @@ func ingressAnnotations(ing *networkingv1.Ingress) (ingressOptions, error) {
 		// named here would be a certificate nobody serves.
 		return o, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: "spec.tls", Value: "with " + AnnotationSSLPassthrough}
 	}
+	tcpBalanceDefault(ann, AnnotationBalance, &o.balance, o.passthrough)
 	if o.sticky, _, err = annotationValue[bool](ann, AnnotationSticky); err != nil {
 		return o, err
 	}

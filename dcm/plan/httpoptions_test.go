@@ -59,7 +59,7 @@ func TestHTTPOptionsChange(t *testing.T) {
 // alone still does not.
 func TestPassthroughTimeoutReloads(t *testing.T) {
 	db := route("db")
-	db.Kind, db.Path = dcm.KindPassthrough, "/"
+	db.Kind, db.Path, db.Balance = dcm.KindPassthrough, "/", dcm.BalanceSource
 	s1 := ep("db-1", "127.0.2.1", dcm.StateReady)
 	with := func(ms int64, eps ...dcm.Endpoint) dcm.Desired {
 		r := db

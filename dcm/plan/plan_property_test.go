@@ -46,7 +46,7 @@ func (g gen) desired() dcm.Desired {
 		}
 		if n == 2 && g.r.IntN(3) == 0 {
 			// A passthrough route: a whole host, a TCP spare.
-			r.Kind, r.Path = dcm.KindPassthrough, "/"
+			r.Kind, r.Path, r.Balance = dcm.KindPassthrough, "/", dcm.BalanceSource
 		}
 		if n >= 3 {
 			// Edge routes: a certificate that is rotated now and then,

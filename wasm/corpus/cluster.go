@@ -40,7 +40,7 @@ type gen struct {
 
 var namespaces = []string{"default", "shop", "team-a", "demo", "payments"}
 var wlNames = []string{"web", "api", "cart", "search", "auth", "media", "db-proxy", "worker", "front", "admin"}
-var balances = []string{dcm.BalanceRoundRobin, dcm.BalanceRoundRobin, dcm.BalanceLeastConn, dcm.BalanceRandom, dcm.BalanceFirst}
+var balances = []string{dcm.BalanceRoundRobin, dcm.BalanceRoundRobin, dcm.BalanceLeastConn, dcm.BalanceRandom, dcm.BalanceFirst, dcm.BalanceSource}
 
 const alnum = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -143,6 +143,8 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 			r.Insecure = dcm.InsecurePolicy(pickBy(r.Name, []string{"", "Allow", "Redirect", "None"}))
 		case 1:
 			r.Source, r.Kind = dcm.SourceRoute, dcm.KindPassthrough
+			// Source, the TCP spares' algorithm, as OpenShift's default.
+			r.Balance = pickBy(r.Name+"/tcp", []string{dcm.BalanceSource, dcm.BalanceSource, r.Balance})
 			r.Insecure = dcm.InsecurePolicy(pickBy(r.Name, []string{"", "Redirect", "None"}))
 		case 2:
 			r.Host = "" // any host
@@ -158,8 +160,7 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 		}
 		withAccess(&r)
 		withHeaders(&r)
-		r.Sticky = r.Kind != dcm.KindPassthrough && pickBy(r.Name+"/sticky", []string{"", "", "s"}) != ""
-		r.HTTP = httpOptionsOf(r)
+		withHTTP(&r)
 		known := g.r.IntN(10) != 0
 		if known {
 			ref := wl.ref
@@ -170,6 +171,12 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 		c.known = append(c.known, known)
 	}
 	return c
+}
+
+// withHTTP draws a route's stickiness and HTTP options.
+func withHTTP(r *dcm.Route) {
+	r.Sticky = r.Kind != dcm.KindPassthrough && pickBy(r.Name+"/sticky", []string{"", "", "s"}) != ""
+	r.HTTP = httpOptionsOf(*r)
 }
 
 // httpOptionsOf draws a route's HTTP options, setting maps' entries, by its

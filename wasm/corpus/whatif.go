@@ -154,7 +154,7 @@ func (g *gen) badRoute(d dcm.Desired, wl *workload) dcm.WhatIf {
 	case 5:
 		r.PathType = "ImplementationSpecific"
 	case 6:
-		r.Balance = "source"
+		r.Balance = "static-rr" // not with dynamic servers
 	case 7:
 		r.Namespace = "Team_A"
 	case 8:
