@@ -112,8 +112,6 @@ func TestStickyRoutes(t *testing.T) {
 		osRoute(ns, "root", host, "", "web", 100, nil),
 		osRoute(ns, "api", host, "/api", "web", 100, nil),
 		edge,
-		withAnnotations(osRoute(ns, "src", srcHost, "", "web", 100, nil),
-			map[string]string{kube.AnnotationRouteBalance: "source", kube.AnnotationRouteDisableCookies: "true"}),
 	} {
 		if _, err := routes.Create(ctx, u, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -171,7 +169,19 @@ func TestStickyRoutes(t *testing.T) {
 		t.Fatal("a new cookie name or SameSite reloaded HAProxy")
 	}
 
-	// balance source: no cookie, one client address, one pod.
+	// balance source: no cookie, one client address, one pod. An HTTP
+	// Route with source takes no spare (they balance by roundrobin): a
+	// reload (route-added), so it comes last.
+	src := withAnnotations(osRoute(ns, "src", srcHost, "", "web", 100, nil),
+		map[string]string{kube.AnnotationRouteBalance: "source", kube.AnnotationRouteDisableCookies: "true"})
+	if _, err := routes.Create(ctx, src, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	admitted(t, routes, "src", "True", "")
+	s.Eventually(srcHost+" served", 20*time.Second, func() error {
+		_, _, err := cookieGet(s.HTTPAddr, srcHost, "/", false)
+		return err
+	})
 	var first string
 	for i := range 40 {
 		pod, set, err := cookieGet(s.HTTPAddr, srcHost, "/", false)
