@@ -475,6 +475,9 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 	}
 	renderAllowlistRule(w, b.ProxyName())
 	renderRateLimitRules(w)
+	if b.Route.Sticky {
+		renderCookieRules(w) // after the tcp-request rules, which run first anyway
+	}
 	if !tcpBackend(b) {
 		renderRouteTimeouts(w)
 		renderHeaderRules(w)

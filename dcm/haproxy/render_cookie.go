@@ -46,16 +46,18 @@ func cookieRules() string {
 		"    http-after-response replace-header Set-Cookie '^" + CookieName + "=(.*)' '%[var(txn.dcm_ck)]=\\1; Secure; SameSite=%[var(txn.dcm_ss)]' if { var(txn.dcm_ck) -m found } { var(txn.dcm_ss) -m found }\n"
 }
 
-// renderSticky renders a sticky backend's persistence: the cookie, its
-// key (none in a free spare: the route that takes it sets one) and the
-// rules that give it the route's name.
+// renderSticky renders a sticky backend's persistence: the cookie and its
+// key (none in a free spare: the route that takes it sets one).
 func renderSticky(w *bytes.Buffer, b dcm.Backend, cookieSecret string) {
 	w.WriteString(cookieLine)
 	if b.Route.Name != "" {
 		fmt.Fprintf(w, "    dynamic-cookie-key %s\n", CookieKey(cookieSecret, b.Name))
 	}
-	w.WriteString(cookieRules())
 }
+
+// renderCookieRules renders the rules that give a sticky backend's cookie
+// the route's name.
+func renderCookieRules(w *bytes.Buffer) { w.WriteString(cookieRules()) }
 
 func cookieMapRules(name, same string) string {
 	return "    http-request set-var(txn.dcm_ck) be_name,map_str(" + name + ")\n" +
