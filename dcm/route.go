@@ -42,6 +42,9 @@ const (
 	BalanceLeastConn  = "leastconn"
 	BalanceRandom     = "random"
 	BalanceFirst      = "first"
+	// BalanceSource hashes the client's address: with hash-type
+	// consistent, which dynamic servers need (route_balance.go).
+	BalanceSource = "source"
 )
 
 // ServiceRef is one Kubernetes Service a route sends traffic to.

@@ -22,6 +22,12 @@ type HTTPOptions struct {
 	// HSTS is the Strict-Transport-Security header of HTTPS responses,
 	// normalised by ParseHSTS; "" sends none.
 	HSTS string `json:"hsts,omitempty"`
+	// CookieName names a sticky route's cookie; "" is DefaultCookieName
+	// (route_cookie.go).
+	CookieName string `json:"cookieName,omitempty"`
+	// CookieSameSite is the SameSite attribute of a secure cookie (Lax,
+	// Strict, None); "" is None.
+	CookieSameSite string `json:"cookieSameSite,omitempty"`
 }
 
 // ReasonPassthroughTimeout is the reload of a passthrough route whose
@@ -182,6 +188,9 @@ func ValidateHTTPOptions(r Route) error {
 		if !r.TerminatesTLS() {
 			return invalid(RejectUnsupported, "hsts on a route whose TLS HAProxy does not terminate", o.HSTS)
 		}
+	}
+	if err := validateCookie(r); err != nil {
+		return err
 	}
 	if r.Kind == KindPassthrough {
 		if o.Forwarded != "" {

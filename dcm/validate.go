@@ -172,7 +172,7 @@ func ValidateAddr(field, s string) error {
 // ValidateBalance checks a balance algorithm.
 func ValidateBalance(field, s string) error {
 	switch s {
-	case BalanceRoundRobin, BalanceLeastConn, BalanceRandom, BalanceFirst:
+	case BalanceRoundRobin, BalanceLeastConn, BalanceRandom, BalanceFirst, BalanceSource:
 		return nil
 	}
 	return invalid(RejectInvalidValue, field, s)

@@ -67,7 +67,7 @@ func filesEqualRuntime(t *testing.T, s *harness.Stack) {
 // passthroughRoute is a passthrough route of namespace test for host.
 func passthroughRoute(name, host string) dcm.Route {
 	r := poolRoute(name, host, "/")
-	r.Kind = dcm.KindPassthrough
+	r.Kind, r.Balance = dcm.KindPassthrough, dcm.BalanceSource // the TCP spares'
 	return r
 }
 

@@ -179,7 +179,7 @@ func TestInsecurePolicy(t *testing.T) {
 	// sends all of its plain HTTP to https, and None (its default) leaves
 	// it to the routes plain HTTP has — none here.
 	db := dcm.Route{Namespace: "test", Name: "db", Source: dcm.SourceRoute, Object: "db", Kind: dcm.KindPassthrough,
-		Host: "db.test", Path: "/", PathType: dcm.PathPrefix, Balance: dcm.BalanceRoundRobin, Insecure: dcm.InsecureRedirect}
+		Host: "db.test", Path: "/", PathType: dcm.PathPrefix, Balance: dcm.BalanceSource, Insecure: dcm.InsecureRedirect}
 	shop := edge("shop", "/", dcm.InsecureRedirect, 0)
 	src.Set(withRoutes(base, []dcm.Route{shop, db}, []pod{shopPod, apiPod}))
 	expectPlain(s, "db.test", "/x/y?z=1", redirect(302, "https://db.test/x/y?z=1"))

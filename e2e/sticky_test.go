@@ -12,24 +12,32 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/demo"
-	"github.com/dcm-router/dcm/dcm/haproxy"
 	"github.com/dcm-router/dcm/dcm/kube"
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/system"
 )
 
+// stickyCookieName is the cookie of the one sticky route of each host of
+// TestStickyCookies: the hash of the route's key, its default name.
+func stickyCookieName(host string) string {
+	name, _, _ := strings.Cut(host, ".")
+	return dcm.DefaultCookieName(dcm.Route{Namespace: "demo", Name: name})
+}
+
 // stickyGet sends one request to HAProxy at addr with the sticky cookie
 // (none when cookie is ""), and returns the pod that answered and the value
 // of the cookie HAProxy set ("" when it set none or expired it).
 func stickyGet(addr, host, cookie string) (pod, set string, err error) {
+	name := stickyCookieName(host)
 	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
 	if err != nil {
 		return "", "", err
 	}
 	req.Host = host
 	if cookie != "" {
-		req.AddCookie(&http.Cookie{Name: haproxy.CookieName, Value: cookie})
+		req.AddCookie(&http.Cookie{Name: name, Value: cookie})
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -44,7 +52,7 @@ func stickyGet(addr, host, cookie string) (pod, set string, err error) {
 		return "", "", fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	for _, c := range resp.Cookies() {
-		if c.Name == haproxy.CookieName && c.MaxAge >= 0 && c.Value != "" && (c.Expires.IsZero() || c.Expires.After(time.Now())) {
+		if c.Name == name && c.MaxAge >= 0 && c.Value != "" && (c.Expires.IsZero() || c.Expires.After(time.Now())) {
 			set = c.Value
 		}
 	}

@@ -964,7 +964,8 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 	route.Sticky = true
 	route.Kind, route.TLS, route.Insecure, route.RedirectCode = dcm.KindEdge, &dcm.TLSRef{Secret: "demo/new-tls"}, dcm.InsecureRedirect, 308
 	route.Allowlist, route.RateLimit = []string{"10.0.0.0/8", "::1"}, &dcm.RateLimit{ConcurrentTCP: 10, RateTCP: 20, RateHTTP: 30}
-	route.HTTP = dcm.HTTPOptions{Forwarded: dcm.ForwardReplace, TimeoutMillis: 2000, TunnelMillis: 3600000, HSTS: "max-age=1;preload"}
+	route.HTTP = dcm.HTTPOptions{Forwarded: dcm.ForwardReplace, TimeoutMillis: 2000, TunnelMillis: 3600000, HSTS: "max-age=1;preload",
+		CookieName: "shop_session", CookieSameSite: dcm.SameSiteStrict}
 	route.Headers = &dcm.HeaderActions{Request: []dcm.HeaderAction{{Name: "X-A", Type: dcm.HeaderSet, Value: "a"}},
 		Response: []dcm.HeaderAction{{Name: "X-Powered-By", Type: dcm.HeaderDelete}}}
 	full.Prediction = &dcm.PredictionCheck{Seq: 3, Match: false,

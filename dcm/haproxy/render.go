@@ -51,9 +51,6 @@ type Settings struct {
 	ErrorPage503, ErrorPage404 []byte
 }
 
-// CookieName is the cookie sticky routes set.
-const CookieName = "DCMSRV"
-
 // CookieKey derives a backend's dynamic-cookie-key from the cluster-wide
 // secret and the backend's name (dcm's, not the spare's, which differs
 // between replicas and reloads): HAProxy hashes it with a server's address
@@ -219,6 +216,7 @@ type routeKey struct {
 	pathType                                   dcm.PathType
 	balance                                    string
 	retiring                                   bool
+	sticky                                     bool // the cookie maps' entries
 }
 
 // NewRenderer returns a Renderer with an empty cache.
@@ -301,7 +299,7 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 		rt := b.Route
 		keys[i] = routeKey{backend: b.Name, slot: b.Slot, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
 			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: routing.InsecureAction(rt),
-			rateLimit: rt.RateLimitValue(), http: rt.HTTP, headers: routing.HeaderValue(rt)}
+			rateLimit: rt.RateLimitValue(), http: rt.HTTP, headers: routing.HeaderValue(rt), sticky: rt.Sticky}
 	}
 	maps := r.maps
 	if maps == nil || !slices.Equal(keys, r.routes) {
@@ -411,6 +409,7 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 	// OpenShift's router answers it.
 	fmt.Fprintf(w, "\nbackend %s\n", DefaultBackend)
 	renderRouteTimeouts(w)
+	renderCookieMaps(w)
 	w.WriteString("    http-request return status 503 default-errorfiles\n")
 }
 
@@ -461,10 +460,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 	if err := validateBackendName(b.ProxyName()); err != nil {
 		return err
 	}
-	balance := b.Route.Balance
-	if balance == "" {
-		balance = dcm.BalanceRoundRobin
-	}
+	balance := backendBalance(b)
 	if err := dcm.ValidateBalance("balance", balance); err != nil {
 		return fmt.Errorf("backend %q: %w", b.Name, err)
 	}
@@ -473,14 +469,9 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 		w.WriteString("    mode tcp\n")
 		renderTCPTimeouts(w, b.Route)
 	}
-	fmt.Fprintf(w, "    balance %s\n", balance)
+	renderBalance(w, balance)
 	if b.Route.Sticky {
-		// indirect: the server never sees the cookie; nocache: a shared
-		// cache must not hand one client's cookie to others.
-		fmt.Fprintf(w, "    cookie %s insert indirect nocache dynamic\n", CookieName)
-		if b.Route.Name != "" { // a free sticky spare has no key yet
-			fmt.Fprintf(w, "    dynamic-cookie-key %s\n", CookieKey(cookieSecret, b.Name))
-		}
+		renderSticky(w, b, cookieSecret)
 	}
 	servers := slices.Clone(b.Servers)
 	dcm.SortServers(servers)
@@ -496,6 +487,9 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 	}
 	renderAllowlistRule(w, b.ProxyName())
 	renderRateLimitRules(w)
+	if b.Route.Sticky {
+		renderCookieRules(w) // after the tcp-request rules, which run first anyway
+	}
 	if !tcpBackend(b) {
 		renderRouteTimeouts(w)
 		renderHeaderRules(w)

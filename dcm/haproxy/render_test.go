@@ -418,7 +418,7 @@ func TestRenderPassthrough(t *testing.T) {
 	s := testSettings
 	s.HTTPSBind = "127.0.0.1:8443"
 	pt := route("ns", "db", "DB.example", "/", dcm.PathPrefix)
-	pt.Host, pt.Kind = "db.example", dcm.KindPassthrough
+	pt.Host, pt.Kind, pt.Balance = "db.example", dcm.KindPassthrough, dcm.BalanceSource
 	b := backendFor(pt, srv)
 	b.Slot = "be_passthrough:_pool:1"
 	st := state(b, backendFor(route("ns", "web", "web.example", "/", dcm.PathPrefix), srv))
@@ -429,8 +429,10 @@ func TestRenderPassthrough(t *testing.T) {
 	}
 	cfg := string(f.Config)
 	for _, want := range []string{
-		"\nbackend be_passthrough:_pool:1\n    mode tcp\n    balance roundrobin\n    server s1 10.0.0.1:443 weight 1\n",
-		"\nbackend be_passthrough:_pool:2\n    mode tcp\n    balance roundrobin\n",
+		// TCP spares balance by source, the passthrough default, with
+		// the hash add server needs.
+		"\nbackend be_passthrough:_pool:1\n    mode tcp\n    balance source\n    hash-type consistent\n    server s1 10.0.0.1:443 weight 1\n",
+		"\nbackend be_passthrough:_pool:2\n    mode tcp\n    balance source\n    hash-type consistent\n",
 		"\nbackend be_http:_pool:1\n    balance roundrobin\n",
 		"use_backend %[req_ssl_sni,lower,map_str(maps/sni.map)] if { req_ssl_sni,lower,map_str(maps/sni.map) -m found }\n",
 	} {

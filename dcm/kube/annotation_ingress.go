@@ -51,6 +51,7 @@ func ingressAnnotations(ing *networkingv1.Ingress) (ingressOptions, error) {
 		// named here would be a certificate nobody serves.
 		return o, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: "spec.tls", Value: "with " + AnnotationSSLPassthrough}
 	}
+	tcpBalanceDefault(ann, AnnotationBalance, &o.balance, o.passthrough)
 	if o.sticky, _, err = annotationValue[bool](ann, AnnotationSticky); err != nil {
 		return o, err
 	}
@@ -85,6 +86,9 @@ func ingressAnnotations(ing *networkingv1.Ingress) (ingressOptions, error) {
 		return o, err
 	}
 	if o.http, err = httpOptions(ann, KindIngress, o.passthrough); err != nil {
+		return o, err
+	}
+	if err = cookieNeedsSticky(ann, o.sticky); err != nil {
 		return o, err
 	}
 	if o.headers, err = ingressHeaders(ann); err != nil {
@@ -159,6 +163,9 @@ func httpOptions(ann map[string]string, kind string, passthrough bool) (dcm.HTTP
 		return o, err
 	}
 	if o.HSTS, _, err = annotationValue[string](ann, names[3]); err != nil {
+		return o, err
+	}
+	if err = cookieOptions(ann, kind, passthrough, &o); err != nil {
 		return o, err
 	}
 	if passthrough {

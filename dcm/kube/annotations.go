@@ -39,7 +39,6 @@ const (
 	// Annotations of OpenShift's router that dcm reads on a Route.
 	AnnotationRouteBalance        = "haproxy.router.openshift.io/balance"
 	AnnotationRouteDisableCookies = "haproxy.router.openshift.io/disable_cookies"
-	AnnotationRouteCookieName     = "router.openshift.io/cookie_name"
 	AnnotationRouteIPWhitelist    = "haproxy.router.openshift.io/ip_whitelist"
 	AnnotationRouteIPAllowlist    = "haproxy.router.openshift.io/ip_allowlist"
 	AnnotationRouteRateLimit      = "haproxy.router.openshift.io/rate-limit-connections"
@@ -93,6 +92,9 @@ const (
 	// ValueCount is a decimal number from 1 to dcm.MaxRateLimit, written
 	// as it is (no sign, no leading zero).
 	ValueCount ValueType = "count"
+	// ValueCookieName is a cookie name as OpenShift's router takes it
+	// (dcm.ValidateCookieName).
+	ValueCookieName ValueType = "cookie name"
 )
 
 // Annotation declares one annotation dcm reads.
@@ -141,8 +143,8 @@ var annotationTable = append([]Annotation{
 	{Name: AnnotationIngressClass, Kinds: ingressOnly, Type: ValueString,
 		Doc: "The pre-IngressClass way to pick a controller; spec.ingressClassName wins when both are set."},
 	{Name: AnnotationBalance, Kinds: ingressOnly, Type: ValueEnum, Default: "roundrobin",
-		Values: []string{"roundrobin", "leastconn", "random", "first"},
-		Doc:    "The balance algorithm of the Ingress's routes."},
+		Values: []string{"roundrobin", "leastconn", "random", "first", "source"},
+		Doc:    "The balance algorithm of the Ingress's routes; source (the client's address, hash-type consistent) is the default of dcm.io/ssl-passthrough routes, as in OpenShift. Passthrough routes with source and HTTP routes with roundrobin take spares; other algorithms reload when the route is added (route-added)."},
 	{Name: AnnotationHealthCheck, Kinds: ingressOnly, Type: ValueBool, Default: "true",
 		Doc: `"false" turns HAProxy's health checks of the pods off.`},
 	{Name: AnnotationSSLPassthrough, Kinds: ingressOnly, Type: ValueBool, Default: "false",
@@ -173,13 +175,10 @@ var annotationTable = append([]Annotation{
 	{Name: AnnotationResponseHeaders, Kinds: ingressOnly, Type: ValueHeaders, Example: "delete Server",
 		Doc: fmt.Sprintf(headersDoc, "response before it reaches the client", "res.hdr")},
 	{Name: AnnotationRouteBalance, Kinds: routeOnly, Type: ValueEnum, Default: "roundrobin",
-		Values: []string{"roundrobin", "leastconn", "random"}, Unsupported: []string{"source"},
-		Doc: `The balance algorithm; "source" is refused as unsupported: dcm does not serve it.`},
+		Values: []string{"roundrobin", "leastconn", "random", "source"},
+		Doc:    `The balance algorithm; source (the client's address, hash-type consistent) is the default of passthrough Routes, as OpenShift's ROUTER_TCP_BALANCE_SCHEME. Passthrough Routes with source and other Routes with roundrobin take spares; other algorithms reload when the Route is added (route-added).`},
 	{Name: AnnotationRouteDisableCookies, Kinds: routeOnly, Type: ValueBool, Default: "false",
 		Doc: `"true" turns off the cookie that keeps a client on one pod (on by default, as in OpenShift; never on passthrough Routes).`},
-	{Name: AnnotationRouteCookieName, Kinds: routeOnly, Type: ValueString,
-		Refused: "dcm's cookie name is its own",
-		Doc:     "Names the sticky cookie in OpenShift."},
 	{Name: AnnotationRouteIPAllowlist, Kinds: routeOnly, Type: ValueSources, Example: "10.0.0.0/8 192.168.1.10 2001:db8::/32",
 		Doc: "Serves only clients from these addresses and networks (at most 1000): any other client's connection is closed without an answer, as OpenShift does. Changed at runtime. An empty value serves everyone."},
 	{Name: AnnotationRouteIPWhitelist, Kinds: routeOnly, Type: ValueSources, Example: "10.0.0.0/8 192.168.1.10",
@@ -202,7 +201,7 @@ var annotationTable = append([]Annotation{
 		Doc: "Refuses a client that opened this many connections in 3 s; needs dcm.io/rate-limit-connections."},
 	{Name: AnnotationRateHTTP, Kinds: ingressOnly, Type: ValueCount, Example: "100",
 		Doc: "Refuses a client that sent this many HTTP requests in 10 s; needs dcm.io/rate-limit-connections."},
-}, httpRows()...)
+}, slices.Concat(httpRows(), cookieRows())...)
 
 // httpRows are the rows of the HTTP options (dcm.HTTPOptions), on
 // Ingresses and Routes alike: a change is a setting map's, no reload.

@@ -33,6 +33,7 @@ var badReason = map[ValueType]string{
 	ValueTimeout:      dcm.RejectInvalidValue,
 	ValueHSTS:         dcm.RejectInvalidValue,
 	ValueHeaders:      dcm.RejectInvalidValue,
+	ValueCookieName:   dcm.RejectInvalidValue,
 }
 
 // TestAnnotationTable: every row parses its default (or, without one, its

@@ -180,7 +180,7 @@ func TestIngressRoutes(t *testing.T) {
 				}}},
 			want: func() []dcm.Route {
 				r := route("web", "web", "db.example.com", "/", dcm.PathPrefix, "db", "tls")
-				r.Kind, r.Insecure = dcm.KindPassthrough, dcm.InsecureNone
+				r.Kind, r.Insecure, r.Balance = dcm.KindPassthrough, dcm.InsecureNone, dcm.BalanceSource
 				return []dcm.Route{r}
 			}(),
 		},
@@ -192,7 +192,7 @@ func TestIngressRoutes(t *testing.T) {
 				}}},
 			want: func() []dcm.Route {
 				r := route("web", "web", "db.example.com", "/", dcm.PathPrefix, "db", "tls")
-				r.Kind, r.Insecure, r.RedirectCode = dcm.KindPassthrough, dcm.InsecureRedirect, 308
+				r.Kind, r.Insecure, r.RedirectCode, r.Balance = dcm.KindPassthrough, dcm.InsecureRedirect, 308, dcm.BalanceSource
 				return []dcm.Route{r}
 			}(),
 		},

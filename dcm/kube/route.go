@@ -153,6 +153,7 @@ func RouteFromOpenShift(obj *unstructured.Unstructured, opts RouteOptions) (Conv
 			return ConvertedRoute{}, err
 		}
 	}
+	tcpBalanceDefault(obj.GetAnnotations(), AnnotationRouteBalance, &r.Balance, r.Kind == dcm.KindPassthrough)
 	out.Route = r
 	if err := dcm.ValidateRoute(r); err != nil {
 		return ConvertedRoute{}, err

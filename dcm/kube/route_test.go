@@ -114,7 +114,7 @@ func TestRouteFromOpenShift(t *testing.T) {
 			ann:  map[string]string{AnnotationRouteBalance: "leastconn", AnnotationRouteDisableCookies: "true"},
 			want: with(func(r *dcm.Route) { r.Balance, r.Sticky = dcm.BalanceLeastConn, false })},
 		{name: "balance source", host: "web.example.com", ann: map[string]string{AnnotationRouteBalance: "source"},
-			field: "metadata.annotations[" + AnnotationRouteBalance + "]", why: dcm.RejectUnsupported},
+			want: with(func(r *dcm.Route) { r.Balance = dcm.BalanceSource })},
 		{name: "ip whitelist: canonical, sorted, once each", host: "web.example.com",
 			ann:  map[string]string{AnnotationRouteIPWhitelist: "10.1.2.3/8  192.168.1.10 2001:DB8::/32 10.0.0.0/8 192.168.1.10/32"},
 			want: with(func(r *dcm.Route) { r.Allowlist = []string{"10.0.0.0/8", "192.168.1.10", "2001:db8::/32"} })},
@@ -137,8 +137,16 @@ func TestRouteFromOpenShift(t *testing.T) {
 		{name: "ip whitelist with a comma, which OpenShift does not read", host: "web.example.com",
 			ann:   map[string]string{AnnotationRouteIPAllowlist: "::1", AnnotationRouteIPWhitelist: "10.0.0.0/8,10.0.0.1"},
 			field: "metadata.annotations[" + AnnotationRouteIPWhitelist + "]", why: dcm.RejectInvalidValue},
-		{name: "cookie name", host: "web.example.com", ann: map[string]string{AnnotationRouteCookieName: "c"},
-			field: "metadata.annotations[" + AnnotationRouteCookieName + "]", why: dcm.RejectUnsupported},
+		{name: "cookie name", host: "web.example.com", ann: map[string]string{AnnotationRouteCookieName: "web_session-1"},
+			want: with(func(r *dcm.Route) { r.HTTP.CookieName = "web_session-1" })},
+		{name: "cookie name with a space", host: "web.example.com", ann: map[string]string{AnnotationRouteCookieName: "a b"},
+			field: "metadata.annotations[" + AnnotationRouteCookieName + "]", why: dcm.RejectInvalidValue},
+		{name: "cookie same-site", host: "web.example.com", ann: map[string]string{AnnotationRouteCookieSameSite: "Strict"},
+			want: with(func(r *dcm.Route) { r.HTTP.CookieSameSite = dcm.SameSiteStrict })},
+		{name: "cookie same-site None is the default", host: "web.example.com", ann: map[string]string{AnnotationRouteCookieSameSite: "None"},
+			want: with(func(*dcm.Route) {})},
+		{name: "cookie same-site lower case", host: "web.example.com", ann: map[string]string{AnnotationRouteCookieSameSite: "strict"},
+			field: "metadata.annotations[" + AnnotationRouteCookieSameSite + "]", why: dcm.RejectInvalidValue},
 		{name: "edge without a certificate: the default one, no plain HTTP", host: "web.example.com",
 			edit: func(s map[string]any) { s["tls"] = map[string]any{"termination": "edge"} },
 			want: with(func(r *dcm.Route) {
@@ -178,6 +186,12 @@ func TestRouteFromOpenShift(t *testing.T) {
 				s["tls"] = map[string]any{"termination": "reencrypt", "destinationCACertificate": string(destCA.Leaf(t, "x").CertPEM)}
 			}, field: "spec.tls.destinationCACertificate", why: dcm.RejectInvalidValue},
 		{name: "passthrough", host: "db.example.com",
+			edit: func(s map[string]any) { s["tls"] = map[string]any{"termination": "passthrough"} },
+			want: with(func(r *dcm.Route) {
+				r.Host, r.Kind, r.Sticky, r.Insecure = "db.example.com", dcm.KindPassthrough, false, dcm.InsecureNone
+				r.Balance = dcm.BalanceSource // OpenShift's default for TCP routes
+			})},
+		{name: "passthrough with roundrobin", host: "db.example.com", ann: map[string]string{AnnotationRouteBalance: "roundrobin"},
 			edit: func(s map[string]any) { s["tls"] = map[string]any{"termination": "passthrough"} },
 			want: with(func(r *dcm.Route) {
 				r.Host, r.Kind, r.Sticky, r.Insecure = "db.example.com", dcm.KindPassthrough, false, dcm.InsecureNone

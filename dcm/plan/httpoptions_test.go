@@ -59,7 +59,7 @@ func TestHTTPOptionsChange(t *testing.T) {
 // alone still does not.
 func TestPassthroughTimeoutReloads(t *testing.T) {
 	db := route("db")
-	db.Kind, db.Path = dcm.KindPassthrough, "/"
+	db.Kind, db.Path, db.Balance = dcm.KindPassthrough, "/", dcm.BalanceSource
 	s1 := ep("db-1", "127.0.2.1", dcm.StateReady)
 	with := func(ms int64, eps ...dcm.Endpoint) dcm.Desired {
 		r := db
@@ -84,5 +84,40 @@ func TestPassthroughTimeoutReloads(t *testing.T) {
 	}
 	if p := Compute(empty, with(0, s1), pooled); p.Reload {
 		t.Errorf("new route without a timeout reloads: %v", p.Reasons)
+	}
+}
+
+// TestCookieSettingsChange: a sticky route's cookie name and SameSite are
+// cookie maps' entries: a custom name, and SameSite on a secure route,
+// change by a map replace and no reload; a route without stickiness has
+// none.
+func TestCookieSettingsChange(t *testing.T) {
+	edge := route("shop")
+	edge.Kind, edge.TLS, edge.Insecure, edge.Sticky = dcm.KindEdge, &dcm.TLSRef{Secret: "demo/shop-tls", Version: "aa"}, dcm.InsecureRedirect, true
+	s1 := ep("shop-1", "127.0.2.1", dcm.StateReady)
+	with := func(o dcm.HTTPOptions) dcm.Desired {
+		r := edge
+		r.HTTP = o
+		return desiredAll(desiredBackend(r, s1))
+	}
+	pooled := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, StickyPool: 1, RuntimeCerts: true}
+	st := idle(Fresh(with(dcm.HTTPOptions{}), pooled))
+	for _, step := range []struct {
+		o   dcm.HTTPOptions
+		ops []string
+	}{
+		{dcm.HTTPOptions{CookieName: "shop_session"}, []string{"map-replace cookie_name +1 -0"}},
+		{dcm.HTTPOptions{CookieName: "shop_session", CookieSameSite: dcm.SameSiteLax}, []string{"map-replace cookie_samesite +1 -0"}},
+		{dcm.HTTPOptions{}, []string{"map-replace cookie_name +1 -0", "map-replace cookie_samesite +1 -0"}},
+	} {
+		d := with(step.o)
+		p := Compute(st, d, pooled)
+		if got := opStrings(p.Ops); p.Reload || !slices.Equal(got, step.ops) {
+			t.Fatalf("%+v: reload %v %v, ops %q, want %q", step.o, p.Reload, p.Reasons, got, step.ops)
+		}
+		if again := Compute(p.Next, d, pooled); !again.Empty() {
+			t.Fatalf("%+v: compute(next) not empty: %q", step.o, opStrings(again.Ops))
+		}
+		st = idle(p.Next)
 	}
 }

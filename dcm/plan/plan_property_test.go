@@ -50,7 +50,7 @@ func (g gen) desired() dcm.Desired {
 		}
 		if n == 2 && g.r.IntN(3) == 0 {
 			// A passthrough route: a whole host, a TCP spare.
-			r.Kind, r.Path = dcm.KindPassthrough, "/"
+			r.Kind, r.Path, r.Balance = dcm.KindPassthrough, "/", dcm.BalanceSource
 		}
 		if n >= 3 {
 			// Edge routes: a certificate that is rotated now and then,
@@ -92,6 +92,11 @@ func (g gen) desired() dcm.Desired {
 			if r.TerminatesTLS() {
 				r.HTTP.HSTS = []string{"", "max-age=1", "max-age=1;includeSubDomains;preload"}[g.r.IntN(3)]
 			}
+			// The cookie's name and SameSite: cookie maps' entries of
+			// sticky routes.
+			r.Sticky = n == 1 // stickiness itself changes by a reload
+			r.HTTP.CookieName = []string{"", "", "web_session"}[g.r.IntN(3)]
+			r.HTTP.CookieSameSite = []string{"", "", dcm.SameSiteStrict}[g.r.IntN(3)]
 		} else if g.r.IntN(4) == 0 {
 			r.HTTP.TimeoutMillis = 30000 // in the TCP backend: a reload
 		}
@@ -160,9 +165,9 @@ func modes() []dcm.Caps {
 	return []dcm.Caps{
 		{Mode: dcm.ModeDynamic, AddServer: true, RuntimeCerts: true},
 		{Mode: dcm.ModeDynamic, AddServer: false, RuntimeCerts: true},
-		{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1, RuntimeCerts: true},
-		{Mode: dcm.ModeDynamic, AddServer: true, Pool: 3, RuntimeCerts: true},
-		{Mode: dcm.ModeDynamic, AddServer: true, Pool: 3},
+		{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1, StickyPool: 1, RuntimeCerts: true},
+		{Mode: dcm.ModeDynamic, AddServer: true, Pool: 3, StickyPool: 2, RuntimeCerts: true},
+		{Mode: dcm.ModeDynamic, AddServer: true, Pool: 3, StickyPool: 1},
 		{Mode: dcm.ModeSlots, Slots: 1, AddServer: true},
 		{Mode: dcm.ModeSlots, Slots: 3, AddServer: true},
 		{Mode: dcm.ModeReload, AddServer: true},

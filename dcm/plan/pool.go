@@ -45,7 +45,7 @@ func newPool(st dcm.State, caps dcm.Caps) *pool {
 // take returns the spare that carries the new route d ("" when it is d's
 // own backend, back from the pool), or why the route needs a reload.
 func (p *pool) take(d dcm.DesiredBackend) (string, dcm.ReloadReason) {
-	if !slices.Contains(routing.PoolKinds, routing.PoolKind(d.Route.Kind)) || balanceOf(d.Route) != poolBalance {
+	if !slices.Contains(routing.PoolKinds, routing.PoolKind(d.Route.Kind)) || !poolBalanced(d.Route) {
 		return "", dcm.ReasonRouteAdded // spares are rendered for this kind and balance only
 	}
 	if s, t := d.Route.TCPTimeouts(); s != 0 || t != 0 {
@@ -82,7 +82,7 @@ func (p *pool) take(d dcm.DesiredBackend) (string, dcm.ReloadReason) {
 // spare must not have, so it is never one.
 func spareLike(r dcm.Route) bool {
 	s, t := r.TCPTimeouts()
-	return slices.Contains(routing.PoolKinds, routing.PoolKind(r.Kind)) && balanceOf(r) == poolBalance && !r.Sticky && s == 0 && t == 0
+	return slices.Contains(routing.PoolKinds, routing.PoolKind(r.Kind)) && poolBalanced(r) && !r.Sticky && s == 0 && t == 0
 }
 
 // sameTCPTimeouts reports whether two routes render the same timeouts
@@ -115,15 +115,11 @@ func (p *pool) names() []string {
 	return out
 }
 
-// poolBalance is the balance algorithm spares are rendered with; HAProxy
+// poolBalanced reports whether a route has the balance algorithm the
+// spares of its kind are rendered with (routing.PoolBalance); HAProxy
 // cannot change a backend's algorithm at runtime.
-const poolBalance = dcm.BalanceRoundRobin
-
-func balanceOf(r dcm.Route) string {
-	if r.Balance == "" {
-		return dcm.BalanceRoundRobin
-	}
-	return r.Balance
+func poolBalanced(r dcm.Route) bool {
+	return r.BalanceOf() == routing.PoolBalance(routing.PoolKind(r.Kind))
 }
 
 // freshPool is the pool a rendered configuration starts with.

@@ -146,6 +146,7 @@ func TestPoolPassthrough(t *testing.T) {
 	web.Check = false
 	db, cache := route("db"), route("cache")
 	db.Kind, db.Check, cache.Kind, cache.Check = dcm.KindPassthrough, false, dcm.KindPassthrough, false
+	db.Balance, cache.Balance = dcm.BalanceSource, dcm.BalanceSource
 	a := ep("web-a", "127.0.1.1", dcm.StateReady)
 	d1 := ep("db-1", "127.0.2.1", dcm.StateReady)
 	c1 := ep("cache-1", "127.0.3.1", dcm.StateReady)

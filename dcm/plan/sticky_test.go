@@ -84,7 +84,7 @@ func TestStickyRouteTakesStickySpare(t *testing.T) {
 		}
 		kinds = append(kinds, string(o.Kind))
 	}
-	if got, w := kinds, []string{"cookie-key", "add-server", "dynamic-cookie", "set-state", "map-replace"}; !slices.Equal(got, w) {
+	if got, w := kinds, []string{"cookie-key", "add-server", "dynamic-cookie", "set-state", "map-replace", "map-replace"}; !slices.Equal(got, w) {
 		t.Errorf("ops %v, want %v", got, w)
 	}
 	if !slices.Equal(p.Next.Pool, []string{"be_http:_pool:1", "be_passthrough:_pool:1", "be_reencrypt:_pool:1"}) {

@@ -24,6 +24,8 @@ func SettingValue(t dcm.MapTable, r dcm.Route) string {
 		return millis(o.TunnelMillis)
 	case dcm.MapHSTS:
 		return o.HSTS
+	case dcm.MapCookieName, dcm.MapCookieSameSite:
+		return cookieSetting(t, r)
 	}
 	return ""
 }
@@ -67,6 +69,14 @@ func ValidateSetting(t dcm.MapTable, field, v string) error {
 		}
 	case dcm.MapHSTS:
 		if n, err := dcm.ParseHSTS(field, v); err != nil || n != v || strings.ContainsAny(v, " \t\r\n") {
+			return bad
+		}
+	case dcm.MapCookieName:
+		if dcm.ValidateCookieName(field, v) != nil {
+			return bad
+		}
+	case dcm.MapCookieSameSite:
+		if v == "" || dcm.ValidateSameSite(field, v) != nil {
 			return bad
 		}
 	default:

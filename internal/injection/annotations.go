@@ -40,7 +40,7 @@ func corpusOf(a kube.Annotation) (annotationCorpus, bool) {
 		return annotationCorpus{inName, Marker + strings.Repeat("a", 300), dcm.RejectUnsupported}, true
 	case a.Type == kube.ValueBool:
 		return suffixed("e"), true
-	case a.Type == kube.ValueEnum:
+	case a.Type == kube.ValueEnum, a.Type == kube.ValueCookieName:
 		return suffixed("a"), true
 	case a.Type == kube.ValueInt, a.Type == kube.ValueCount, a.Type == kube.ValueTimeout, a.Type == kube.ValueHSTS:
 		return suffixed("0"), true
@@ -77,6 +77,9 @@ func servedWith(i *networkingv1.Ingress, name string) {
 	}
 	if name == kube.AnnotationBackendServerName {
 		i.Annotations[kube.AnnotationBackendCA] = "web-ca"
+	}
+	if name == kube.AnnotationCookieName {
+		i.Annotations[kube.AnnotationSticky] = "true" // a name needs a cookie
 	}
 }
 

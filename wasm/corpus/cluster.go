@@ -43,7 +43,7 @@ type gen struct {
 
 var namespaces = []string{"default", "shop", "team-a", "demo", "payments"}
 var wlNames = []string{"web", "api", "cart", "search", "auth", "media", "db-proxy", "worker", "front", "admin"}
-var balances = []string{dcm.BalanceRoundRobin, dcm.BalanceRoundRobin, dcm.BalanceLeastConn, dcm.BalanceRandom, dcm.BalanceFirst}
+var balances = []string{dcm.BalanceRoundRobin, dcm.BalanceRoundRobin, dcm.BalanceLeastConn, dcm.BalanceRandom, dcm.BalanceFirst, dcm.BalanceSource}
 
 const alnum = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -146,6 +146,8 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 			r.Insecure = dcm.InsecurePolicy(pickBy(r.Name, []string{"", "Allow", "Redirect", "None"}))
 		case 1:
 			r.Source, r.Kind = dcm.SourceRoute, dcm.KindPassthrough
+			// Source, the TCP spares' algorithm, as OpenShift's default.
+			r.Balance = pickBy(r.Name+"/tcp", []string{dcm.BalanceSource, dcm.BalanceSource, r.Balance})
 			r.Insecure = dcm.InsecurePolicy(pickBy(r.Name, []string{"", "Redirect", "None"}))
 		case 2:
 			r.Host = "" // any host
@@ -161,7 +163,7 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 		}
 		withAccess(&r)
 		withHeaders(&r)
-		r.HTTP = httpOptionsOf(r)
+		withHTTP(&r)
 		known := g.r.IntN(10) != 0
 		if known {
 			ref := wl.ref
@@ -172,6 +174,12 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 		c.known = append(c.known, known)
 	}
 	return c
+}
+
+// withHTTP draws a route's stickiness and HTTP options.
+func withHTTP(r *dcm.Route) {
+	r.Sticky = r.Kind != dcm.KindPassthrough && pickBy(r.Name+"/sticky", []string{"", "", "s"}) != ""
+	r.HTTP = httpOptionsOf(*r)
 }
 
 // httpOptionsOf draws a route's HTTP options, setting maps' entries, by its
@@ -187,6 +195,11 @@ func httpOptionsOf(r dcm.Route) dcm.HTTPOptions {
 	}
 	if r.TerminatesTLS() {
 		o.HSTS = pickBy(r.Name+"/hsts", []string{"", "max-age=31536000;includeSubDomains"})
+	}
+	if r.Sticky {
+		// The cookie maps' entries (dcm/route_cookie.go).
+		o.CookieName = pickBy(r.Name+"/cookie", []string{"", "", "shop_session"})
+		o.CookieSameSite = pickBy(r.Name+"/samesite", []string{"", "", dcm.SameSiteLax})
 	}
 	return o
 }

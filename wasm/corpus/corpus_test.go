@@ -113,7 +113,7 @@ func TestCorpusCoversUpdateRoute(t *testing.T) {
 // actions (the headers map) and backends served by terminating endpoints
 // (the fallback), so the parity tests compare both.
 func TestCorpusCoversHeadersAndTerminating(t *testing.T) {
-	var headers, terminating int
+	var headers, terminating, cookies int
 	for _, s := range corpus.Generate(wasmtest.Scenarios, wasmtest.Seed) {
 		out, err := corpus.Expected(s)
 		if err != nil {
@@ -122,13 +122,16 @@ func TestCorpusCoversHeadersAndTerminating(t *testing.T) {
 		if strings.Contains(out, `"map":"headers"`) {
 			headers++
 		}
+		if strings.Contains(out, `"map":"cookie_name"`) {
+			cookies++
+		}
 		if strings.Contains(s.Snapshot, `"terminating":true`) {
 			terminating++
 		}
 	}
 	t.Logf("%d of %d scenarios preview a headers map replace, %d start with terminating servers", headers, wasmtest.Scenarios, terminating)
-	if headers < 10 || terminating < 10 {
-		t.Errorf("%d with a headers map replace, %d with terminating servers; want 10 or more of each", headers, terminating)
+	if headers < 10 || terminating < 10 || cookies < 10 {
+		t.Errorf("%d with a headers map replace, %d with terminating servers, %d with a cookie map replace; want 10 or more of each", headers, terminating, cookies)
 	}
 }
 

@@ -157,7 +157,7 @@ func (g *gen) badRoute(d dcm.Desired, wl *workload) dcm.WhatIf {
 	case 5:
 		r.PathType = "ImplementationSpecific"
 	case 6:
-		r.Balance = "source"
+		r.Balance = "static-rr" // not with dynamic servers
 	case 7:
 		r.Namespace = "Team_A"
 	case 8:
@@ -198,6 +198,7 @@ func (g *gen) updateRoute(d dcm.Desired, wl *workload) dcm.WhatIf {
 	case 1:
 		if r.Kind != dcm.KindPassthrough {
 			r.HTTP.Forwarded = dcm.ForwardedPolicy(g.pick([]string{"", "replace", "if-none", "never"}))
+			r.HTTP.CookieName = g.pick([]string{"", "web_session"})
 		}
 	case 2:
 		r.Allowlist = [][]string{nil, {"10.1.0.0/16"}, {"10.0.0.0/8", "2001:db8::/32"}}[g.r.IntN(3)]
