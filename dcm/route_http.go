@@ -22,6 +22,10 @@ type HTTPOptions struct {
 	// HSTS is the Strict-Transport-Security header of HTTPS responses,
 	// normalised by ParseHSTS; "" sends none.
 	HSTS string `json:"hsts,omitempty"`
+	// RewriteTarget replaces the route's path prefix in the requests it
+	// serves (OpenShift's rewrite-target, route_rewrite.go); "" keeps
+	// the path.
+	RewriteTarget string `json:"rewriteTarget,omitempty"`
 }
 
 // ReasonPassthroughTimeout is the reload of a passthrough route whose
@@ -182,6 +186,9 @@ func ValidateHTTPOptions(r Route) error {
 		if !r.TerminatesTLS() {
 			return invalid(RejectUnsupported, "hsts on a route whose TLS HAProxy does not terminate", o.HSTS)
 		}
+	}
+	if err := validateRewrite(r); err != nil {
+		return err
 	}
 	if r.Kind == KindPassthrough {
 		if o.Forwarded != "" {

@@ -46,11 +46,11 @@ const (
 )
 
 // SettingMapTables lists the setting maps.
-var SettingMapTables = []MapTable{MapForwarded, MapTimeoutServer, MapTimeoutTunnel, MapHSTS}
+var SettingMapTables = []MapTable{MapForwarded, MapTimeoutServer, MapTimeoutTunnel, MapHSTS, MapRewrite}
 
 // Setting reports whether a map is a setting map.
 func (t MapTable) Setting() bool {
-	return t == MapForwarded || t == MapTimeoutServer || t == MapTimeoutTunnel || t == MapHSTS
+	return t == MapForwarded || t == MapTimeoutServer || t == MapTimeoutTunnel || t == MapHSTS || t == MapRewrite
 }
 
 // HTTPSOnly reports whether a map is read only when HAProxy has an HTTPS

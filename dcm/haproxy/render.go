@@ -357,6 +357,7 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 	// do not need it: the master hands the listeners to the new worker.
 	w.WriteString("    noreuseport\n")
 	renderHeadersGlobal(w)
+	renderRewriteGlobal(w)
 	if s.HardStopAfter > 0 {
 		fmt.Fprintf(w, "    hard-stop-after %dms\n", max(s.HardStopAfter.Milliseconds(), 1))
 	}
@@ -486,6 +487,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 	renderRateLimitRules(w)
 	if !tcpBackend(b) {
 		renderRouteTimeouts(w)
+		renderRewriteRule(w)
 		renderHeaderRules(w)
 	}
 	return nil

@@ -86,6 +86,11 @@ func (a Annotation) parse(v string) (any, error) {
 			return nil, bad(dcm.RejectInvalidValue)
 		}
 		return h, nil
+	case ValueRewriteTarget:
+		if v == "" || dcm.ValidateRewriteTarget(field, v) != nil {
+			return nil, bad(dcm.RejectInvalidValue)
+		}
+		return v, nil
 	case ValueString:
 		return v, nil
 	case ValueHeaders:

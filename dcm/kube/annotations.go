@@ -35,6 +35,7 @@ const (
 	AnnotationTimeout          = "dcm.io/timeout"
 	AnnotationTimeoutTunnel    = "dcm.io/timeout-tunnel"
 	AnnotationHSTS             = "dcm.io/hsts"
+	AnnotationRewriteTarget    = "dcm.io/rewrite-target"
 
 	// Annotations of OpenShift's router that dcm reads on a Route.
 	AnnotationRouteBalance        = "haproxy.router.openshift.io/balance"
@@ -50,6 +51,7 @@ const (
 	AnnotationRouteTimeout        = "haproxy.router.openshift.io/timeout"
 	AnnotationRouteTimeoutTunnel  = "haproxy.router.openshift.io/timeout-tunnel"
 	AnnotationRouteHSTS           = "haproxy.router.openshift.io/hsts_header"
+	AnnotationRouteRewriteTarget  = "haproxy.router.openshift.io/rewrite-target"
 )
 
 // ValueType is how dcm reads an annotation's value.
@@ -77,6 +79,9 @@ const (
 	ValueTimeout ValueType = "timeout"
 	// ValueHSTS is a Strict-Transport-Security value (dcm.ParseHSTS).
 	ValueHSTS ValueType = "hsts"
+	// ValueRewriteTarget is a path that replaces the route's
+	// (dcm.ValidateRewriteTarget).
+	ValueRewriteTarget ValueType = "rewrite target"
 	// ValueString is any string: it selects, it never reaches HAProxy.
 	ValueString ValueType = "string"
 	// ValueSources is IPv4 and IPv6 addresses and CIDR networks separated
@@ -214,6 +219,8 @@ func httpRows() []Annotation {
 			Doc: "The idle timeout of the route's WebSockets and other tunnels, written as the timeout. Default: --timeout-tunnel. On passthrough, as the timeout, a reload."}},
 		{AnnotationHSTS, AnnotationRouteHSTS, Annotation{Type: ValueHSTS, Example: "max-age=31536000;includeSubDomains;preload",
 			Doc: "The Strict-Transport-Security header of HTTPS responses (edge and reencrypt): max-age=<seconds> required, includeSubDomains and preload optional, separated by ';'. On an Ingress it applies to its spec.tls hosts; refused on a Route without TLS and on passthrough."}},
+		{AnnotationRewriteTarget, AnnotationRouteRewriteTarget, Annotation{Type: ValueRewriteTarget, Example: "/",
+			Doc: "Replaces the route's path in the requests it sends to the pods, as OpenShift's router does: with path /foo, target / sends /foo/bar as /bar and /foo as /, target /v2 sends /foo/bar as /v2/bar; a route without a path gets the target before the whole path. The query string is kept. It starts with '/' and has the characters of a path (no backslash, '#', quote or space: OpenShift's regex escapes are refused). Changed at runtime (a map entry read by a Lua action). Refused on passthrough."}},
 	} {
 		for _, k := range []struct{ name, kind string }{{a.ingress, KindIngress}, {a.route, KindRoute}} {
 			row := a.row

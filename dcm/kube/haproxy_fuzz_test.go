@@ -37,6 +37,7 @@ var (
 		regexp.MustCompile(`^    mode tcp$`),
 		regexp.MustCompile(`^    balance (roundrobin|leastconn|random|first)$`),
 		regexp.MustCompile(`^    http-(request|response) lua\.dcm_(request|response)_headers if \{ be_name,map_str\(maps/headers\.map\) -m found \}$`),
+		regexp.MustCompile(`^    http-request lua\.dcm_rewrite if \{ be_name,map_str\(maps/rewrite\.map\) -m found \}$`),
 		regexp.MustCompile(`^    cookie ` + haproxy.CookieName + ` insert indirect nocache dynamic$`),
 		regexp.MustCompile(`^    dynamic-cookie-key [0-9a-f]+$`),
 		regexp.MustCompile(`^    acl allowlist src -f acls/be_(http|passthrough):[a-z0-9-]+:(route_)?[a-z0-9.-]+\.acl$`),
@@ -53,6 +54,7 @@ var (
 	hostKey      = regexp.MustCompile(`^[a-z0-9.-]+$`)
 	actionValue  = regexp.MustCompile(`^(none|redirect-\d{3})$`)
 	headersValue = regexp.MustCompile(`^[0-9A-Fqsdthclb.-]+$`)
+	rewriteValue = regexp.MustCompile(`^(/[A-Za-z0-9/\-._~%!$&()*+,=:@]*)?\|/[A-Za-z0-9/\-._~%!$&()*+,=:@]*$`)
 	commandShape = regexp.MustCompile(`^(add server|del server|set server|set weight|enable health) be_(http|passthrough):[a-z0-9-]+:(route_)?[a-z0-9.-]+/[A-Za-z0-9._:-]+` +
 		`( (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)? disabled| addr [0-9A-Fa-f:.]+ port \d{1,5}| state (ready|drain|maint)| \d{1,3})?$` +
 		`|^enable dynamic-cookie backend be_http:[a-z0-9-]+:(route_)?[a-z0-9.-]+$`)
@@ -304,6 +306,8 @@ func checkFiles(t *testing.T, files haproxy.Files, desired dcm.Desired) {
 			key, value = isBackend, rateValue.MatchString
 		case haproxy.MapFile(dcm.MapHeaders):
 			key, value = isBackend, headersValue.MatchString
+		case haproxy.MapFile(dcm.MapRewrite):
+			key, value = isBackend, rewriteValue.MatchString
 		}
 		for _, l := range strings.Split(strings.TrimSuffix(string(m), "\n"), "\n") {
 			if l == "" {

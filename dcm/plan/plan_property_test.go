@@ -88,6 +88,7 @@ func (g gen) desired() dcm.Desired {
 			if r.TerminatesTLS() {
 				r.HTTP.HSTS = []string{"", "max-age=1", "max-age=1;includeSubDomains;preload"}[g.r.IntN(3)]
 			}
+			r.HTTP.RewriteTarget = []string{"", "", "/", "/v2"}[g.r.IntN(4)]
 		} else if g.r.IntN(4) == 0 {
 			r.HTTP.TimeoutMillis = 30000 // in the TCP backend: a reload
 		}

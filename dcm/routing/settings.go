@@ -24,6 +24,8 @@ func SettingValue(t dcm.MapTable, r dcm.Route) string {
 		return millis(o.TunnelMillis)
 	case dcm.MapHSTS:
 		return o.HSTS
+	case dcm.MapRewrite:
+		return RewriteValue(r)
 	}
 	return ""
 }
@@ -69,6 +71,8 @@ func ValidateSetting(t dcm.MapTable, field, v string) error {
 		if n, err := dcm.ParseHSTS(field, v); err != nil || n != v || strings.ContainsAny(v, " \t\r\n") {
 			return bad
 		}
+	case dcm.MapRewrite:
+		return validateRewriteValue(field, v)
 	default:
 		return bad
 	}

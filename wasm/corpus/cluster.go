@@ -185,5 +185,6 @@ func httpOptionsOf(r dcm.Route) dcm.HTTPOptions {
 	if r.TerminatesTLS() {
 		o.HSTS = pickBy(r.Name+"/hsts", []string{"", "max-age=31536000;includeSubDomains"})
 	}
+	o.RewriteTarget = pickBy(r.Name+"/rewrite", []string{"", "", "/", "/v2"})
 	return o
 }

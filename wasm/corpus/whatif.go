@@ -195,6 +195,7 @@ func (g *gen) updateRoute(d dcm.Desired, wl *workload) dcm.WhatIf {
 	case 1:
 		if r.Kind != dcm.KindPassthrough {
 			r.HTTP.Forwarded = dcm.ForwardedPolicy(g.pick([]string{"", "replace", "if-none", "never"}))
+			r.HTTP.RewriteTarget = pickBy(r.Name+"/rewrite-update", []string{"", "/", "/api"})
 		}
 	case 2:
 		r.Allowlist = [][]string{nil, {"10.1.0.0/16"}, {"10.0.0.0/8", "2001:db8::/32"}}[g.r.IntN(3)]
