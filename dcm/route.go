@@ -75,6 +75,11 @@ type Route struct {
 	// Check turns on HAProxy's health checks for the route's servers, on top of
 	// Kubernetes readiness.
 	Check bool `json:"check"`
+	// MaxConn limits each of the route's servers to this many concurrent
+	// connections (OpenShift's pod-concurrent-connections), the others
+	// waiting in HAProxy's queue; 0 is no limit. Changed at runtime (set
+	// maxconn server), so not part of SameServing.
+	MaxConn int `json:"maxConn,omitempty"`
 	// TLS is the certificate HAProxy serves to clients of an edge or
 	// reencrypt route (nil for other kinds).
 	TLS *TLSRef `json:"tls,omitempty"`

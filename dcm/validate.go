@@ -229,6 +229,9 @@ func ValidateRoute(r Route) error {
 	if err := ValidateHTTPOptions(r); err != nil {
 		return err
 	}
+	if err := ValidateMaxConn("maxconn", r.MaxConn); err != nil {
+		return err
+	}
 	switch r.Kind {
 	case KindHTTP:
 		if r.TLS != nil {

@@ -533,6 +533,9 @@ func ServerArgs(s dcm.Server) (string, error) {
 	if s.Check {
 		b.WriteString(" check inter " + checkInter)
 	}
+	if err := writeMaxConn(&b, s); err != nil {
+		return "", err
+	}
 	if u := s.Upstream; u != nil {
 		tls, err := upstreamArgs(u, s.Check)
 		if err != nil {

@@ -191,7 +191,7 @@ var lineShapes = []*regexp.Regexp{
 	regexp.MustCompile(`^    balance (roundrobin|leastconn|random|first)$`),
 	regexp.MustCompile(`^    http-(request|response) lua\.dcm_(request|response)_headers if \{ be_name,map_str\(maps/headers\.map\) -m found \}$`),
 	regexp.MustCompile(`^    http-request lua\.dcm_rewrite if \{ be_name,map_str\(maps/rewrite\.map\) -m found \}$`),
-	regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)?( disabled)?$`),
+	regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter (\d+ms|5s))?( maxconn \d{1,7})?( disabled)?$`),
 	regexp.MustCompile(`^    acl allowlist src -f acls/be_[A-Za-z0-9._:-]+\.acl$`),
 	regexp.MustCompile(`^    tcp-request content reject if !allowlist$`),
 	regexp.MustCompile(`^    stick-table type ip size 100k expire 30s store conn_cur,conn_rate\(3s\),http_req_rate\(10s\)$`),

@@ -3,10 +3,10 @@ package haproxy
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"

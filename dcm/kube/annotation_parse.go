@@ -91,6 +91,12 @@ func (a Annotation) parse(v string) (any, error) {
 			return nil, bad(dcm.RejectInvalidValue)
 		}
 		return v, nil
+	case ValueMaxConn:
+		n, err := strconv.Atoi(v)
+		if err != nil || dcm.ValidateMaxConn(field, n) != nil || strconv.Itoa(n) != v {
+			return nil, bad(dcm.RejectInvalidValue)
+		}
+		return n, nil
 	case ValueString:
 		return v, nil
 	case ValueHeaders:

@@ -52,6 +52,7 @@ const (
 	AnnotationRouteTimeoutTunnel  = "haproxy.router.openshift.io/timeout-tunnel"
 	AnnotationRouteHSTS           = "haproxy.router.openshift.io/hsts_header"
 	AnnotationRouteRewriteTarget  = "haproxy.router.openshift.io/rewrite-target"
+	AnnotationRouteMaxConn        = "haproxy.router.openshift.io/pod-concurrent-connections"
 )
 
 // ValueType is how dcm reads an annotation's value.
@@ -82,6 +83,9 @@ const (
 	// ValueRewriteTarget is a path that replaces the route's
 	// (dcm.ValidateRewriteTarget).
 	ValueRewriteTarget ValueType = "rewrite target"
+	// ValueMaxConn is a decimal number from 0 (no limit) to
+	// dcm.MaxServerConn, written as it is.
+	ValueMaxConn ValueType = "connections"
 	// ValueString is any string: it selects, it never reaches HAProxy.
 	ValueString ValueType = "string"
 	// ValueSources is IPv4 and IPv6 addresses and CIDR networks separated
@@ -197,7 +201,7 @@ var annotationTable = append([]Annotation{
 		Doc: "Refuses a client that opened this many connections in 3 s; needs dcm.io/rate-limit-connections."},
 	{Name: AnnotationRateHTTP, Kinds: ingressOnly, Type: ValueCount, Example: "100",
 		Doc: "Refuses a client that sent this many HTTP requests in 10 s; needs dcm.io/rate-limit-connections."},
-}, httpRows()...)
+}, append(knobRows(), httpRows()...)...)
 
 // httpRows are the rows of the HTTP options (dcm.HTTPOptions), on
 // Ingresses and Routes alike: a change is a setting map's, no reload.

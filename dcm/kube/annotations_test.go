@@ -34,6 +34,7 @@ var badReason = map[ValueType]string{
 	ValueHSTS:          dcm.RejectInvalidValue,
 	ValueHeaders:       dcm.RejectInvalidValue,
 	ValueRewriteTarget: dcm.RejectInvalidValue,
+	ValueMaxConn:       dcm.RejectInvalidValue,
 }
 
 // TestAnnotationTable: every row parses its default (or, without one, its

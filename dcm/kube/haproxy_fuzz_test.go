@@ -46,7 +46,7 @@ var (
 		regexp.MustCompile(`^    tcp-request content (set-var\(txn\.rl\) be_name,map_str\(maps/rate_limit\.map\)|track-sc2 src if \{ var\(txn\.rl\) -m found \})$`),
 		regexp.MustCompile(`^    tcp-request content set-var\(txn\.rl_(cur|tcp|http)\) var\(txn\.rl\),field\([123],:\)$`),
 		regexp.MustCompile(`^    tcp-request content reject if \{ sc2_(conn_cur|conn_rate|http_req_rate),sub\(txn\.rl_(cur|tcp|http)\) -m int ge 0 \}$`),
-		regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)?( disabled)?$`),
+		regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter (\d+ms|5s))?( maxconn \d{1,7})?( disabled)?$`),
 	}
 	rateValue    = regexp.MustCompile(`^\d{0,10}:\d{0,10}:\d{0,10}$`)
 	aclLine      = regexp.MustCompile(`^[0-9a-f:.]+(/\d{1,3})?$`)
@@ -56,7 +56,7 @@ var (
 	headersValue = regexp.MustCompile(`^[0-9A-Fqsdthclb.-]+$`)
 	rewriteValue = regexp.MustCompile(`^(/[A-Za-z0-9/\-._~%!$&()*+,=:@]*)?\|/[A-Za-z0-9/\-._~%!$&()*+,=:@]*$`)
 	commandShape = regexp.MustCompile(`^(add server|del server|set server|set weight|enable health) be_(http|passthrough):[a-z0-9-]+:(route_)?[a-z0-9.-]+/[A-Za-z0-9._:-]+` +
-		`( (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)? disabled| addr [0-9A-Fa-f:.]+ port \d{1,5}| state (ready|drain|maint)| \d{1,3})?$` +
+		`( (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter (\d+ms|5s))?( maxconn \d{1,7})? disabled| addr [0-9A-Fa-f:.]+ port \d{1,5}| state (ready|drain|maint)| \d{1,3})?$` +
 		`|^enable dynamic-cookie backend be_http:[a-z0-9-]+:(route_)?[a-z0-9.-]+$`)
 )
 

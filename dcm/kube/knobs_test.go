@@ -51,3 +51,24 @@ func TestRewriteTargetAnnotations(t *testing.T) {
 		t.Error("a passthrough Ingress with a rewrite target accepted")
 	}
 }
+
+// TestMaxConnAnnotation: pod-concurrent-connections becomes the Route's
+// MaxConn; what is not a count of connections is refused.
+func TestMaxConnAnnotation(t *testing.T) {
+	route := func(v string) (int, error) {
+		u := osRoute("web", "web.example.com", nil)
+		u.Object["metadata"].(map[string]any)["annotations"] = map[string]any{AnnotationRouteMaxConn: v}
+		c, err := RouteFromOpenShift(u, RouteOptions{})
+		return c.Route.MaxConn, err
+	}
+	for v, want := range map[string]int{"100": 100, "1": 1, "0": 0, "1000000": 1000000} {
+		if got, err := route(v); err != nil || got != want {
+			t.Errorf("%q: %d, %v", v, got, err)
+		}
+	}
+	for _, v := range []string{"-1", "+5", "05", "1000001", "5 ", "ten", ""} {
+		if _, err := route(v); err == nil {
+			t.Errorf("%q: accepted", v)
+		}
+	}
+}

@@ -76,6 +76,8 @@ func (g gen) desired() dcm.Desired {
 			// with the route or with its spare.
 			r.Allowlist = genAllowlists[g.r.IntN(len(genAllowlists))]
 		}
+		// A connection limit per server: set maxconn server on each.
+		r.MaxConn = []int{0, 0, 2, 50}[g.r.IntN(4)]
 		if g.r.IntN(3) == 0 {
 			// Rate limits: a map entry that comes, changes and goes.
 			r.RateLimit = []*dcm.RateLimit{{}, {ConcurrentTCP: 5}, {RateTCP: 2, RateHTTP: 9}}[g.r.IntN(3)]

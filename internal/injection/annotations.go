@@ -42,7 +42,7 @@ func corpusOf(a kube.Annotation) (annotationCorpus, bool) {
 		return suffixed("e"), true
 	case a.Type == kube.ValueEnum:
 		return suffixed("a"), true
-	case a.Type == kube.ValueInt, a.Type == kube.ValueCount, a.Type == kube.ValueTimeout, a.Type == kube.ValueHSTS:
+	case a.Type == kube.ValueInt, a.Type == kube.ValueCount, a.Type == kube.ValueMaxConn, a.Type == kube.ValueTimeout, a.Type == kube.ValueHSTS:
 		return suffixed("0"), true
 	case a.Type == kube.ValueSources, a.Type == kube.ValueSourceRanges:
 		// A hostile byte inside the last entry, or a separator before

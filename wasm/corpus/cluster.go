@@ -159,6 +159,7 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 		withAccess(&r)
 		withHeaders(&r)
 		r.HTTP = httpOptionsOf(r)
+		withKnobs(&r)
 		known := g.r.IntN(10) != 0
 		if known {
 			ref := wl.ref

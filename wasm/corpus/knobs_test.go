@@ -9,9 +9,10 @@ import (
 )
 
 // TestCorpusCoversKnobs: the parity corpus previews rewrite targets (the
-// rewrite map), so the parity tests compare them.
+// rewrite map) and connection limits (set maxconn server), so the parity
+// tests compare them.
 func TestCorpusCoversKnobs(t *testing.T) {
-	var rewrites int
+	var rewrites, maxconns int
 	for _, s := range corpus.Generate(wasmtest.Scenarios, wasmtest.Seed) {
 		out, err := corpus.Expected(s)
 		if err != nil {
@@ -20,9 +21,12 @@ func TestCorpusCoversKnobs(t *testing.T) {
 		if strings.Contains(out, `"map":"rewrite"`) {
 			rewrites++
 		}
+		if strings.Contains(out, `"op":"set-maxconn"`) {
+			maxconns++
+		}
 	}
-	t.Logf("%d of %d scenarios preview a rewrite map replace", rewrites, wasmtest.Scenarios)
-	if rewrites < 10 {
-		t.Errorf("%d with a rewrite map replace; want 10 or more", rewrites)
+	t.Logf("%d of %d scenarios preview a rewrite map replace, %d a set maxconn server", rewrites, wasmtest.Scenarios, maxconns)
+	if rewrites < 10 || maxconns < 10 {
+		t.Errorf("%d with a rewrite map replace, %d with set maxconn server; want 10 or more of each", rewrites, maxconns)
 	}
 }

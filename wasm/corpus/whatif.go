@@ -133,6 +133,7 @@ func (g *gen) addRoute(wl *workload, k int) dcm.WhatIf {
 	}
 	withAccess(&r)
 	withHeaders(&r)
+	withKnobs(&r)
 	return dcm.WhatIf{Kind: dcm.WhatIfAddRoute, Route: &r}
 }
 
@@ -192,6 +193,7 @@ func (g *gen) updateRoute(d dcm.Desired, wl *workload) dcm.WhatIf {
 	switch g.r.IntN(7) {
 	case 0:
 		r.HTTP.TimeoutMillis = []int64{0, 1500, 90000}[g.r.IntN(3)]
+		r.MaxConn = toggledMaxConn(r.MaxConn)
 	case 1:
 		if r.Kind != dcm.KindPassthrough {
 			r.HTTP.Forwarded = dcm.ForwardedPolicy(g.pick([]string{"", "replace", "if-none", "never"}))
@@ -201,6 +203,7 @@ func (g *gen) updateRoute(d dcm.Desired, wl *workload) dcm.WhatIf {
 		r.Allowlist = [][]string{nil, {"10.1.0.0/16"}, {"10.0.0.0/8", "2001:db8::/32"}}[g.r.IntN(3)]
 	case 3:
 		r.RateLimit = []*dcm.RateLimit{nil, {}, {RateTCP: 20}}[g.r.IntN(3)]
+		r.MaxConn = toggledMaxConn(r.MaxConn)
 		if r.Kind != dcm.KindPassthrough && g.r.IntN(2) == 0 {
 			r.Headers = &dcm.HeaderActions{Response: []dcm.HeaderAction{{Name: "X-Frame-Options", Type: dcm.HeaderSet, Value: "DENY"}}}
 		}

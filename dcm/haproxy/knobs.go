@@ -1,0 +1,30 @@
+package haproxy
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// writeMaxConn adds a server's connection limit to its arguments (none
+// for 0, HAProxy's "no limit").
+func writeMaxConn(b *strings.Builder, s dcm.Server) error {
+	if err := dcm.ValidateMaxConn("maxconn", s.MaxConn); err != nil {
+		return fmt.Errorf("server %q: %w", s.Name, err)
+	}
+	if s.MaxConn > 0 {
+		b.WriteString(" maxconn " + strconv.Itoa(s.MaxConn))
+	}
+	return nil
+}
+
+// maxConnCommand is `set maxconn server <be>/<srv> <n>`: 2.6 answers it
+// with nothing, and takes 0 as no limit, as the cfg's absence of maxconn.
+func maxConnCommand(target string, n int) (Command, error) {
+	if err := dcm.ValidateMaxConn("maxconn", n); err != nil {
+		return Command{}, fmt.Errorf("op %s on %s: %w", dcm.OpSetMaxConn, target, err)
+	}
+	return Command{text: "set maxconn server " + target + " " + strconv.Itoa(n), kind: replyEmpty}, nil
+}

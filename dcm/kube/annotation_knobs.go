@@ -1,0 +1,21 @@
+package kube
+
+import "github.com/dcm-router/dcm/dcm"
+
+// knobRows are the rows of OpenShift's server knobs: options of each of a
+// Route's servers.
+func knobRows() []Annotation {
+	return []Annotation{
+		{Name: AnnotationRouteMaxConn, Kinds: routeOnly, Type: ValueMaxConn, Example: "100",
+			Doc: "The most connections HAProxy opens to each pod of the Route at once (maxconn on each server), the others waiting in HAProxy's queue (timeout queue 30s), as OpenShift does; 0 is no limit, at most 1000000. Changed at runtime (set maxconn server)."},
+	}
+}
+
+// routeKnobs reads the server knobs of a Route through the table.
+func routeKnobs(ann map[string]string, r *dcm.Route) error {
+	var err error
+	if r.MaxConn, _, err = annotationValue[int](ann, AnnotationRouteMaxConn); err != nil {
+		return err
+	}
+	return nil
+}
