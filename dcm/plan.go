@@ -133,6 +133,9 @@ type Op struct {
 	// MaxConn for add-server and set-maxconn: the server's connection
 	// limit, 0 for none.
 	MaxConn int `json:"maxConn,omitempty"`
+	// CheckInterMillis for add-server: the server's check interval, 0
+	// for the default.
+	CheckInterMillis int64 `json:"checkInterMs,omitempty"`
 	// Endpoint and Pod say whom the op is for; they are not sent to HAProxy.
 	Endpoint string `json:"endpoint,omitempty"`
 	Pod      string `json:"pod,omitempty"`

@@ -8,9 +8,13 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 )
 
-// writeMaxConn adds a server's connection limit to its arguments (none
-// for 0, HAProxy's "no limit").
-func writeMaxConn(b *strings.Builder, s dcm.Server) error {
+// writeKnobs checks a server's check interval (checkInterArg wrote it)
+// and adds its connection limit to its arguments (none for 0, HAProxy's
+// "no limit").
+func writeKnobs(b *strings.Builder, s dcm.Server) error {
+	if err := dcm.ValidateCheckInter("check interval", s.CheckInterMillis); err != nil {
+		return fmt.Errorf("server %q: %w", s.Name, err)
+	}
 	if err := dcm.ValidateMaxConn("maxconn", s.MaxConn); err != nil {
 		return fmt.Errorf("server %q: %w", s.Name, err)
 	}
@@ -27,4 +31,14 @@ func maxConnCommand(target string, n int) (Command, error) {
 		return Command{}, fmt.Errorf("op %s on %s: %w", dcm.OpSetMaxConn, target, err)
 	}
 	return Command{text: "set maxconn server " + target + " " + strconv.Itoa(n), kind: replyEmpty}, nil
+}
+
+// checkInterArg is a server's check interval as HAProxy reads it: its
+// route's in milliseconds, else the default (writeKnobs refuses a value
+// out of range).
+func checkInterArg(s dcm.Server) string {
+	if s.CheckInterMillis <= 0 {
+		return checkInter
+	}
+	return strconv.FormatInt(s.CheckInterMillis, 10) + "ms"
 }

@@ -531,9 +531,9 @@ func ServerArgs(s dcm.Server) (string, error) {
 	b.WriteString(" weight ")
 	b.WriteString(strconv.Itoa(s.Weight))
 	if s.Check {
-		b.WriteString(" check inter " + checkInter)
+		b.WriteString(" check inter " + checkInterArg(s))
 	}
-	if err := writeMaxConn(&b, s); err != nil {
+	if err := writeKnobs(&b, s); err != nil {
 		return "", err
 	}
 	if u := s.Upstream; u != nil {

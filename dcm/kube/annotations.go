@@ -53,6 +53,7 @@ const (
 	AnnotationRouteHSTS           = "haproxy.router.openshift.io/hsts_header"
 	AnnotationRouteRewriteTarget  = "haproxy.router.openshift.io/rewrite-target"
 	AnnotationRouteMaxConn        = "haproxy.router.openshift.io/pod-concurrent-connections"
+	AnnotationRouteCheckInterval  = "router.openshift.io/haproxy.health.check.interval"
 )
 
 // ValueType is how dcm reads an annotation's value.

@@ -72,3 +72,25 @@ func TestMaxConnAnnotation(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckIntervalAnnotation: haproxy.health.check.interval becomes the
+// Route's CheckInterMillis, in OpenShift's units; what is no duration is
+// refused.
+func TestCheckIntervalAnnotation(t *testing.T) {
+	route := func(v string) (int64, error) {
+		u := osRoute("web", "web.example.com", nil)
+		u.Object["metadata"].(map[string]any)["annotations"] = map[string]any{AnnotationRouteCheckInterval: v}
+		c, err := RouteFromOpenShift(u, RouteOptions{})
+		return c.Route.CheckInterMillis, err
+	}
+	for v, want := range map[string]int64{"2s": 2000, "250ms": 250, "1500": 1500, "1m": 60000, "1h": 3600000, "1d": 86400000, "1500us": 2} {
+		if got, err := route(v); err != nil || got != want {
+			t.Errorf("%q: %d, %v", v, got, err)
+		}
+	}
+	for _, v := range []string{"0", "-1s", "2 s", "2sec", "s", "", "1y"} {
+		if _, err := route(v); err == nil {
+			t.Errorf("%q: accepted", v)
+		}
+	}
+}

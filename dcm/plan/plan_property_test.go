@@ -78,6 +78,8 @@ func (g gen) desired() dcm.Desired {
 		}
 		// A connection limit per server: set maxconn server on each.
 		r.MaxConn = []int{0, 0, 2, 50}[g.r.IntN(4)]
+		// A check interval: new servers, named after it, beside the old.
+		r.CheckInterMillis = []int64{0, 0, 2000}[g.r.IntN(3)]
 		if g.r.IntN(3) == 0 {
 			// Rate limits: a map entry that comes, changes and goes.
 			r.RateLimit = []*dcm.RateLimit{{}, {ConcurrentTCP: 5}, {RateTCP: 2, RateHTTP: 9}}[g.r.IntN(3)]

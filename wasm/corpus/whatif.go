@@ -194,6 +194,10 @@ func (g *gen) updateRoute(d dcm.Desired, wl *workload) dcm.WhatIf {
 	case 0:
 		r.HTTP.TimeoutMillis = []int64{0, 1500, 90000}[g.r.IntN(3)]
 		r.MaxConn = toggledMaxConn(r.MaxConn)
+		if r.Check {
+			// New servers beside the old: an add and a retire each.
+			r.CheckInterMillis = toggledInter(r.CheckInterMillis)
+		}
 	case 1:
 		if r.Kind != dcm.KindPassthrough {
 			r.HTTP.Forwarded = dcm.ForwardedPolicy(g.pick([]string{"", "replace", "if-none", "never"}))
