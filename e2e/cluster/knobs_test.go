@@ -6,12 +6,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/kube"
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/e2e/kapitest"
@@ -85,6 +87,71 @@ func TestOpenShiftRouteRewriteTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("/foo/bar", "/v2/bar")
+	if s.WorkerPID() != pid || s.Reloads() != reloads {
+		t.Errorf("worker %d → %d, reloads %v → %v", pid, s.WorkerPID(), reloads, s.Reloads())
+	}
+}
+
+// TestOpenShiftRouteServerKnobs: against the real kube-apiserver, a
+// Route with OpenShift's pod-concurrent-connections and
+// haproxy.health.check.interval: its server carries maxconn 2 and is
+// named after its 2s interval. Both annotations changed under a load, the
+// server follows the new limit and is replaced by one named after the new
+// interval, the old one deleted once idle: no failed request, the same
+// worker, no reload.
+func TestOpenShiftRouteServerKnobs(t *testing.T) {
+	installRouteCRD(t)
+	t.Cleanup(func() { removeRouteCRD(t) })
+	ns := kapitest.Namespace(t, env.admin)
+	ctx := context.Background()
+	host := "knobs." + ns + ".test"
+	pod := startPod(t, 254, 2, 0, "knobs-pod")
+	createService(t, ns, "knobs", nil)
+	sl := handSlice(ns, []testkit.Backend{pod})
+	sl.Labels[discoveryv1.LabelServiceName] = "knobs"
+	sl.Ports[0].Port = &[]int32{int32(pod.Port)}[0]
+	if _, err := env.admin.DiscoveryV1().EndpointSlices(ns).Create(ctx, sl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	u := osRoute(ns, "knobs", host, "", "knobs", 100, nil)
+	u.Object["spec"].(map[string]any)["port"] = map[string]any{"targetPort": "http"}
+	u.SetAnnotations(map[string]string{kube.AnnotationRouteMaxConn: "2", kube.AnnotationRouteCheckInterval: "2s"})
+	routes := adminDynamic(t).Resource(kube.RouteGVR).Namespace(ns)
+	if _, err := routes.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := harness.Start(t, dcmOptions(t, ns))
+	backend := "be_http:" + ns + ":route_knobs"
+	serving := func(suffix string, maxconn int) func() error {
+		return func() error {
+			live := s.Backend(backend).Servers
+			if len(live) != 1 || !strings.HasSuffix(live[0].Name, suffix) || live[0].MaxConn != maxconn || live[0].State != dcm.StateReady {
+				return fmt.Errorf("servers %+v", live)
+			}
+			if code, body, err := s.Get(host, "/"); err != nil || code != 200 || body != "knobs-pod" {
+				return fmt.Errorf("HTTP %d %q %v", code, body, err)
+			}
+			return nil
+		}
+	}
+	s.Eventually("one server, maxconn 2, named after 2s", 15*time.Second, serving(".i2000", 2))
+	admitted(t, routes, "knobs", "True", "")
+	pid, reloads := s.WorkerPID(), s.Reloads()
+
+	load := s.StartLoad(host, "/")
+	cur, err := routes.Get(ctx, "knobs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.SetAnnotations(map[string]string{kube.AnnotationRouteMaxConn: "5", kube.AnnotationRouteCheckInterval: "1s"})
+	if _, err := routes.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Eventually("one server, maxconn 5, named after 1s, the old one gone", 30*time.Second, serving(".i1000", 5))
+	ok, fail, last := load.Finish()
+	if fail > 0 || ok == 0 {
+		t.Errorf("load through the change: %d ok, %d failed (%s)", ok, fail, last)
+	}
 	if s.WorkerPID() != pid || s.Reloads() != reloads {
 		t.Errorf("worker %d → %d, reloads %v → %v", pid, s.WorkerPID(), reloads, s.Reloads())
 	}
