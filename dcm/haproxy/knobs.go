@@ -8,15 +8,18 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 )
 
-// writeKnobs checks a server's check interval (checkInterArg wrote it)
-// and adds its connection limit to its arguments (none for 0, HAProxy's
-// "no limit").
+// writeKnobs adds a server's health checks with their interval, when it
+// checks, and its connection limit (none for 0, HAProxy's "no limit") to
+// its arguments.
 func writeKnobs(b *strings.Builder, s dcm.Server) error {
 	if err := dcm.ValidateCheckInter("check interval", s.CheckInterMillis); err != nil {
 		return fmt.Errorf("server %q: %w", s.Name, err)
 	}
 	if err := dcm.ValidateMaxConn("maxconn", s.MaxConn); err != nil {
 		return fmt.Errorf("server %q: %w", s.Name, err)
+	}
+	if s.Check {
+		b.WriteString(" check inter " + checkInterArg(s))
 	}
 	if s.MaxConn > 0 {
 		b.WriteString(" maxconn " + strconv.Itoa(s.MaxConn))
@@ -34,8 +37,7 @@ func maxConnCommand(target string, n int) (Command, error) {
 }
 
 // checkInterArg is a server's check interval as HAProxy reads it: its
-// route's in milliseconds, else the default (writeKnobs refuses a value
-// out of range).
+// route's in milliseconds, else the default.
 func checkInterArg(s dcm.Server) string {
 	if s.CheckInterMillis <= 0 {
 		return checkInter

@@ -356,8 +356,7 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 	// silently sharing the port and half the traffic (SO_REUSEPORT). Reloads
 	// do not need it: the master hands the listeners to the new worker.
 	w.WriteString("    noreuseport\n")
-	renderHeadersGlobal(w)
-	renderRewriteGlobal(w)
+	renderLuaGlobal(w)
 	if s.HardStopAfter > 0 {
 		fmt.Fprintf(w, "    hard-stop-after %dms\n", max(s.HardStopAfter.Milliseconds(), 1))
 	}
@@ -486,9 +485,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 	renderAllowlistRule(w, b.ProxyName())
 	renderRateLimitRules(w)
 	if !tcpBackend(b) {
-		renderRouteTimeouts(w)
-		renderRewriteRule(w)
-		renderHeaderRules(w)
+		renderHTTPBackendRules(w)
 	}
 	return nil
 }
@@ -530,9 +527,6 @@ func ServerArgs(s dcm.Server) (string, error) {
 	b.WriteString(addr)
 	b.WriteString(" weight ")
 	b.WriteString(strconv.Itoa(s.Weight))
-	if s.Check {
-		b.WriteString(" check inter " + checkInterArg(s))
-	}
 	if err := writeKnobs(&b, s); err != nil {
 		return "", err
 	}

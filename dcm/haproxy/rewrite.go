@@ -42,9 +42,18 @@ end)
 // RewriteLua is the script dcm writes as RewriteLuaName.
 func RewriteLua() []byte { return []byte(rewriteLua) }
 
-// renderRewriteGlobal loads the script, in the global section.
-func renderRewriteGlobal(w *bytes.Buffer) {
+// renderLuaGlobal loads the scripts, in the global section.
+func renderLuaGlobal(w *bytes.Buffer) {
+	renderHeadersGlobal(w)
 	fmt.Fprintf(w, "    lua-load %s\n", RewriteLuaName)
+}
+
+// renderHTTPBackendRules are the rules every HTTP backend ends with: the
+// route's timeouts, its rewrite, its header actions, each from its map.
+func renderHTTPBackendRules(w *bytes.Buffer) {
+	renderRouteTimeouts(w)
+	renderRewriteRule(w)
+	renderHeaderRules(w)
 }
 
 // renderRewriteRule runs the rewrite in an HTTP backend (a spare's too).
