@@ -133,6 +133,12 @@ type Op struct {
 	State AdminState `json:"state,omitempty"`
 	// Check for add-server: the server is created with health checks.
 	Check bool `json:"check,omitempty"`
+	// MaxConn for add-server and set-maxconn: the server's connection
+	// limit, 0 for none.
+	MaxConn int `json:"maxConn,omitempty"`
+	// CheckInterMillis for add-server: the server's check interval, 0
+	// for the default.
+	CheckInterMillis int64 `json:"checkInterMs,omitempty"`
 	// Endpoint and Pod say whom the op is for; they are not sent to HAProxy.
 	Endpoint string `json:"endpoint,omitempty"`
 	Pod      string `json:"pod,omitempty"`
@@ -192,6 +198,8 @@ func (o Op) String() string {
 		return fmt.Sprintf("%s %s %s", o.Kind, target, o.State)
 	case OpSetWeight:
 		return fmt.Sprintf("%s %s %d", o.Kind, target, o.Weight)
+	case OpSetMaxConn:
+		return fmt.Sprintf("%s %s %d", o.Kind, target, o.MaxConn)
 	}
 	return string(o.Kind) + " " + target
 }

@@ -78,6 +78,17 @@ type Route struct {
 	// Check turns on HAProxy's health checks for the route's servers, on top of
 	// Kubernetes readiness.
 	Check bool `json:"check"`
+	// MaxConn limits each of the route's servers to this many concurrent
+	// connections (OpenShift's pod-concurrent-connections), the others
+	// waiting in HAProxy's queue; 0 is no limit. Changed at runtime (set
+	// maxconn server), so not part of SameServing.
+	MaxConn int `json:"maxConn,omitempty"`
+	// CheckInterMillis is the interval of the route's health checks
+	// (OpenShift's haproxy.health.check.interval); 0 is the default,
+	// DefaultCheckInterMillis. HAProxy fixes it when a server is added:
+	// sources name servers after it (WithUpstreamNames), so a change
+	// brings new servers beside the old ones.
+	CheckInterMillis int64 `json:"checkInterMs,omitempty"`
 	// TLS is the certificate HAProxy serves to clients of an edge or
 	// reencrypt route (nil for other kinds).
 	TLS *TLSRef `json:"tls,omitempty"`

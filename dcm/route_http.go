@@ -28,6 +28,10 @@ type HTTPOptions struct {
 	// CookieSameSite is the SameSite attribute of a secure cookie (Lax,
 	// Strict, None); "" is None.
 	CookieSameSite string `json:"cookieSameSite,omitempty"`
+	// RewriteTarget replaces the route's path prefix in the requests it
+	// serves (OpenShift's rewrite-target, route_rewrite.go); "" keeps
+	// the path.
+	RewriteTarget string `json:"rewriteTarget,omitempty"`
 }
 
 // ReasonPassthroughTimeout is the reload of a passthrough route whose
@@ -190,6 +194,9 @@ func ValidateHTTPOptions(r Route) error {
 		}
 	}
 	if err := validateCookie(r); err != nil {
+		return err
+	}
+	if err := validateRewrite(r); err != nil {
 		return err
 	}
 	if r.Kind == KindPassthrough {

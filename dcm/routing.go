@@ -56,11 +56,11 @@ const (
 )
 
 // SettingMapTables lists the setting maps.
-var SettingMapTables = []MapTable{MapForwarded, MapTimeoutServer, MapTimeoutTunnel, MapHSTS, MapCookieName, MapCookieSameSite}
+var SettingMapTables = []MapTable{MapForwarded, MapTimeoutServer, MapTimeoutTunnel, MapHSTS, MapCookieName, MapCookieSameSite, MapRewrite}
 
 // Setting reports whether a map is a setting map.
 func (t MapTable) Setting() bool {
-	return t == MapForwarded || t == MapTimeoutServer || t == MapTimeoutTunnel || t == MapHSTS || t.cookie()
+	return t == MapForwarded || t == MapTimeoutServer || t == MapTimeoutTunnel || t == MapHSTS || t.cookie() || t == MapRewrite
 }
 
 // HTTPSOnly reports whether a map is read only when HAProxy has an HTTPS

@@ -122,6 +122,11 @@ type Server struct {
 	// started from a snapshot knows which ready servers are terminating.
 	Terminating bool `json:"terminating,omitempty"`
 	Check       bool `json:"check"`
+	// MaxConn is its connection limit (its route's MaxConn), 0 for none.
+	MaxConn int `json:"maxConn,omitempty"`
+	// CheckInterMillis is its check interval (CheckInterOf its route when
+	// added, fixed for its life), 0 for the default.
+	CheckInterMillis int64 `json:"checkInterMs,omitempty"`
 	// Upstream is the TLS the server connects to its pod with (reencrypt
 	// routes): the route's when the server was added, fixed for its life.
 	Upstream *UpstreamTLS `json:"upstream,omitempty"`

@@ -87,7 +87,7 @@ func UpstreamTag(u *UpstreamTLS) string {
 // per backend they build; other backends come back unchanged.
 func (b DesiredBackend) WithUpstreamNames() DesiredBackend {
 	if b.Route.Kind != KindReencrypt || b.Route.Upstream == nil || len(b.Endpoints) == 0 {
-		return b
+		return b.withInterNames() // the check interval's tag (route_knobs.go) follows
 	}
 	tag := "." + UpstreamTag(b.Route.Upstream)
 	eps := slices.Clone(b.Endpoints)
@@ -96,13 +96,14 @@ func (b DesiredBackend) WithUpstreamNames() DesiredBackend {
 	}
 	slices.SortFunc(eps, func(a, b Endpoint) int { return strings.Compare(a.Name, b.Name) })
 	b.Endpoints = eps
-	return b
+	return b.withInterNames()
 }
 
 // WithUpstream gives a backend's route another upstream TLS, renaming a
 // reencrypt route's endpoints from the old one's tag to the new one's
 // (WithUpstreamNames): what a source does when a CA changes.
 func (b DesiredBackend) WithUpstream(u *UpstreamTLS) DesiredBackend {
+	b = b.withoutInterNames()
 	if b.Route.Kind == KindReencrypt && b.Route.Upstream != nil {
 		old := "." + UpstreamTag(b.Route.Upstream)
 		eps := slices.Clone(b.Endpoints)

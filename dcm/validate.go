@@ -230,6 +230,12 @@ func ValidateRoute(r Route) error {
 	if err := ValidateHTTPOptions(r); err != nil {
 		return err
 	}
+	if err := ValidateMaxConn("maxconn", r.MaxConn); err != nil {
+		return err
+	}
+	if err := ValidateCheckInter("check interval", r.CheckInterMillis); err != nil {
+		return err
+	}
 	switch r.Kind {
 	case KindHTTP:
 		if r.TLS != nil {

@@ -966,6 +966,7 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 	route.Allowlist, route.RateLimit = []string{"10.0.0.0/8", "::1"}, &dcm.RateLimit{ConcurrentTCP: 10, RateTCP: 20, RateHTTP: 30}
 	route.HTTP = dcm.HTTPOptions{Forwarded: dcm.ForwardReplace, TimeoutMillis: 2000, TunnelMillis: 3600000, HSTS: "max-age=1;preload",
 		CookieName: "shop_session", CookieSameSite: dcm.SameSiteStrict}
+	route.HTTP.RewriteTarget, route.MaxConn, route.CheckInterMillis = "/", 10, 2000
 	route.Headers = &dcm.HeaderActions{Request: []dcm.HeaderAction{{Name: "X-A", Type: dcm.HeaderSet, Value: "a"}},
 		Response: []dcm.HeaderAction{{Name: "X-Powered-By", Type: dcm.HeaderDelete}}}
 	full.Prediction = &dcm.PredictionCheck{Seq: 3, Match: false,
@@ -991,9 +992,11 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 	shop := fullBackend("demo", "shop", dcm.KindReencrypt)
 	shop.Route.TLS, shop.Route.Upstream = &dcm.TLSRef{Secret: "demo/shop-tls", Version: "0123abcd"}, up
 	shop.Servers[0].Upstream = up
+	shop.Servers[0].MaxConn, shop.Servers[0].CheckInterMillis = 10, 2000
 	reencrypt := dcm.Event{Type: dcm.EventApplied, Message: "applied", Backends: []string{shop.Name}, State: []dcm.Backend{shop},
 		Ops: []dcm.Op{{Kind: dcm.OpCAAdd, Upstream: &dcm.UpstreamTLS{CA: up.CA, Version: up.Version}},
-			{Kind: dcm.OpAddServer, Backend: shop.Name, Server: "shop-1:https.0a0b0c0d", Addr: "127.0.1.8", Port: 8443, Weight: 1, Upstream: up}}}
+			{Kind: dcm.OpAddServer, Backend: shop.Name, Server: "shop-1:https.0a0b0c0d", Addr: "127.0.1.8", Port: 8443, Weight: 1, Upstream: up,
+				MaxConn: 10, CheckInterMillis: 2000}}}
 	s.eng.hub.Publish(reencrypt)
 	if m := plain.expect(dcm.FeedTypeEvent); !reflect.DeepEqual(m.Event.Ops, reencrypt.Ops) || !reflect.DeepEqual(m.Event.State, reencrypt.State) {
 		t.Errorf("reencrypt event arrived as %+v", m.Event)

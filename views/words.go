@@ -48,6 +48,7 @@ func OpWords() []OpWord {
 		{Kinds: []dcm.OpKind{dcm.OpSetAddr}, Text: "{op} {backend}/{server} {addr}:{port}"},
 		{Kinds: []dcm.OpKind{dcm.OpSetState}, Text: "{op} {backend}/{server} {state}"},
 		{Kinds: []dcm.OpKind{dcm.OpSetWeight}, Text: "{op} {backend}/{server} {weight}"},
+		{Kinds: []dcm.OpKind{dcm.OpSetMaxConn}, Text: "{op} {backend}/{server} {maxConn}"},
 		{Text: "{op} {backend}/{server}"},
 	}
 }

@@ -19,6 +19,7 @@ export const opLines = [
   {"kinds":["set-addr"],"parts":[{"field":["op"]},{"lit":" "},{"field":["backend"]},{"lit":"/"},{"field":["server"]},{"lit":" "},{"field":["addr"]},{"lit":":"},{"field":["port"],"zero":"0"}]},
   {"kinds":["set-state"],"parts":[{"field":["op"]},{"lit":" "},{"field":["backend"]},{"lit":"/"},{"field":["server"]},{"lit":" "},{"field":["state"]}]},
   {"kinds":["set-weight"],"parts":[{"field":["op"]},{"lit":" "},{"field":["backend"]},{"lit":"/"},{"field":["server"]},{"lit":" "},{"field":["weight"],"zero":"0"}]},
+  {"kinds":["set-maxconn"],"parts":[{"field":["op"]},{"lit":" "},{"field":["backend"]},{"lit":"/"},{"field":["server"]},{"lit":" "},{"field":["maxConn"],"zero":"0"}]},
   {"parts":[{"field":["op"]},{"lit":" "},{"field":["backend"]},{"lit":"/"},{"field":["server"]}]},
 ];
 

@@ -78,7 +78,7 @@ func CommandFor(op dcm.Op) (Command, error) {
 	case dcm.OpAddServer:
 		// A new server starts in maint whatever we say; saying it keeps the
 		// arguments equal to the cfg line of a server in maint.
-		args, err := ServerArgs(dcm.Server{Name: op.Server, Addr: op.Addr, Port: op.Port, Weight: op.Weight, Check: op.Check, State: dcm.StateMaint, Endpoint: op.Server, Upstream: op.Upstream})
+		args, err := ServerArgs(dcm.Server{Name: op.Server, Addr: op.Addr, Port: op.Port, Weight: op.Weight, Check: op.Check, MaxConn: op.MaxConn, CheckInterMillis: op.CheckInterMillis, State: dcm.StateMaint, Endpoint: op.Server, Upstream: op.Upstream})
 		if err != nil {
 			return Command{}, fmt.Errorf("op %s on %s: %w", op.Kind, target, err)
 		}
@@ -107,6 +107,8 @@ func CommandFor(op dcm.Op) (Command, error) {
 		return Command{text: "set weight " + target + " " + strconv.Itoa(op.Weight), kind: replyEmpty}, nil
 	case dcm.OpEnableHealth:
 		return Command{text: "enable health " + target, kind: replyEmpty}, nil
+	case dcm.OpSetMaxConn:
+		return maxConnCommand(target, op.MaxConn)
 	case dcm.OpDynamicCookie:
 		// A backend command: it recomputes the cookie of every server of
 		// the backend, the new one included (2.6's add server computes none).

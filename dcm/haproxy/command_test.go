@@ -18,12 +18,13 @@ const (
 )
 
 var commandShapes = map[dcm.OpKind]*regexp.Regexp{
-	dcm.OpAddServer:    regexp.MustCompile(`^add server ` + cmdTarget + ` ` + cmdAddr + ` weight \d{1,3}( check inter 5s)? disabled$`),
+	dcm.OpAddServer:    regexp.MustCompile(`^add server ` + cmdTarget + ` ` + cmdAddr + ` weight \d{1,3}( check inter (\d+ms|5s))?( maxconn \d{1,7})? disabled$`),
 	dcm.OpDelServer:    regexp.MustCompile(`^del server ` + cmdTarget + `$`),
 	dcm.OpSetAddr:      regexp.MustCompile(`^set server ` + cmdTarget + ` addr ` + cmdIP + ` port \d{1,5}$`),
 	dcm.OpSetState:     regexp.MustCompile(`^set server ` + cmdTarget + ` state (ready|drain|maint)$`),
 	dcm.OpSetWeight:    regexp.MustCompile(`^set weight ` + cmdTarget + ` \d{1,3}$`),
 	dcm.OpEnableHealth: regexp.MustCompile(`^enable health ` + cmdTarget + `$`),
+	dcm.OpSetMaxConn:   regexp.MustCompile(`^set maxconn server ` + cmdTarget + ` \d{1,7}$`),
 }
 
 var showShapes = regexp.MustCompile(`^(show servers state|show stat)( be_[A-Za-z0-9._:-]+)?( 4 -1| -1 4 -1)?$`)
@@ -34,7 +35,7 @@ var showShapes = regexp.MustCompile(`^(show servers state|show stat)( be_[A-Za-z
 // or add an argument (white space). The show commands take a backend name
 // the same way.
 func FuzzCommandFor(f *testing.F) {
-	kinds := []dcm.OpKind{dcm.OpAddServer, dcm.OpDelServer, dcm.OpSetAddr, dcm.OpSetState, dcm.OpSetWeight, dcm.OpEnableHealth}
+	kinds := []dcm.OpKind{dcm.OpAddServer, dcm.OpDelServer, dcm.OpSetAddr, dcm.OpSetState, dcm.OpSetWeight, dcm.OpEnableHealth, dcm.OpSetMaxConn}
 	f.Add(uint8(0), "be_http:ns:r", "pod-1:http", "10.0.0.1", 8080, 1, "ready", true)
 	f.Add(uint8(2), "be_http:ns:r", "ip-fd00--1:80", "fd00::1", 80, 256, "drain", false)
 	f.Add(uint8(3), "be_http:ns:r;del server x", "s\nshow info", "1.2.3.4 check", -1, 257, "maint;", false)
@@ -42,7 +43,7 @@ func FuzzCommandFor(f *testing.F) {
 	f.Add(uint8(5), "be_x", "s", "fe80::1%eth0", 1, 1, "ready\r", false)
 	f.Fuzz(func(t *testing.T, kind uint8, backend, server, addr string, port, weight int, state string, check bool) {
 		op := dcm.Op{Kind: kinds[int(kind)%len(kinds)], Backend: backend, Server: server, Addr: addr, Port: port,
-			Weight: weight, State: dcm.AdminState(state), Check: check}
+			Weight: weight, State: dcm.AdminState(state), Check: check, MaxConn: port}
 		if kind >= uint8(len(kinds)) && kind%16 == 15 {
 			op.Kind = dcm.OpKind(state) // an unknown kind
 		}
@@ -53,9 +54,12 @@ func FuzzCommandFor(f *testing.F) {
 				t.Fatalf("op %+v gave %q", op, text)
 			}
 			want := map[dcm.OpKind]int{dcm.OpAddServer: 7, dcm.OpDelServer: 3, dcm.OpSetAddr: 7, dcm.OpSetState: 5,
-				dcm.OpSetWeight: 4, dcm.OpEnableHealth: 3}[op.Kind]
+				dcm.OpSetWeight: 4, dcm.OpEnableHealth: 3, dcm.OpSetMaxConn: 5}[op.Kind]
 			if op.Kind == dcm.OpAddServer && op.Check {
 				want += 3
+			}
+			if op.Kind == dcm.OpAddServer && op.MaxConn > 0 {
+				want += 2
 			}
 			if n := len(strings.Fields(text)); n != want || strings.Count(text, " ") != n-1 {
 				t.Fatalf("%q has %d fields, want %d", text, n, want)

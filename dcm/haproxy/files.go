@@ -74,6 +74,9 @@ func WriteFiles(dir string, f Files, prev Files) (err error) {
 		if err := st.add(filepath.Join(dir, HeadersLuaName), HeadersLua(), 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", HeadersLuaName, err)
 		}
+		if err := st.add(filepath.Join(dir, RewriteLuaName), RewriteLua(), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", RewriteLuaName, err)
+		}
 	}
 	if !bytes.Equal(prev.Config, f.Config) {
 		if err := st.add(filepath.Join(dir, ConfigName), f.Config, 0o644); err != nil {

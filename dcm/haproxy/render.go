@@ -361,7 +361,7 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 	// silently sharing the port and half the traffic (SO_REUSEPORT). Reloads
 	// do not need it: the master hands the listeners to the new worker.
 	w.WriteString("    noreuseport\n")
-	renderHeadersGlobal(w)
+	renderLuaGlobal(w)
 	if s.HardStopAfter > 0 {
 		fmt.Fprintf(w, "    hard-stop-after %dms\n", max(s.HardStopAfter.Milliseconds(), 1))
 	}
@@ -491,8 +491,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 		renderCookieRules(w) // after the tcp-request rules, which run first anyway
 	}
 	if !tcpBackend(b) {
-		renderRouteTimeouts(w)
-		renderHeaderRules(w)
+		renderHTTPBackendRules(w)
 	}
 	return nil
 }
@@ -534,8 +533,8 @@ func ServerArgs(s dcm.Server) (string, error) {
 	b.WriteString(addr)
 	b.WriteString(" weight ")
 	b.WriteString(strconv.Itoa(s.Weight))
-	if s.Check {
-		b.WriteString(" check inter " + checkInter)
+	if err := writeKnobs(&b, s); err != nil {
+		return "", err
 	}
 	if u := s.Upstream; u != nil {
 		tls, err := upstreamArgs(u, s.Check)

@@ -146,9 +146,9 @@ func ingressUpstream(ing *networkingv1.Ingress, passthrough, weighted, terminate
 // kind through the table, by the names of its kind. A passthrough object
 // has none: HAProxy reads none of its requests.
 func httpOptions(ann map[string]string, kind string, passthrough bool) (dcm.HTTPOptions, error) {
-	names := [4]string{AnnotationForwardedHeaders, AnnotationTimeout, AnnotationTimeoutTunnel, AnnotationHSTS}
+	names := [5]string{AnnotationForwardedHeaders, AnnotationTimeout, AnnotationTimeoutTunnel, AnnotationHSTS, AnnotationRewriteTarget}
 	if kind == KindRoute {
-		names = [4]string{AnnotationRouteForwarded, AnnotationRouteTimeout, AnnotationRouteTimeoutTunnel, AnnotationRouteHSTS}
+		names = [5]string{AnnotationRouteForwarded, AnnotationRouteTimeout, AnnotationRouteTimeoutTunnel, AnnotationRouteHSTS, AnnotationRouteRewriteTarget}
 	}
 	var o dcm.HTTPOptions
 	fwd, _, err := annotationValue[string](ann, names[0])
@@ -168,9 +168,12 @@ func httpOptions(ann map[string]string, kind string, passthrough bool) (dcm.HTTP
 	if err = cookieOptions(ann, kind, passthrough, &o); err != nil {
 		return o, err
 	}
+	if o.RewriteTarget, _, err = annotationValue[string](ann, names[4]); err != nil {
+		return o, err
+	}
 	if passthrough {
 		// Its timeouts are written into its TCP backend (a reload).
-		for _, n := range []string{names[0], names[3]} {
+		for _, n := range []string{names[0], names[3], names[4]} {
 			if v, ok := ann[n]; ok {
 				return o, &dcm.InvalidError{Reason: dcm.RejectUnsupported, Field: annotationField(n), Value: v + " on a passthrough route"}
 			}

@@ -91,6 +91,17 @@ func (a Annotation) parse(v string) (any, error) {
 			return nil, bad(dcm.RejectInvalidValue)
 		}
 		return v, nil
+	case ValueRewriteTarget:
+		if v == "" || dcm.ValidateRewriteTarget(field, v) != nil {
+			return nil, bad(dcm.RejectInvalidValue)
+		}
+		return v, nil
+	case ValueMaxConn:
+		n, err := strconv.Atoi(v)
+		if err != nil || dcm.ValidateMaxConn(field, n) != nil || strconv.Itoa(n) != v {
+			return nil, bad(dcm.RejectInvalidValue)
+		}
+		return n, nil
 	case ValueString:
 		return v, nil
 	case ValueHeaders:

@@ -35,6 +35,7 @@ const (
 	AnnotationTimeout          = "dcm.io/timeout"
 	AnnotationTimeoutTunnel    = "dcm.io/timeout-tunnel"
 	AnnotationHSTS             = "dcm.io/hsts"
+	AnnotationRewriteTarget    = "dcm.io/rewrite-target"
 
 	// Annotations of OpenShift's router that dcm reads on a Route.
 	AnnotationRouteBalance        = "haproxy.router.openshift.io/balance"
@@ -54,6 +55,9 @@ const (
 	// honours as it does (ingresstermination.go).
 	AnnotationIngressTermination   = "route.openshift.io/termination"
 	AnnotationIngressDestinationCA = "route.openshift.io/destination-ca-certificate-secret"
+	AnnotationRouteRewriteTarget   = "haproxy.router.openshift.io/rewrite-target"
+	AnnotationRouteMaxConn         = "haproxy.router.openshift.io/pod-concurrent-connections"
+	AnnotationRouteCheckInterval   = "router.openshift.io/haproxy.health.check.interval"
 )
 
 // ValueType is how dcm reads an annotation's value.
@@ -81,6 +85,12 @@ const (
 	ValueTimeout ValueType = "timeout"
 	// ValueHSTS is a Strict-Transport-Security value (dcm.ParseHSTS).
 	ValueHSTS ValueType = "hsts"
+	// ValueRewriteTarget is a path that replaces the route's
+	// (dcm.ValidateRewriteTarget).
+	ValueRewriteTarget ValueType = "rewrite target"
+	// ValueMaxConn is a decimal number from 0 (no limit) to
+	// dcm.MaxServerConn, written as it is.
+	ValueMaxConn ValueType = "connections"
 	// ValueString is any string: it selects, it never reaches HAProxy.
 	ValueString ValueType = "string"
 	// ValueSources is IPv4 and IPv6 addresses and CIDR networks separated
@@ -201,7 +211,7 @@ var annotationTable = append([]Annotation{
 		Doc: "Refuses a client that opened this many connections in 3 s; needs dcm.io/rate-limit-connections."},
 	{Name: AnnotationRateHTTP, Kinds: ingressOnly, Type: ValueCount, Example: "100",
 		Doc: "Refuses a client that sent this many HTTP requests in 10 s; needs dcm.io/rate-limit-connections."},
-}, slices.Concat(httpRows(), cookieRows())...)
+}, slices.Concat(knobRows(), httpRows(), cookieRows())...)
 
 // httpRows are the rows of the HTTP options (dcm.HTTPOptions), on
 // Ingresses and Routes alike: a change is a setting map's, no reload.
@@ -223,6 +233,8 @@ func httpRows() []Annotation {
 			Doc: "The idle timeout of the route's WebSockets and other tunnels, written as the timeout. Default: --timeout-tunnel. On passthrough, as the timeout, a reload."}},
 		{AnnotationHSTS, AnnotationRouteHSTS, Annotation{Type: ValueHSTS, Example: "max-age=31536000;includeSubDomains;preload",
 			Doc: "The Strict-Transport-Security header of HTTPS responses (edge and reencrypt): max-age=<seconds> required, includeSubDomains and preload optional, separated by ';'. On an Ingress it applies to its spec.tls hosts; refused on a Route without TLS and on passthrough."}},
+		{AnnotationRewriteTarget, AnnotationRouteRewriteTarget, Annotation{Type: ValueRewriteTarget, Example: "/",
+			Doc: "Replaces the route's path in the requests it sends to the pods, as OpenShift's router does: with path /foo, target / sends /foo/bar as /bar and /foo as /, target /v2 sends /foo/bar as /v2/bar; a route without a path gets the target before the whole path. The query string is kept. It starts with '/' and has the characters of a path (no backslash, '#', quote or space: OpenShift's regex escapes are refused). Changed at runtime (a map entry read by a Lua action). Refused on passthrough."}},
 	} {
 		for _, k := range []struct{ name, kind string }{{a.ingress, KindIngress}, {a.route, KindRoute}} {
 			row := a.row

@@ -20,20 +20,22 @@ import (
 // badReason is the reason a value of each type gets when a valid value is
 // followed by a newline and a semicolon.
 var badReason = map[ValueType]string{
-	ValueBool:         dcm.RejectInvalidValue,
-	ValueInt:          dcm.RejectInvalidValue,
-	ValueEnum:         dcm.RejectInvalidValue,
-	ValueWeights:      dcm.RejectInvalidValue,
-	ValueSecretName:   dcm.RejectInvalidName,
-	ValueHost:         dcm.RejectInvalidHost,
-	ValueWorkload:     dcm.RejectInvalidName,
-	ValueSources:      dcm.RejectInvalidValue,
-	ValueSourceRanges: dcm.RejectInvalidValue,
-	ValueCount:        dcm.RejectInvalidValue,
-	ValueTimeout:      dcm.RejectInvalidValue,
-	ValueHSTS:         dcm.RejectInvalidValue,
-	ValueHeaders:      dcm.RejectInvalidValue,
-	ValueCookieName:   dcm.RejectInvalidValue,
+	ValueBool:          dcm.RejectInvalidValue,
+	ValueInt:           dcm.RejectInvalidValue,
+	ValueEnum:          dcm.RejectInvalidValue,
+	ValueWeights:       dcm.RejectInvalidValue,
+	ValueSecretName:    dcm.RejectInvalidName,
+	ValueHost:          dcm.RejectInvalidHost,
+	ValueWorkload:      dcm.RejectInvalidName,
+	ValueSources:       dcm.RejectInvalidValue,
+	ValueSourceRanges:  dcm.RejectInvalidValue,
+	ValueCount:         dcm.RejectInvalidValue,
+	ValueTimeout:       dcm.RejectInvalidValue,
+	ValueHSTS:          dcm.RejectInvalidValue,
+	ValueHeaders:       dcm.RejectInvalidValue,
+	ValueRewriteTarget: dcm.RejectInvalidValue,
+	ValueMaxConn:       dcm.RejectInvalidValue,
+	ValueCookieName:    dcm.RejectInvalidValue,
 }
 
 // TestAnnotationTable: every row parses its default (or, without one, its

@@ -38,6 +38,7 @@ var (
 		regexp.MustCompile(`^    balance (roundrobin|leastconn|random|first|source)$`),
 		regexp.MustCompile(`^    hash-type consistent$`),
 		regexp.MustCompile(`^    http-(request|response) lua\.dcm_(request|response)_headers if \{ be_name,map_str\(maps/headers\.map\) -m found \}$`),
+		regexp.MustCompile(`^    http-request lua\.dcm_rewrite if \{ be_name,map_str\(maps/rewrite\.map\) -m found \}$`),
 		regexp.MustCompile(`^    cookie ` + haproxy.CookieName + ` insert indirect nocache httponly dynamic$`),
 		regexp.MustCompile(`^    dynamic-cookie-key [0-9a-f]+$`),
 		regexp.MustCompile(`^    acl allowlist src -f acls/be_(http|passthrough):[a-z0-9-]+:(route_)?[a-z0-9.-]+\.acl$`),
@@ -46,7 +47,7 @@ var (
 		regexp.MustCompile(`^    tcp-request content (set-var\(txn\.rl\) be_name,map_str\(maps/rate_limit\.map\)|track-sc2 src if \{ var\(txn\.rl\) -m found \})$`),
 		regexp.MustCompile(`^    tcp-request content set-var\(txn\.rl_(cur|tcp|http)\) var\(txn\.rl\),field\([123],:\)$`),
 		regexp.MustCompile(`^    tcp-request content reject if \{ sc2_(conn_cur|conn_rate|http_req_rate),sub\(txn\.rl_(cur|tcp|http)\) -m int ge 0 \}$`),
-		regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)?( disabled)?$`),
+		regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter (\d+ms|5s))?( maxconn \d{1,7})?( disabled)?$`),
 	}
 	rateValue    = regexp.MustCompile(`^\d{0,10}:\d{0,10}:\d{0,10}$`)
 	aclLine      = regexp.MustCompile(`^[0-9a-f:.]+(/\d{1,3})?$`)
@@ -55,8 +56,9 @@ var (
 	actionValue  = regexp.MustCompile(`^(none|redirect-\d{3})$`)
 	headersValue = regexp.MustCompile(`^[0-9A-Fqsdthclb.-]+$`)
 	cookieValue  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+	rewriteValue = regexp.MustCompile(`^(/[A-Za-z0-9/\-._~%!$&()*+,=:@]*)?\|/[A-Za-z0-9/\-._~%!$&()*+,=:@]*$`)
 	commandShape = regexp.MustCompile(`^(add server|del server|set server|set weight|enable health) be_(http|passthrough):[a-z0-9-]+:(route_)?[a-z0-9.-]+/[A-Za-z0-9._:-]+` +
-		`( (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter 5s)? disabled| addr [0-9A-Fa-f:.]+ port \d{1,5}| state (ready|drain|maint)| \d{1,3})?$` +
+		`( (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter (\d+ms|5s))?( maxconn \d{1,7})? disabled| addr [0-9A-Fa-f:.]+ port \d{1,5}| state (ready|drain|maint)| \d{1,3})?$` +
 		`|^enable dynamic-cookie backend be_http:[a-z0-9-]+:(route_)?[a-z0-9.-]+$`)
 )
 
@@ -313,6 +315,8 @@ func checkFiles(t *testing.T, files haproxy.Files, desired dcm.Desired) {
 			key, value = isBackend, headersValue.MatchString
 		case haproxy.MapFile(dcm.MapCookieName), haproxy.MapFile(dcm.MapCookieSameSite):
 			key, value = isBackend, cookieValue.MatchString
+		case haproxy.MapFile(dcm.MapRewrite):
+			key, value = isBackend, rewriteValue.MatchString
 		}
 		for _, l := range strings.Split(strings.TrimSuffix(string(m), "\n"), "\n") {
 			if l == "" {

@@ -284,6 +284,9 @@ func routeAnnotations(ann map[string]string, r *dcm.Route) error {
 	if r.HTTP, err = httpOptions(ann, KindRoute, false); err != nil {
 		return err
 	}
+	if err := routeKnobs(ann, r); err != nil {
+		return err
+	}
 	return refuseUnhonoured(ann, KindRoute)
 }
 

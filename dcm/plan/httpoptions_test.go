@@ -33,6 +33,8 @@ func TestHTTPOptionsChange(t *testing.T) {
 		{dcm.HTTPOptions{HSTS: "max-age=1;preload"},
 			[]string{"map-replace forwarded +0 -1", "map-replace timeout_server +0 -1", "map-replace timeout_tunnel +0 -1", "map-replace hsts +1 -0"}},
 		{dcm.HTTPOptions{HSTS: "max-age=1;preload"}, nil},
+		{dcm.HTTPOptions{HSTS: "max-age=1;preload", RewriteTarget: "/"}, []string{"map-replace rewrite +1 -0"}},
+		{dcm.HTTPOptions{HSTS: "max-age=1;preload", RewriteTarget: "/v2"}, []string{"map-replace rewrite +1 -0"}},
 	} {
 		d := with(step.o)
 		p := Compute(st, d, pooled)

@@ -264,7 +264,7 @@ func AfterReload(st dcm.State) dcm.State {
 func serverFor(e dcm.Endpoint, r dcm.Route, origin dcm.Origin) dcm.Server {
 	return dcm.Server{
 		Name: e.Name, Addr: e.Addr, Port: e.Port, Weight: e.Weight, State: e.State,
-		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Terminating: e.Terminating, Check: r.Check, Upstream: upstreamOf(r), Unobserved: true,
+		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Terminating: e.Terminating, Check: r.Check, MaxConn: r.MaxConn, CheckInterMillis: dcm.CheckInterOf(r), Upstream: upstreamOf(r), Unobserved: true,
 	}
 }
 
@@ -319,15 +319,18 @@ type backendPlan struct {
 func planBackend(a dcm.Backend, d dcm.DesiredBackend, caps dcm.Caps) backendPlan {
 	switch caps.Mode {
 	case dcm.ModeSlots:
-		return planSlots(a, d)
+		return withMaxConn(withCheckInter(planSlots(a, d), d), d.Route)
 	case dcm.ModeReload:
-		r := planDynamic(a, d)
+		r := withCheckInter(planDynamic(a, d), d)
 		if len(r.ops) > 0 || r.waiting > 0 {
 			return backendPlan{reason: dcm.ReasonEndpointsChange}
 		}
+		if len(withMaxConn(r, d.Route).ops) > 0 {
+			return backendPlan{reason: dcm.ReasonRouteChanged}
+		}
 		return r
 	default:
-		r := planDynamic(a, d)
+		r := withMaxConn(withCheckInter(planDynamic(a, d), d), d.Route)
 		if !caps.AddServer && slices.ContainsFunc(r.ops, func(o dcm.Op) bool {
 			return o.Kind == dcm.OpAddServer || o.Kind == dcm.OpDelServer
 		}) {
@@ -423,7 +426,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 func addServer(backend string, s dcm.Server, sticky bool) []dcm.Op {
 	ops := []dcm.Op{{
 		Kind: dcm.OpAddServer, Backend: backend, Server: s.Name, Addr: s.Addr, Port: s.Port,
-		Weight: s.Weight, Check: s.Check, Endpoint: s.Endpoint, Pod: s.Pod, Upstream: s.Upstream,
+		Weight: s.Weight, Check: s.Check, MaxConn: s.MaxConn, CheckInterMillis: s.CheckInterMillis, Endpoint: s.Endpoint, Pod: s.Pod, Upstream: s.Upstream,
 	}}
 	if sticky {
 		// Before it can take traffic, or its first clients get no cookie.

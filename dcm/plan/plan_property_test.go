@@ -80,6 +80,10 @@ func (g gen) desired() dcm.Desired {
 			// with the route or with its spare.
 			r.Allowlist = genAllowlists[g.r.IntN(len(genAllowlists))]
 		}
+		// A connection limit per server: set maxconn server on each.
+		r.MaxConn = []int{0, 0, 2, 50}[g.r.IntN(4)]
+		// A check interval: new servers, named after it, beside the old.
+		r.CheckInterMillis = []int64{0, 0, 2000}[g.r.IntN(3)]
 		if g.r.IntN(3) == 0 {
 			// Rate limits: a map entry that comes, changes and goes.
 			r.RateLimit = []*dcm.RateLimit{{}, {ConcurrentTCP: 5}, {RateTCP: 2, RateHTTP: 9}}[g.r.IntN(3)]
@@ -97,6 +101,7 @@ func (g gen) desired() dcm.Desired {
 			r.Sticky = n == 1 // stickiness itself changes by a reload
 			r.HTTP.CookieName = []string{"", "", "web_session"}[g.r.IntN(3)]
 			r.HTTP.CookieSameSite = []string{"", "", dcm.SameSiteStrict}[g.r.IntN(3)]
+			r.HTTP.RewriteTarget = []string{"", "", "/", "/v2"}[g.r.IntN(4)]
 		} else if g.r.IntN(4) == 0 {
 			r.HTTP.TimeoutMillis = 30000 // in the TCP backend: a reload
 		}

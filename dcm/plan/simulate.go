@@ -247,7 +247,8 @@ func updateRoutePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 		return nil, nil, fmt.Errorf("update-route: no backend %s (a new kind is delete-route, then add-route)", name)
 	}
 	next := dcm.Desired{Backends: slices.Clone(d.Backends), DefaultCert: d.DefaultCert}
-	nb := next.Backends[i].WithUpstream(r.Upstream) // endpoint names follow a new CA
+	// Endpoint names follow a new CA and a new check interval.
+	nb := next.Backends[i].WithUpstream(r.Upstream).WithCheck(r.Check, r.CheckInterMillis)
 	if !slices.Equal(nb.Route.Services, r.Services) {
 		nb.Endpoints = dcm.DesiredBackend{Route: r, Endpoints: serviceEndpoints(d, r)}.WithUpstreamNames().Endpoints
 	}

@@ -27,7 +27,7 @@ func slotIndex(name string) int {
 }
 
 func freeSlot(n int, r dcm.Route) dcm.Server {
-	return dcm.Server{Name: slotName(n), Weight: 1, State: dcm.StateMaint, Origin: dcm.OriginCfg, Check: r.Check, Upstream: upstreamOf(r), Unobserved: true}
+	return dcm.Server{Name: slotName(n), Weight: 1, State: dcm.StateMaint, Origin: dcm.OriginCfg, Check: r.Check, MaxConn: r.MaxConn, CheckInterMillis: dcm.CheckInterOf(r), Upstream: upstreamOf(r), Unobserved: true}
 }
 
 func bind(s dcm.Server, e dcm.Endpoint) dcm.Server {

@@ -26,6 +26,8 @@ func SettingValue(t dcm.MapTable, r dcm.Route) string {
 		return o.HSTS
 	case dcm.MapCookieName, dcm.MapCookieSameSite:
 		return cookieSetting(t, r)
+	case dcm.MapRewrite:
+		return RewriteValue(r)
 	}
 	return ""
 }
@@ -79,6 +81,8 @@ func ValidateSetting(t dcm.MapTable, field, v string) error {
 		if v == "" || dcm.ValidateSameSite(field, v) != nil {
 			return bad
 		}
+	case dcm.MapRewrite:
+		return validateRewriteValue(field, v)
 	default:
 		return bad
 	}

@@ -42,7 +42,7 @@ func corpusOf(a kube.Annotation) (annotationCorpus, bool) {
 		return suffixed("e"), true
 	case a.Type == kube.ValueEnum, a.Type == kube.ValueCookieName:
 		return suffixed("a"), true
-	case a.Type == kube.ValueInt, a.Type == kube.ValueCount, a.Type == kube.ValueTimeout, a.Type == kube.ValueHSTS:
+	case a.Type == kube.ValueInt, a.Type == kube.ValueCount, a.Type == kube.ValueMaxConn, a.Type == kube.ValueTimeout, a.Type == kube.ValueHSTS:
 		return suffixed("0"), true
 	case a.Type == kube.ValueSources, a.Type == kube.ValueSourceRanges:
 		// A hostile byte inside the last entry, or a separator before
@@ -55,6 +55,9 @@ func corpusOf(a kube.Annotation) (annotationCorpus, bool) {
 		return annotationCorpus{inName, Marker + strings.Repeat("a", 251), dcm.RejectInvalidName}, true
 	case a.Type == kube.ValueHost:
 		return host, true
+	case a.Type == kube.ValueRewriteTarget:
+		// A path, so only longer than any path is too long.
+		return annotationCorpus{func(h string) string { return valid + h + Marker }, valid + Marker + strings.Repeat("a", dcm.MaxRewriteTarget), dcm.RejectInvalidValue}, true
 	case a.Type == kube.ValueString, a.Type == kube.ValueWorkload:
 		return annotationCorpus{}, false
 	case a.Type == kube.ValueHeaders:

@@ -164,6 +164,7 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 		withAccess(&r)
 		withHeaders(&r)
 		withHTTP(&r)
+		withKnobs(&r)
 		known := g.r.IntN(10) != 0
 		if known {
 			ref := wl.ref
@@ -201,5 +202,6 @@ func httpOptionsOf(r dcm.Route) dcm.HTTPOptions {
 		o.CookieName = pickBy(r.Name+"/cookie", []string{"", "", "shop_session"})
 		o.CookieSameSite = pickBy(r.Name+"/samesite", []string{"", "", dcm.SameSiteLax})
 	}
+	o.RewriteTarget = pickBy(r.Name+"/rewrite", []string{"", "", "/", "/v2"})
 	return o
 }

@@ -99,7 +99,9 @@ func (g *gen) desiredChurn(c *cluster, churn bool) dcm.Desired {
 			})
 		}
 		slices.SortFunc(b.Endpoints, func(x, y dcm.Endpoint) int { return strings.Compare(x.Name, y.Name) })
-		d.Backends = append(d.Backends, b.ServeTerminating())
+		// Named as the kube layer names them: after a reencrypt route's
+		// CA and a route's check interval.
+		d.Backends = append(d.Backends, b.WithUpstreamNames().ServeTerminating())
 	}
 	slices.SortFunc(d.Backends, func(x, y dcm.DesiredBackend) int { return strings.Compare(x.Name, y.Name) })
 	if g.moments++; g.tls {

@@ -136,6 +136,7 @@ func (g *gen) addRoute(wl *workload, k int) dcm.WhatIf {
 	}
 	withAccess(&r)
 	withHeaders(&r)
+	withKnobs(&r)
 	return dcm.WhatIf{Kind: dcm.WhatIfAddRoute, Route: &r}
 }
 
@@ -195,15 +196,22 @@ func (g *gen) updateRoute(d dcm.Desired, wl *workload) dcm.WhatIf {
 	switch g.r.IntN(7) {
 	case 0:
 		r.HTTP.TimeoutMillis = []int64{0, 1500, 90000}[g.r.IntN(3)]
+		r.MaxConn = toggledMaxConn(r.MaxConn)
+		if r.Check {
+			// New servers beside the old: an add and a retire each.
+			r.CheckInterMillis = toggledInter(r.CheckInterMillis)
+		}
 	case 1:
 		if r.Kind != dcm.KindPassthrough {
 			r.HTTP.Forwarded = dcm.ForwardedPolicy(g.pick([]string{"", "replace", "if-none", "never"}))
 			r.HTTP.CookieName = g.pick([]string{"", "web_session"})
+			r.HTTP.RewriteTarget = pickBy(r.Name+"/rewrite-update", []string{"", "/", "/api"})
 		}
 	case 2:
 		r.Allowlist = [][]string{nil, {"10.1.0.0/16"}, {"10.0.0.0/8", "2001:db8::/32"}}[g.r.IntN(3)]
 	case 3:
 		r.RateLimit = []*dcm.RateLimit{nil, {}, {RateTCP: 20}}[g.r.IntN(3)]
+		r.MaxConn = toggledMaxConn(r.MaxConn)
 		if r.Kind != dcm.KindPassthrough && g.r.IntN(2) == 0 {
 			r.Headers = &dcm.HeaderActions{Response: []dcm.HeaderAction{{Name: "X-Frame-Options", Type: dcm.HeaderSet, Value: "DENY"}}}
 		}
