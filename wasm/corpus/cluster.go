@@ -164,7 +164,6 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 		withAccess(&r)
 		withHeaders(&r)
 		withHTTP(&r)
-		withKnobs(&r)
 		known := g.r.IntN(10) != 0
 		if known {
 			ref := wl.ref
@@ -181,6 +180,7 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 func withHTTP(r *dcm.Route) {
 	r.Sticky = r.Kind != dcm.KindPassthrough && pickBy(r.Name+"/sticky", []string{"", "", "s"}) != ""
 	r.HTTP = httpOptionsOf(*r)
+	withKnobs(r) // the server knobs: maxconn and the check interval
 }
 
 // httpOptionsOf draws a route's HTTP options, setting maps' entries, by its
