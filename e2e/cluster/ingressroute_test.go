@@ -182,7 +182,8 @@ func TestIngressTerminationAnnotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := dcmOptions(t, ns)
-	o.Config = func(c *system.Config) { c.DefaultBackendCAFile = caFile }
+	scoped := o.Config // the test's namespace only: other tests' objects stay out
+	o.Config = func(c *system.Config) { scoped(c); c.DefaultBackendCAFile = caFile }
 	s := harness.Start(t, o)
 	expectBehindTLS(s, reHost, front, reLeaf)("reencrypt: the verified pod serves", 200, "re-0")
 	expectBehindTLS(s, ptHost, podCA, ptLeaf)("passthrough: the pod's own certificate", 200, "pt-0")
