@@ -154,6 +154,12 @@ type Cert struct {
 	Host    string `json:"host"`
 	Secret  string `json:"secret"`
 	Version string `json:"version"`
+	// H2 says the host may be offered HTTP/2 (ALPN h2): its certificate is
+	// served for no other host. OpenShift's router's rule: a browser
+	// reuses an h2 connection for every host its certificate names, so a
+	// shared certificate would carry one route's requests on another's
+	// connection. The HTTPS frontend's --disable-http2 still overrides it.
+	H2 bool `json:"h2,omitempty"`
 }
 
 // CertsOf lists the certificates the routed edge and reencrypt backends need, sorted by
@@ -202,7 +208,21 @@ func certsOf(backends []Backend) ([]Cert, map[string]string) {
 		out = append(out, Cert{Host: r.Host, Secret: r.TLS.Secret, Version: r.TLS.Version})
 		owners[r.Host] = b.Name
 	}
+	markH2(out)
 	return out, owners
+}
+
+// markH2 offers HTTP/2 to the hosts whose certificate (by version: the
+// same certificate and key, whichever Secret holds them) no other host
+// serves.
+func markH2(certs []Cert) {
+	hosts := make(map[string]int, len(certs))
+	for _, c := range certs {
+		hosts[c.Version]++
+	}
+	for i := range certs {
+		certs[i].H2 = hosts[certs[i].Version] == 1
+	}
 }
 
 // ValidateCertVersion checks a certificate version: lower-case hex, as the

@@ -49,6 +49,8 @@ type Settings struct {
 	// ErrorPage503 and ErrorPage404 are HTML bodies HAProxy answers those
 	// statuses with (nil: dcm's pages); validated by Render.
 	ErrorPage503, ErrorPage404 []byte
+	// HTTP2 is the HTTPS frontend's HTTP/2 policy.
+	HTTP2 HTTP2
 }
 
 // CookieName is the cookie sticky routes set.
@@ -310,7 +312,7 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 	r.backends, r.routes, r.maps, r.acls = next, keys, maps, acls
 	out := Files{Config: cfg, Maps: maps, ACLs: acls.files}
 	if r.settings.HTTPSBind != "" {
-		list, err := renderCrtList(backends)
+		list, err := renderCrtList(backends, r.settings.HTTP2)
 		if err != nil {
 			return Files{}, err
 		}
@@ -322,13 +324,13 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 // renderCrtList lists one certificate per SNI host (dcm.CertsOf): the file,
 // then the host as its only SNI filter, so a host's line is added and
 // deleted at runtime by its file name alone.
-func renderCrtList(backends []dcm.Backend) ([]byte, error) {
+func renderCrtList(backends []dcm.Backend, h2 HTTP2) ([]byte, error) {
 	var b bytes.Buffer
 	for _, c := range dcm.CertsOf(backends) {
 		if err := dcm.ValidateHost("certificate host", c.Host); err != nil || c.Host == "" {
 			return nil, fmt.Errorf("certificate of %q: not a host name", c.Host)
 		}
-		b.WriteString(CertFile(c.Host) + " " + c.Host + "\n")
+		b.WriteString(h2.crtListLine(c) + "\n")
 	}
 	return b.Bytes(), nil
 }
@@ -393,7 +395,7 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 		// picks from the crt-list (the default one when none matches),
 		// and the request is routed by the same maps as plain HTTP.
 		w.WriteString("\nfrontend fe_https\n")
-		fmt.Fprintf(w, "    bind unix@%s accept-proxy ssl crt %s crt-list %s\n", s.edgeSocket(), DefaultCertName, CrtListName)
+		fmt.Fprintf(w, "    bind unix@%s accept-proxy ssl crt %s crt-list %s alpn %s\n", s.edgeSocket(), DefaultCertName, CrtListName, s.HTTP2.bindALPN())
 		renderHygiene(w)
 		renderRouting(w, s, true)
 		renderHSTS(w)
