@@ -64,7 +64,8 @@ const (
 	ReasonDrift           ReloadReason = "drift" // HAProxy lacks a backend dcm manages
 	ReasonHAProxyRestart  ReloadReason = "haproxy-restarted"
 	ReasonManual          ReloadReason = "manual"
-	ReasonCertChanged     ReloadReason = "cert-changed" // without runtime certs: a certificate came, changed or went
+	ReasonCertChanged     ReloadReason = "cert-changed"  // without runtime certs: a certificate came, changed or went
+	ReasonProtoChanged    ReloadReason = "proto-changed" // a server (or slot) must speak another protocol to its pod
 )
 
 // OpKind is one kind of runtime change.
@@ -146,6 +147,8 @@ type Op struct {
 	// (reencrypt routes) and, for ca-add and ca-del, the CA (source and
 	// version, never the PEM).
 	Upstream *UpstreamTLS `json:"upstream,omitempty"`
+	// Proto is, for add-server, the protocol the server speaks to its pod.
+	Proto Proto `json:"proto,omitempty"`
 	// Allowlist is, for acl-replace, the route's new list (nil: everyone).
 	Allowlist []string `json:"allowlist,omitempty"`
 }

@@ -43,3 +43,16 @@ func (h HTTP2) crtListLine(c dcm.Cert) string {
 	}
 	return CertFile(c.Host) + " [alpn " + alpn + "] " + c.Host
 }
+
+// protoArgs is a server's proto argument: h2 speaks HTTP/2 to the pod in
+// clear text (h2c), which gRPC needs; a TLS server negotiates by ALPN
+// instead (upstreamArgs).
+func protoArgs(p dcm.Proto) (string, error) {
+	if err := dcm.ValidateProto("server proto", p); err != nil {
+		return "", err
+	}
+	if p == dcm.ProtoH2 {
+		return " proto h2", nil
+	}
+	return "", nil
+}

@@ -338,7 +338,7 @@ func renderCrtList(backends []dcm.Backend, h2 HTTP2) ([]byte, error) {
 // sameRendering reports whether two servers render the same server line.
 func sameRendering(a, b dcm.Server) bool {
 	return a.Name == b.Name && a.Addr == b.Addr && a.Port == b.Port && a.Weight == b.Weight &&
-		a.State == b.State && a.Check == b.Check && a.Endpoint == b.Endpoint && sameUpstream(a.Upstream, b.Upstream)
+		a.State == b.State && a.Check == b.Check && a.Endpoint == b.Endpoint && sameUpstream(a.Upstream, b.Upstream) && a.Proto == b.Proto
 }
 
 func sameUpstream(a, b *dcm.UpstreamTLS) bool {
@@ -540,6 +540,11 @@ func ServerArgs(s dcm.Server) (string, error) {
 		}
 		b.WriteString(tls)
 	}
+	proto, err := protoArgs(s.Proto)
+	if err != nil {
+		return "", fmt.Errorf("server %q: %w", s.Name, err)
+	}
+	b.WriteString(proto)
 	switch state {
 	case dcm.StateReady:
 	case dcm.StateDrain, dcm.StateMaint:
@@ -562,7 +567,9 @@ func upstreamArgs(u *dcm.UpstreamTLS, check bool) (string, error) {
 	if err := dcm.ValidateUpstream(u); err != nil {
 		return "", err
 	}
-	args := " ssl verify required ca-file " + CAFile(u.Version) + " sni str(" + u.ServerName + ") verifyhost " + u.ServerName
+	// alpn: a pod that speaks h2 (gRPC) gets it; one that does not picks
+	// http/1.1, as OpenShift's reencrypt servers offer both.
+	args := " ssl verify required ca-file " + CAFile(u.Version) + " alpn " + alpnH2 + " sni str(" + u.ServerName + ") verifyhost " + u.ServerName
 	if check {
 		args += " check-sni " + u.ServerName
 	}

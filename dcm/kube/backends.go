@@ -144,7 +144,7 @@ func (s *Source) backendFor(t *txn, r dcm.Route) dcm.DesiredBackend {
 	if r.Upstream != nil && r.Upstream.Version == "" {
 		b.Endpoints = []dcm.Endpoint{}
 	}
-	return b.WithUpstreamNames()
+	return b.WithProtoNames().WithUpstreamNames()
 }
 
 // backendFor builds a route's backend from the views of its services, in

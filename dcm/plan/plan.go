@@ -264,7 +264,7 @@ func AfterReload(st dcm.State) dcm.State {
 func serverFor(e dcm.Endpoint, r dcm.Route, origin dcm.Origin) dcm.Server {
 	return dcm.Server{
 		Name: e.Name, Addr: e.Addr, Port: e.Port, Weight: e.Weight, State: e.State,
-		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Terminating: e.Terminating, Check: r.Check, Upstream: upstreamOf(r), Unobserved: true,
+		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Terminating: e.Terminating, Check: r.Check, Upstream: upstreamOf(r), Proto: e.Proto, Unobserved: true,
 	}
 }
 
@@ -395,6 +395,9 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 				// brings new servers. One that did not must reload.
 				out.reason = dcm.ReasonCertChanged
 			}
+			if s.Proto != e.Proto {
+				out.reason = dcm.ReasonProtoChanged // the same, for its protocol (WithProtoNames)
+			}
 			ops, ns := converge(a.Name, s, e)
 			if len(ops) > 0 || ns.Service != s.Service || ns.Terminating != s.Terminating {
 				changed(i)
@@ -423,7 +426,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 func addServer(backend string, s dcm.Server, sticky bool) []dcm.Op {
 	ops := []dcm.Op{{
 		Kind: dcm.OpAddServer, Backend: backend, Server: s.Name, Addr: s.Addr, Port: s.Port,
-		Weight: s.Weight, Check: s.Check, Endpoint: s.Endpoint, Pod: s.Pod, Upstream: s.Upstream,
+		Weight: s.Weight, Check: s.Check, Endpoint: s.Endpoint, Pod: s.Pod, Upstream: s.Upstream, Proto: s.Proto,
 	}}
 	if sticky {
 		// Before it can take traffic, or its first clients get no cookie.

@@ -33,6 +33,7 @@ func freeSlot(n int, r dcm.Route) dcm.Server {
 func bind(s dcm.Server, e dcm.Endpoint) dcm.Server {
 	s.Addr, s.Port, s.Weight, s.State = e.Addr, e.Port, e.Weight, e.State
 	s.Endpoint, s.Pod, s.Service, s.Terminating = e.Name, e.Pod, e.Service, e.Terminating
+	s.Proto = e.Proto
 	return s
 }
 
@@ -99,6 +100,11 @@ func planSlots(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 				return backendPlan{reason: dcm.ReasonSlotsExhausted}
 			}
 			i, free = free[0], free[1:]
+		}
+		if servers[i].Proto != e.Proto {
+			// A slot's protocol is in the cfg: only a reload renders
+			// the slot with its endpoint's (Fresh binds them).
+			return backendPlan{reason: dcm.ReasonProtoChanged}
 		}
 		bops, s := converge(a.Name, servers[i], e)
 		if servers[i].State == dcm.StateReady && s.State != dcm.StateReady {
