@@ -41,8 +41,29 @@ type UpstreamTLS struct {
 	Version string `json:"version"`
 	// ServerName is the name the pods' certificate must carry, also sent
 	// as SNI; by default <service>.<namespace>.svc, the name of the
-	// service-serving certificate.
+	// service-serving certificate. Empty: the chain is verified, no name
+	// (OpenShift's rule for a Route with its own destination CA).
 	ServerName string `json:"serverName"`
+	// PerService makes each server verify the name of its own Service,
+	// <service>.<namespace>.svc, alternate backends included, rather than
+	// ServerName (the primary's): OpenShift's rule with the default
+	// destination CA, the service CA, which names every Service's pods
+	// after their Service. UpstreamFor gives a server its own.
+	PerService bool `json:"perService,omitempty"`
+}
+
+// UpstreamFor is the upstream TLS of a route's server that carries e:
+// the route's, with e's Service's name when the route verifies each
+// Service's (PerService). nil when the route has none.
+func UpstreamFor(r Route, e Endpoint) *UpstreamTLS {
+	if r.Upstream == nil {
+		return nil
+	}
+	u := *r.Upstream
+	if u.PerService && e.Service != "" {
+		u.ServerName = e.Service + "." + r.Namespace + ".svc"
+	}
+	return &u
 }
 
 // CAsOf lists the destination CAs the servers of backends verify their
@@ -78,6 +99,9 @@ func UpstreamTag(u *UpstreamTLS) string {
 	h.Write([]byte(u.Version))
 	h.Write([]byte{0})
 	h.Write([]byte(u.ServerName))
+	if u.PerService {
+		h.Write([]byte{0, 's'}) // only then: the tags of other routes stay
+	}
 	return fmt.Sprintf("%08x", h.Sum32())
 }
 
@@ -139,7 +163,10 @@ func ValidateUpstream(u *UpstreamTLS) error {
 		return err
 	}
 	if u.ServerName == "" {
-		return invalid(RejectInvalidHost, "upstream.serverName", u.ServerName)
+		if u.PerService {
+			return invalid(RejectInvalidHost, "upstream.serverName", u.ServerName)
+		}
+		return nil // the chain only
 	}
 	if err := ValidateHost("upstream.serverName", u.ServerName); err != nil {
 		return invalid(RejectInvalidHost, "upstream.serverName", u.ServerName)

@@ -985,7 +985,7 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 		}
 	}
 	// A reencrypt route: its CA file and a server that verifies its pod.
-	up := &dcm.UpstreamTLS{CA: "secret:demo/shop-ca", Version: "4567ef", ServerName: "shop.demo.svc"}
+	up := &dcm.UpstreamTLS{CA: "secret:demo/shop-ca", Version: "4567ef", ServerName: "shop.demo.svc", PerService: true}
 	shop := fullBackend("demo", "shop", dcm.KindReencrypt)
 	shop.Route.TLS, shop.Route.Upstream = &dcm.TLSRef{Secret: "demo/shop-tls", Version: "0123abcd"}, up
 	shop.Servers[0].Upstream, shop.Servers[0].Proto = up, dcm.ProtoH2

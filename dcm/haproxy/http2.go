@@ -56,3 +56,20 @@ func protoArgs(p dcm.Proto) (string, error) {
 	}
 	return "", nil
 }
+
+// transportArgs are how a server talks to its pod: TLS for reencrypt
+// routes (upstreamArgs), then its protocol (protoArgs).
+func transportArgs(s dcm.Server) (string, error) {
+	var tls string
+	if u := s.Upstream; u != nil {
+		var err error
+		if tls, err = upstreamArgs(u, s.Check); err != nil {
+			return "", err
+		}
+	}
+	proto, err := protoArgs(s.Proto)
+	if err != nil {
+		return "", err
+	}
+	return tls + proto, nil
+}

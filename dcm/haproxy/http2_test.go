@@ -172,3 +172,27 @@ func TestHTTP2Flags(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamArgs: a reencrypt server offers h2 and verifies its pod's
+// name, sent as SNI, or, with no name (a Route's own destination CA, as
+// OpenShift), the chain only, with neither SNI nor verifyhost.
+func TestUpstreamArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		up    dcm.UpstreamTLS
+		check bool
+		want  string
+	}{
+		{"a name", dcm.UpstreamTLS{CA: "file:default", Version: "ab", ServerName: "web.ns.svc"}, true,
+			" ssl verify required ca-file cas/ab.pem alpn h2,http/1.1 sni str(web.ns.svc) verifyhost web.ns.svc check-sni web.ns.svc"},
+		{"the chain only", dcm.UpstreamTLS{CA: "route:ns/r", Version: "ab"}, true,
+			" ssl verify required ca-file cas/ab.pem alpn h2,http/1.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := upstreamArgs(&tc.up, tc.check)
+			if err != nil || got != tc.want {
+				t.Errorf("got %q, %v\nwant %q", got, err, tc.want)
+			}
+		})
+	}
+}

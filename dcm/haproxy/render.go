@@ -533,18 +533,11 @@ func ServerArgs(s dcm.Server) (string, error) {
 	if s.Check {
 		b.WriteString(" check inter " + checkInter)
 	}
-	if u := s.Upstream; u != nil {
-		tls, err := upstreamArgs(u, s.Check)
-		if err != nil {
-			return "", fmt.Errorf("server %q: %w", s.Name, err)
-		}
-		b.WriteString(tls)
-	}
-	proto, err := protoArgs(s.Proto)
+	transport, err := transportArgs(s)
 	if err != nil {
 		return "", fmt.Errorf("server %q: %w", s.Name, err)
 	}
-	b.WriteString(proto)
+	b.WriteString(transport)
 	switch state {
 	case dcm.StateReady:
 	case dcm.StateDrain, dcm.StateMaint:
@@ -569,7 +562,12 @@ func upstreamArgs(u *dcm.UpstreamTLS, check bool) (string, error) {
 	}
 	// alpn: a pod that speaks h2 (gRPC) gets it; one that does not picks
 	// http/1.1, as OpenShift's reencrypt servers offer both.
-	args := " ssl verify required ca-file " + CAFile(u.Version) + " alpn " + alpnH2 + " sni str(" + u.ServerName + ") verifyhost " + u.ServerName
+	args := " ssl verify required ca-file " + CAFile(u.Version) + " alpn " + alpnH2
+	if u.ServerName == "" {
+		// The chain only: without sni HAProxy 2.6 checks no name.
+		return args, nil
+	}
+	args += " sni str(" + u.ServerName + ") verifyhost " + u.ServerName
 	if check {
 		args += " check-sni " + u.ServerName
 	}
