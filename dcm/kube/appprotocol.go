@@ -10,8 +10,12 @@ import (
 // EndpointSlices' ports, which the endpointslice controller copies from
 // the Service's, by port number: an endpoint's port is its slice port's.
 // Any other appProtocol (http, https, kubernetes.io/ws, a vendor's name)
-// leaves the route's default; it never reaches HAProxy as text.
-func withProtos(eps []dcm.Endpoint, v *serviceView) []dcm.Endpoint {
+// leaves the route's default; it never reaches HAProxy as text. A
+// passthrough route's pods get none: HAProxy speaks no HTTP to them.
+func withProtos(r dcm.Route, eps []dcm.Endpoint, v *serviceView) []dcm.Endpoint {
+	if r.Kind == dcm.KindPassthrough {
+		return eps
+	}
 	protos := map[int]dcm.Proto{}
 	for _, sl := range v.slices {
 		for _, p := range sl.Ports {

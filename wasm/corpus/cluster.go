@@ -152,6 +152,13 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 			r.Kind = dcm.KindReencrypt
 			r.TLS = &dcm.TLSRef{Secret: wl.ns + "/" + r.Name + "-tls", Version: "0a1b2c"}
 			r.Upstream = &dcm.UpstreamTLS{CA: "secret:" + wl.ns + "/" + r.Name + "-ca", Version: "6a7b8c", ServerName: wl.svc + "." + wl.ns + ".svc"}
+			// As OpenShift verifies: each Service's name, or the chain only.
+			switch pickBy(r.Name, []string{"name", "per-service", "chain"}) {
+			case "per-service":
+				r.Upstream.PerService = true
+			case "chain":
+				r.Upstream.ServerName = ""
+			}
 		}
 		if g.r.IntN(4) == 0 {
 			r.Path, r.PathType = "/"+g.pick([]string{"api", "v1/items", "static", "login"}), dcm.PathType(g.pick([]string{"Prefix", "Exact"}))

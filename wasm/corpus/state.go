@@ -96,10 +96,11 @@ func (g *gen) desiredChurn(c *cluster, churn bool) dcm.Desired {
 				// A pod the kube layer drains is one that terminates: the
 				// terminating-endpoint fallback then serves the last ones.
 				Terminating: pn.state == dcm.StateDrain,
+				Proto:       protoOf(r),
 			})
 		}
 		slices.SortFunc(b.Endpoints, func(x, y dcm.Endpoint) int { return strings.Compare(x.Name, y.Name) })
-		d.Backends = append(d.Backends, b.ServeTerminating())
+		d.Backends = append(d.Backends, b.ServeTerminating().WithProtoNames())
 	}
 	slices.SortFunc(d.Backends, func(x, y dcm.DesiredBackend) int { return strings.Compare(x.Name, y.Name) })
 	return d
@@ -207,4 +208,13 @@ func (g *gen) snapshot(seq uint64, caps dcm.Caps, st dcm.State, d dcm.Desired) d
 			Reason: dcm.RejectInvalidHost, Message: `invalid-host: host "Bad_Host"`})
 	}
 	return s
+}
+
+// protoOf is what the pods of some HTTP routes speak: h2c, from their
+// Service port's appProtocol.
+func protoOf(r dcm.Route) dcm.Proto {
+	if r.Kind == dcm.KindPassthrough {
+		return dcm.ProtoDefault // TCP: no HTTP protocol
+	}
+	return dcm.Proto(pickBy(r.Name, []string{"", "", "h2"}))
 }
