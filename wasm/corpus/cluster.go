@@ -152,13 +152,7 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 			r.Kind = dcm.KindReencrypt
 			r.TLS = &dcm.TLSRef{Secret: wl.ns + "/" + r.Name + "-tls", Version: "0a1b2c"}
 			r.Upstream = &dcm.UpstreamTLS{CA: "secret:" + wl.ns + "/" + r.Name + "-ca", Version: "6a7b8c", ServerName: wl.svc + "." + wl.ns + ".svc"}
-			// As OpenShift verifies: each Service's name, or the chain only.
-			switch pickBy(r.Name, []string{"name", "per-service", "chain"}) {
-			case "per-service":
-				r.Upstream.PerService = true
-			case "chain":
-				r.Upstream.ServerName = ""
-			}
+			verifyAsOpenShift(r.Upstream, r.Name)
 		}
 		if g.r.IntN(4) == 0 {
 			r.Path, r.PathType = "/"+g.pick([]string{"api", "v1/items", "static", "login"}), dcm.PathType(g.pick([]string{"Prefix", "Exact"}))
@@ -193,4 +187,15 @@ func httpOptionsOf(r dcm.Route) dcm.HTTPOptions {
 		o.HSTS = pickBy(r.Name+"/hsts", []string{"", "max-age=31536000;includeSubDomains"})
 	}
 	return o
+}
+
+// verifyAsOpenShift makes some reencrypt routes verify as OpenShift's do:
+// each Service's name (the default CA), or the chain only (a Route's own).
+func verifyAsOpenShift(u *dcm.UpstreamTLS, route string) {
+	switch pickBy(route, []string{"name", "per-service", "chain"}) {
+	case "per-service":
+		u.PerService = true
+	case "chain":
+		u.ServerName = ""
+	}
 }
