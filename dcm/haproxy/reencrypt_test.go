@@ -259,7 +259,9 @@ func TestCACommandText(t *testing.T) {
 	for _, u := range []dcm.UpstreamTLS{
 		{CA: "secret:ns/ca", Version: "ab", ServerName: "web.ns.svc verify none"},
 		{CA: "secret:ns/ca", Version: "ab", ServerName: "web.ns.svc)"},
-		{CA: "secret:ns/ca", Version: "ab", ServerName: ""},
+		// No name is the chain only (a Route's own CA), but a server that
+		// verifies its Service's name must have one.
+		{CA: "secret:ns/ca", Version: "ab", ServerName: "", PerService: true},
 		{CA: "secret:ns/ca", Version: "", ServerName: "web.ns.svc"},
 		{CA: "secret:ns/ca;x", Version: "ab", ServerName: "web.ns.svc"},
 	} {
