@@ -67,7 +67,8 @@ const (
 	// ReasonMaxConnRaised: an admin raised the global maxconn above the one
 	// the worker started with, which `set maxconn global` cannot exceed.
 	ReasonMaxConnRaised ReloadReason = "maxconn-raised"
-	ReasonCertChanged   ReloadReason = "cert-changed" // without runtime certs: a certificate came, changed or went
+	ReasonCertChanged   ReloadReason = "cert-changed"  // without runtime certs: a certificate came, changed or went
+	ReasonProtoChanged  ReloadReason = "proto-changed" // a server (or slot) must speak another protocol to its pod
 )
 
 // OpKind is one kind of runtime change.
@@ -155,6 +156,8 @@ type Op struct {
 	// (reencrypt routes) and, for ca-add and ca-del, the CA (source and
 	// version, never the PEM).
 	Upstream *UpstreamTLS `json:"upstream,omitempty"`
+	// Proto is, for add-server, the protocol the server speaks to its pod.
+	Proto Proto `json:"proto,omitempty"`
 	// Allowlist is, for acl-replace, the route's new list (nil: everyone).
 	Allowlist []string `json:"allowlist,omitempty"`
 }

@@ -46,6 +46,9 @@ type Endpoint struct {
 	// terminates (EndpointSlice serving and terminating, not ready): its
 	// State is ServeTerminating's to decide.
 	Terminating bool `json:"terminating,omitempty"`
+	// Proto is the protocol HAProxy speaks to the pod when it is not the
+	// route's default: ProtoH2 for a Service port whose appProtocol is h2c.
+	Proto Proto `json:"proto,omitempty"`
 }
 
 // Reweigh recomputes the weights of a route with several services from its
@@ -127,6 +130,9 @@ type Server struct {
 	// CheckInterMillis is its check interval (CheckInterOf its route when
 	// added, fixed for its life), 0 for the default.
 	CheckInterMillis int64 `json:"checkInterMs,omitempty"`
+	// Proto is its endpoint's (Endpoint.Proto), fixed when the server is
+	// added: sources name endpoints after it (WithProtoNames).
+	Proto Proto `json:"proto,omitempty"`
 	// Upstream is the TLS the server connects to its pod with (reencrypt
 	// routes): the route's when the server was added, fixed for its life.
 	Upstream *UpstreamTLS `json:"upstream,omitempty"`

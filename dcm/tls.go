@@ -41,8 +41,29 @@ type UpstreamTLS struct {
 	Version string `json:"version"`
 	// ServerName is the name the pods' certificate must carry, also sent
 	// as SNI; by default <service>.<namespace>.svc, the name of the
-	// service-serving certificate.
+	// service-serving certificate. Empty: the chain is verified, no name
+	// (OpenShift's rule for a Route with its own destination CA).
 	ServerName string `json:"serverName"`
+	// PerService makes each server verify the name of its own Service,
+	// <service>.<namespace>.svc, alternate backends included, rather than
+	// ServerName (the primary's): OpenShift's rule with the default
+	// destination CA, the service CA, which names every Service's pods
+	// after their Service. UpstreamFor gives a server its own.
+	PerService bool `json:"perService,omitempty"`
+}
+
+// UpstreamFor is the upstream TLS of a route's server that carries e:
+// the route's, with e's Service's name when the route verifies each
+// Service's (PerService). nil when the route has none.
+func UpstreamFor(r Route, e Endpoint) *UpstreamTLS {
+	if r.Upstream == nil {
+		return nil
+	}
+	u := *r.Upstream
+	if u.PerService && e.Service != "" {
+		u.ServerName = e.Service + "." + r.Namespace + ".svc"
+	}
+	return &u
 }
 
 // CAsOf lists the destination CAs the servers of backends verify their
@@ -78,6 +99,9 @@ func UpstreamTag(u *UpstreamTLS) string {
 	h.Write([]byte(u.Version))
 	h.Write([]byte{0})
 	h.Write([]byte(u.ServerName))
+	if u.PerService {
+		h.Write([]byte{0, 's'}) // only then: the tags of other routes stay
+	}
 	return fmt.Sprintf("%08x", h.Sum32())
 }
 
@@ -140,7 +164,10 @@ func ValidateUpstream(u *UpstreamTLS) error {
 		return err
 	}
 	if u.ServerName == "" {
-		return invalid(RejectInvalidHost, "upstream.serverName", u.ServerName)
+		if u.PerService {
+			return invalid(RejectInvalidHost, "upstream.serverName", u.ServerName)
+		}
+		return nil // the chain only
 	}
 	if err := ValidateHost("upstream.serverName", u.ServerName); err != nil {
 		return invalid(RejectInvalidHost, "upstream.serverName", u.ServerName)
@@ -155,6 +182,12 @@ type Cert struct {
 	Host    string `json:"host"`
 	Secret  string `json:"secret"`
 	Version string `json:"version"`
+	// H2 says the host may be offered HTTP/2 (ALPN h2): its certificate is
+	// served for no other host. OpenShift's router's rule: a browser
+	// reuses an h2 connection for every host its certificate names, so a
+	// shared certificate would carry one route's requests on another's
+	// connection. The HTTPS frontend's --disable-http2 still overrides it.
+	H2 bool `json:"h2,omitempty"`
 }
 
 // CertsOf lists the certificates the routed edge and reencrypt backends need, sorted by
@@ -203,7 +236,21 @@ func certsOf(backends []Backend) ([]Cert, map[string]string) {
 		out = append(out, Cert{Host: r.Host, Secret: r.TLS.Secret, Version: r.TLS.Version})
 		owners[r.Host] = b.Name
 	}
+	markH2(out)
 	return out, owners
+}
+
+// markH2 offers HTTP/2 to the hosts whose certificate (by version: the
+// same certificate and key, whichever Secret holds them) no other host
+// serves.
+func markH2(certs []Cert) {
+	hosts := make(map[string]int, len(certs))
+	for _, c := range certs {
+		hosts[c.Version]++
+	}
+	for i := range certs {
+		certs[i].H2 = hosts[certs[i].Version] == 1
+	}
 }
 
 // ValidateCertVersion checks a certificate version: lower-case hex, as the

@@ -138,7 +138,7 @@ func TestEdgeCertRotation(t *testing.T) {
 	took := serves("added", leaf1, 5*time.Second)
 	t.Logf("edge route added: served with its certificate after %v", took.Round(time.Millisecond))
 	steady("added")
-	if got := onDisk(haproxy.CrtListName); got != "certs/shop.test.pem shop.test\n" {
+	if got := onDisk(haproxy.CrtListName); got != "certs/shop.test.pem [alpn h2,http/1.1] shop.test\n" {
 		t.Fatalf("crt-list %q", got)
 	}
 	if fi, err := os.Stat(filepath.Join(s.Dir, haproxy.CertFile("shop.test"))); err != nil || fi.Mode().Perm() != 0o600 {

@@ -958,7 +958,7 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpMapReplace, Map: dcm.MapInsecure,
 		Set: []dcm.MapEntry{{Key: "be_http:_pool:3", Backend: webName, Slot: "be_http:_pool:3", Action: "redirect-308"}}})
 	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpACLReplace, Backend: webName, Allowlist: []string{"10.0.0.0/8"}})
-	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpCertUpdate, Backend: webName, Cert: &dcm.Cert{Host: "web.demo.example", Secret: "demo/shop-tls", Version: "0123abcd"}})
+	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpCertUpdate, Backend: webName, Cert: &dcm.Cert{Host: "web.demo.example", Secret: "demo/shop-tls", Version: "0123abcd", H2: true}})
 	full.Reload, full.Object, full.Reason, full.Actor = fullReload(), &dcm.ObjectRef{Kind: "Ingress", Namespace: "demo", Name: "web"}, "because", "alice"
 	route := fullRoute("demo", "new", dcm.KindHTTP)
 	route.Sticky = true
@@ -988,15 +988,15 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 		}
 	}
 	// A reencrypt route: its CA file and a server that verifies its pod.
-	up := &dcm.UpstreamTLS{CA: "secret:demo/shop-ca", Version: "4567ef", ServerName: "shop.demo.svc"}
+	up := &dcm.UpstreamTLS{CA: "secret:demo/shop-ca", Version: "4567ef", ServerName: "shop.demo.svc", PerService: true}
 	shop := fullBackend("demo", "shop", dcm.KindReencrypt)
 	shop.Route.TLS, shop.Route.Upstream = &dcm.TLSRef{Secret: "demo/shop-tls", Version: "0123abcd"}, up
-	shop.Servers[0].Upstream = up
+	shop.Servers[0].Upstream, shop.Servers[0].Proto = up, dcm.ProtoH2
 	shop.Servers[0].MaxConn, shop.Servers[0].CheckInterMillis = 10, 2000
 	reencrypt := dcm.Event{Type: dcm.EventApplied, Message: "applied", Backends: []string{shop.Name}, State: []dcm.Backend{shop},
 		Ops: []dcm.Op{{Kind: dcm.OpCAAdd, Upstream: &dcm.UpstreamTLS{CA: up.CA, Version: up.Version}},
 			{Kind: dcm.OpAddServer, Backend: shop.Name, Server: "shop-1:https.0a0b0c0d", Addr: "127.0.1.8", Port: 8443, Weight: 1, Upstream: up,
-				MaxConn: 10, CheckInterMillis: 2000}}}
+				MaxConn: 10, CheckInterMillis: 2000, Proto: dcm.ProtoH2}}}
 	s.eng.hub.Publish(reencrypt)
 	if m := plain.expect(dcm.FeedTypeEvent); !reflect.DeepEqual(m.Event.Ops, reencrypt.Ops) || !reflect.DeepEqual(m.Event.State, reencrypt.State) {
 		t.Errorf("reencrypt event arrived as %+v", m.Event)

@@ -70,6 +70,9 @@ type Config struct {
 	ForwardedHeaders           string
 	ErrorPage503, ErrorPage404 string
 	Timeouts                   haproxy.Timeouts
+	// DisableHTTP2 and EnableHTTP2DefaultCert are --disable-http2 and
+	// --enable-http2-default-cert (haproxy.HTTP2), read at start.
+	DisableHTTP2, EnableHTTP2DefaultCert bool
 
 	// The portal.
 	Listen        string // --listen

@@ -39,6 +39,7 @@ func httpSettings(c Config, s *haproxy.Settings, log *slog.Logger) error {
 		*p.dst = b
 	}
 	s.Timeouts = c.Timeouts
+	s.HTTP2 = haproxy.HTTP2{Disabled: c.DisableHTTP2, DefaultCert: c.EnableHTTP2DefaultCert}
 	s.Forwarded = dcm.ForwardedPolicy(c.ForwardedHeaders)
 	s.MaxConn = fdBoundMaxConn(c.MaxConnections, log)
 	return nil

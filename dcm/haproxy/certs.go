@@ -35,7 +35,7 @@ type CertSource interface {
 //	set ssl cert <f> <<\n<pem>\n     → [5]: Transaction created for certificate <f>!
 //	commit ssl cert <f>              → Committing <f>[.…]\nSuccess!   (a dot per bind using it)
 //	abort ssl cert <f>               → [5]: Transaction aborted for certificate '<f>'!
-//	add ssl crt-list <l> <<\n<f> <sni>\n → Inserting certificate '<f>' in crt-list '<l>'[.…]\nSuccess!
+//	add ssl crt-list <l> <<\n<f> [alpn <p>] <sni>\n → Inserting certificate '<f>' in crt-list '<l>'[.…]\nSuccess!
 //	del ssl crt-list <l> <f>         → [5]: Entry '<f>' deleted in crtlist '<l>'!
 //	del ssl cert <f>                 → [5]: Certificate '<f>' deleted!
 //
@@ -100,9 +100,10 @@ var (
 )
 
 // CertCommands spells one cert op as its commands; pem is the normalized
-// certificate (NormalizePEM) for cert-add and cert-update. The abort command
+// certificate (NormalizePEM) for cert-add and cert-update, h2 the HTTP/2
+// policy its crt-list line is listed with. The abort command
 // undoes an open transaction after a failure (nil for cert-del).
-func CertCommands(op dcm.Op, pemText string) (cmds []Command, abort *Command, err error) {
+func CertCommands(op dcm.Op, pemText string, h2 HTTP2) (cmds []Command, abort *Command, err error) {
 	if op.Cert == nil {
 		return nil, nil, fmt.Errorf("op %s: no certificate", op.Kind)
 	}
@@ -131,7 +132,7 @@ func CertCommands(op dcm.Op, pemText string) (cmds []Command, abort *Command, er
 		return []Command{
 			{text: "new ssl cert " + file, kind: replyNewCert, file: file},
 			s, commit,
-			{text: "add ssl crt-list " + CrtListName, payload: file + " " + host, kind: replyAddCrtList, file: file},
+			{text: "add ssl crt-list " + CrtListName, payload: h2.crtListLine(*op.Cert), kind: replyAddCrtList, file: file},
 		}, &ab, nil
 	case dcm.OpCertUpdate:
 		s, err := set()

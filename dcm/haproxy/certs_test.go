@@ -106,7 +106,7 @@ func TestCertCommands(t *testing.T) {
 	serves("before add", "b.test", nil)
 	apply("add", st, dcm.Op{Kind: dcm.OpCertAdd, Cert: cert("b.test", "ns/b-tls", vb)})
 	serves("add", "b.test", &leafB)
-	onDisk("add", CrtListName, "certs/a.test.pem a.test\ncerts/b.test.pem b.test\n")
+	onDisk("add", CrtListName, "certs/a.test.pem [alpn h2,http/1.1] a.test\ncerts/b.test.pem [alpn h2,http/1.1] b.test\n")
 
 	// A certificate HAProxy refuses: the transaction is aborted, the old
 	// certificate keeps being served, and the next rotation works.
@@ -129,7 +129,7 @@ func TestCertCommands(t *testing.T) {
 	st = state(backendFor(a, serverFor(app, dcm.StateReady)), backendFor(b, serverFor(app, dcm.StateReady)))
 	apply("del", st, dcm.Op{Kind: dcm.OpCertDel, Cert: cert("b.test", "ns/b-tls", vb)})
 	serves("del", "b.test", nil)
-	onDisk("del", CrtListName, "certs/a.test.pem a.test\n")
+	onDisk("del", CrtListName, "certs/a.test.pem [alpn h2,http/1.1] a.test\n")
 	if _, err := os.Stat(filepath.Join(d.cfg.WorkDir, CertFile("b.test"))); !os.IsNotExist(err) {
 		t.Errorf("b.test's certificate is still on disk: %v", err)
 	}
@@ -164,7 +164,7 @@ func TestCertCommandText(t *testing.T) {
 	if _, err := NormalizePEM([]byte("no pem here")); err == nil {
 		t.Error("accepted a file without PEM")
 	}
-	cmds, abort, err := CertCommands(dcm.Op{Kind: dcm.OpCertAdd, Cert: &dcm.Cert{Host: "a.test", Secret: "ns/a", Version: "aa"}}, p)
+	cmds, abort, err := CertCommands(dcm.Op{Kind: dcm.OpCertAdd, Cert: &dcm.Cert{Host: "a.test", Secret: "ns/a", Version: "aa"}}, p, HTTP2{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,17 +176,17 @@ func TestCertCommandText(t *testing.T) {
 	if !slices.Equal(texts, want) || abort == nil || abort.String() != "abort ssl cert certs/a.test.pem" {
 		t.Fatalf("commands %q (abort %v), want %q", texts, abort, want)
 	}
-	if cmds[1].payload != p || cmds[3].payload != "certs/a.test.pem a.test" {
+	if cmds[1].payload != p || cmds[3].payload != "certs/a.test.pem [alpn http/1.1] a.test" {
 		t.Fatalf("payloads %q, %q", cmds[1].payload, cmds[3].payload)
 	}
 	// No host is the default certificate: updated in place, never
 	// added or deleted (TestDefaultCertCommandText).
 	for _, host := range []string{"a.test;show info", "a.test\nshow info", "../etc", "*.test", "A.TEST"} {
-		if _, _, err := CertCommands(dcm.Op{Kind: dcm.OpCertUpdate, Cert: &dcm.Cert{Host: host}}, p); err == nil {
+		if _, _, err := CertCommands(dcm.Op{Kind: dcm.OpCertUpdate, Cert: &dcm.Cert{Host: host}}, p, HTTP2{}); err == nil {
 			t.Errorf("host %q: accepted", host)
 		}
 	}
-	if _, _, err := CertCommands(dcm.Op{Kind: dcm.OpCertUpdate, Cert: &dcm.Cert{Host: "a.test"}}, p+"\n\nshow info"); err == nil {
+	if _, _, err := CertCommands(dcm.Op{Kind: dcm.OpCertUpdate, Cert: &dcm.Cert{Host: "a.test"}}, p+"\n\nshow info", HTTP2{}); err == nil {
 		t.Error("a payload with an empty line: accepted")
 	}
 }

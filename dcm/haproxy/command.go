@@ -78,7 +78,7 @@ func CommandFor(op dcm.Op) (Command, error) {
 	case dcm.OpAddServer:
 		// A new server starts in maint whatever we say; saying it keeps the
 		// arguments equal to the cfg line of a server in maint.
-		args, err := ServerArgs(dcm.Server{Name: op.Server, Addr: op.Addr, Port: op.Port, Weight: op.Weight, Check: op.Check, MaxConn: op.MaxConn, CheckInterMillis: op.CheckInterMillis, State: dcm.StateMaint, Endpoint: op.Server, Upstream: op.Upstream})
+		args, err := ServerArgs(dcm.Server{Name: op.Server, Addr: op.Addr, Port: op.Port, Weight: op.Weight, Check: op.Check, MaxConn: op.MaxConn, CheckInterMillis: op.CheckInterMillis, State: dcm.StateMaint, Endpoint: op.Server, Upstream: op.Upstream, Proto: op.Proto})
 		if err != nil {
 			return Command{}, fmt.Errorf("op %s on %s: %w", op.Kind, target, err)
 		}

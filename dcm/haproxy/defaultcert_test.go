@@ -105,7 +105,7 @@ func TestDefaultCertCommandText(t *testing.T) {
 	p, err := NormalizePEM(ca.Leaf(t, "apps.test").PEM())
 	mustf(t, err, "normalize")
 	def := &dcm.Cert{Secret: "ingress/default-tls", Version: "aa"}
-	cmds, abort, err := CertCommands(dcm.Op{Kind: dcm.OpCertUpdate, Cert: def}, p)
+	cmds, abort, err := CertCommands(dcm.Op{Kind: dcm.OpCertUpdate, Cert: def}, p, HTTP2{})
 	mustf(t, err, "update")
 	var texts []string
 	for _, c := range cmds {
@@ -116,11 +116,11 @@ func TestDefaultCertCommandText(t *testing.T) {
 		t.Fatalf("commands %q (abort %v), want %q", texts, abort, want)
 	}
 	for _, k := range []dcm.OpKind{dcm.OpCertAdd, dcm.OpCertDel} {
-		if _, _, err := CertCommands(dcm.Op{Kind: k, Cert: def}, p); err == nil {
+		if _, _, err := CertCommands(dcm.Op{Kind: k, Cert: def}, p, HTTP2{}); err == nil {
 			t.Errorf("%s of the default certificate: accepted", k)
 		}
 	}
-	if _, _, err := CertCommands(dcm.Op{Kind: dcm.OpCertUpdate, Cert: def}, p+"\n\nshow info"); err == nil {
+	if _, _, err := CertCommands(dcm.Op{Kind: dcm.OpCertUpdate, Cert: def}, p+"\n\nshow info", HTTP2{}); err == nil {
 		t.Error("a payload with an empty line: accepted")
 	}
 }

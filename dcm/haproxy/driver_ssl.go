@@ -86,7 +86,7 @@ func (d *Driver) certTransactions(ops []dcm.Op) ([]certTx, error) {
 			}
 			pemText = strings.TrimSuffix(string(p), "\n")
 		}
-		cmds, abort, err := CertCommands(op, pemText)
+		cmds, abort, err := CertCommands(op, pemText, d.cfg.Settings.HTTP2)
 		if err != nil {
 			return nil, err
 		}

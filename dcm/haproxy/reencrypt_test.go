@@ -100,7 +100,7 @@ func TestCACommands(t *testing.T) {
 	serves("start", "pod-a")
 	caFiles("start", CAFile(up1.Version))
 	if !strings.Contains(string(d.files.Config), "server s-pod-a 127.0.0.6:") ||
-		!strings.Contains(string(d.files.Config), " ssl verify required ca-file "+CAFile(up1.Version)+" sni str(web.ns.svc) verifyhost web.ns.svc") {
+		!strings.Contains(string(d.files.Config), " ssl verify required ca-file "+CAFile(up1.Version)+" alpn h2,http/1.1 sni str(web.ns.svc) verifyhost web.ns.svc") {
 		t.Fatalf("cfg does not render the upstream TLS:\n%s", d.files.Config)
 	}
 
@@ -218,7 +218,7 @@ func TestReencryptHealthCheck(t *testing.T) {
 		c.Certs = store
 		c.CAs = store
 	})
-	if !strings.Contains(string(d.files.Config), " check inter 5s ssl verify required ca-file "+CAFile(up.Version)+" sni str(web.ns.svc) verifyhost web.ns.svc check-sni web.ns.svc") {
+	if !strings.Contains(string(d.files.Config), " check inter 5s ssl verify required ca-file "+CAFile(up.Version)+" alpn h2,http/1.1 sni str(web.ns.svc) verifyhost web.ns.svc check-sni web.ns.svc") {
 		t.Fatalf("cfg:\n%s", d.files.Config)
 	}
 	testkit.Eventually(t, "the checked server UP", 20*time.Second, func() error {
@@ -259,7 +259,9 @@ func TestCACommandText(t *testing.T) {
 	for _, u := range []dcm.UpstreamTLS{
 		{CA: "secret:ns/ca", Version: "ab", ServerName: "web.ns.svc verify none"},
 		{CA: "secret:ns/ca", Version: "ab", ServerName: "web.ns.svc)"},
-		{CA: "secret:ns/ca", Version: "ab", ServerName: ""},
+		// No name is the chain only (a Route's own CA), but a server that
+		// verifies its Service's name must have one.
+		{CA: "secret:ns/ca", Version: "ab", ServerName: "", PerService: true},
 		{CA: "secret:ns/ca", Version: "", ServerName: "web.ns.svc"},
 		{CA: "secret:ns/ca;x", Version: "ab", ServerName: "web.ns.svc"},
 	} {

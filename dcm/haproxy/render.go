@@ -49,6 +49,8 @@ type Settings struct {
 	// ErrorPage503 and ErrorPage404 are HTML bodies HAProxy answers those
 	// statuses with (nil: dcm's pages); validated by Render.
 	ErrorPage503, ErrorPage404 []byte
+	// HTTP2 is the HTTPS frontend's HTTP/2 policy.
+	HTTP2 HTTP2
 }
 
 // CookieKey derives a backend's dynamic-cookie-key from the cluster-wide
@@ -315,7 +317,7 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 	r.backends, r.routes, r.maps, r.acls = next, keys, maps, acls
 	out := Files{Config: cfg, Maps: maps, ACLs: acls.files}
 	if r.settings.HTTPSBind != "" {
-		list, err := renderCrtList(backends)
+		list, err := renderCrtList(backends, r.settings.HTTP2)
 		if err != nil {
 			return Files{}, err
 		}
@@ -327,28 +329,15 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 // renderCrtList lists one certificate per SNI host (dcm.CertsOf): the file,
 // then the host as its only SNI filter, so a host's line is added and
 // deleted at runtime by its file name alone.
-func renderCrtList(backends []dcm.Backend) ([]byte, error) {
+func renderCrtList(backends []dcm.Backend, h2 HTTP2) ([]byte, error) {
 	var b bytes.Buffer
 	for _, c := range dcm.CertsOf(backends) {
 		if err := dcm.ValidateRouteHost("certificate host", c.Host); err != nil || c.Host == "" {
 			return nil, fmt.Errorf("certificate of %q: not a host name", c.Host)
 		}
-		b.WriteString(CertFile(c.Host) + " " + c.Host + "\n")
+		b.WriteString(h2.crtListLine(c) + "\n")
 	}
 	return b.Bytes(), nil
-}
-
-// sameRendering reports whether two servers render the same server line.
-func sameRendering(a, b dcm.Server) bool {
-	return a.Name == b.Name && a.Addr == b.Addr && a.Port == b.Port && a.Weight == b.Weight &&
-		a.State == b.State && a.Check == b.Check && a.Endpoint == b.Endpoint && sameUpstream(a.Upstream, b.Upstream)
-}
-
-func sameUpstream(a, b *dcm.UpstreamTLS) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }
 
 func renderGlobal(w *bytes.Buffer, s Settings) {
@@ -400,7 +389,7 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 		// picks from the crt-list (the default one when none matches),
 		// and the request is routed by the same maps as plain HTTP.
 		w.WriteString("\nfrontend fe_https\n")
-		fmt.Fprintf(w, "    bind unix@%s accept-proxy ssl crt %s crt-list %s\n", s.edgeSocket(), DefaultCertName, CrtListName)
+		fmt.Fprintf(w, "    bind unix@%s accept-proxy ssl crt %s crt-list %s alpn %s\n", s.edgeSocket(), DefaultCertName, CrtListName, s.HTTP2.bindALPN())
 		renderHygiene(w)
 		renderRouting(w, s, true)
 		renderHSTS(w)
@@ -536,13 +525,11 @@ func ServerArgs(s dcm.Server) (string, error) {
 	if err := writeKnobs(&b, s); err != nil {
 		return "", err
 	}
-	if u := s.Upstream; u != nil {
-		tls, err := upstreamArgs(u, s.Check)
-		if err != nil {
-			return "", fmt.Errorf("server %q: %w", s.Name, err)
-		}
-		b.WriteString(tls)
+	transport, err := transportArgs(s)
+	if err != nil {
+		return "", fmt.Errorf("server %q: %w", s.Name, err)
 	}
+	b.WriteString(transport)
 	switch state {
 	case dcm.StateReady:
 	case dcm.StateDrain, dcm.StateMaint:
@@ -565,7 +552,14 @@ func upstreamArgs(u *dcm.UpstreamTLS, check bool) (string, error) {
 	if err := dcm.ValidateUpstream(u); err != nil {
 		return "", err
 	}
-	args := " ssl verify required ca-file " + CAFile(u.Version) + " sni str(" + u.ServerName + ") verifyhost " + u.ServerName
+	// alpn: a pod that speaks h2 (gRPC) gets it; one that does not picks
+	// http/1.1, as OpenShift's reencrypt servers offer both.
+	args := " ssl verify required ca-file " + CAFile(u.Version) + " alpn " + alpnH2
+	if u.ServerName == "" {
+		// The chain only: without sni HAProxy 2.6 checks no name.
+		return args, nil
+	}
+	args += " sni str(" + u.ServerName + ") verifyhost " + u.ServerName
 	if check {
 		args += " check-sni " + u.ServerName
 	}

@@ -355,7 +355,7 @@ func TestRenderHTTPS(t *testing.T) {
 	for _, want := range []string{
 		"\nfrontend fe_tls\n    mode tcp\n    bind 127.0.0.1:8443\n",
 		"\nbackend tls_terminate\n    mode tcp\n    server fe_https unix@" + filepath.Dir(s.AdminSocket) + "/https.sock send-proxy-v2\n",
-		"\nfrontend fe_https\n    bind unix@" + filepath.Dir(s.AdminSocket) + "/https.sock accept-proxy ssl crt default.pem crt-list certs.list\n",
+		"\nfrontend fe_https\n    bind unix@" + filepath.Dir(s.AdminSocket) + "/https.sock accept-proxy ssl crt default.pem crt-list certs.list alpn http/1.1\n",
 		"http-request set-var(txn.be) var(txn.key),map_beg(maps/host_prefix.map) if !{ var(txn.be) -m found }",
 	} {
 		if !strings.Contains(cfg, want) {
@@ -366,7 +366,7 @@ func TestRenderHTTPS(t *testing.T) {
 		t.Errorf("host_prefix used %d times, want 2 (once in fe_http, once in fe_https)", n)
 	}
 	// a-api sorts first (longer path): its certificate wins the host.
-	if got, want := string(f.CrtList), "certs/a.example.pem a.example\n"; got != want {
+	if got, want := string(f.CrtList), "certs/a.example.pem [alpn h2,http/1.1] a.example\n"; got != want {
 		t.Errorf("crt-list %q, want %q", got, want)
 	}
 	if f.Certs != nil {

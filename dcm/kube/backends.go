@@ -148,7 +148,7 @@ func (s *Source) backendFor(t *txn, r dcm.Route) dcm.DesiredBackend {
 		b.Endpoints = []dcm.Endpoint{}
 	}
 	s.externalCertVerdict(t, r, &b)
-	return b.WithUpstreamNames()
+	return b.WithProtoNames().WithUpstreamNames()
 }
 
 // backendFor builds a route's backend from the views of its services, in

@@ -344,10 +344,13 @@ func routeTLSOf(ns, name string, t *routeTLS, r *dcm.Route) (ConvertedRoute, err
 			return out, routeErr(dcm.RejectInvalidValue, "spec.tls.caCertificate", "without certificate and key")
 		}
 		if r.Kind == dcm.KindReencrypt {
-			// The pods' certificate must name the Service, as the
-			// service-serving certificates OpenShift issues do.
-			r.Upstream = &dcm.UpstreamTLS{CA: CADefault, ServerName: r.Services[0].Name + "." + ns + ".svc"}
+			// As OpenShift verifies: with the service CA, each pod's
+			// certificate must name its own Service (the service-serving
+			// certificates do), alternate backends' too; with the Route's
+			// own CA, the chain only, no SNI.
+			r.Upstream = &dcm.UpstreamTLS{CA: CADefault, ServerName: r.Services[0].Name + "." + ns + ".svc", PerService: true}
 			if t.DestinationCACertificate != "" {
+				r.Upstream.ServerName, r.Upstream.PerService = "", false
 				ca := []byte(withNewline(t.DestinationCACertificate))
 				version, err := ParseCA(ca)
 				if err != nil {

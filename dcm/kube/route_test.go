@@ -171,7 +171,7 @@ func TestRouteFromOpenShift(t *testing.T) {
 			edit: func(s map[string]any) { s["tls"] = map[string]any{"termination": "reencrypt"} },
 			want: with(func(r *dcm.Route) {
 				r.Kind, r.TLS, r.Insecure = dcm.KindReencrypt, &dcm.TLSRef{Secret: "route:demo/web"}, dcm.InsecureNone
-				r.Upstream = &dcm.UpstreamTLS{CA: CADefault, ServerName: "web.demo.svc"}
+				r.Upstream = &dcm.UpstreamTLS{CA: CADefault, ServerName: "web.demo.svc", PerService: true}
 			})},
 		{name: "reencrypt, inline CA", host: "web.example.com",
 			edit: func(s map[string]any) {
@@ -179,7 +179,7 @@ func TestRouteFromOpenShift(t *testing.T) {
 			},
 			want: with(func(r *dcm.Route) {
 				r.Kind, r.TLS, r.Insecure = dcm.KindReencrypt, &dcm.TLSRef{Secret: "route:demo/web"}, dcm.InsecureNone
-				r.Upstream = &dcm.UpstreamTLS{CA: "route:demo/web", Version: destVersion, ServerName: "web.demo.svc"}
+				r.Upstream = &dcm.UpstreamTLS{CA: "route:demo/web", Version: destVersion} // the chain only, as OpenShift
 			})},
 		{name: "reencrypt, a leaf as CA", host: "web.example.com",
 			edit: func(s map[string]any) {

@@ -8,7 +8,7 @@ import "github.com/dcm-router/dcm/dcm"
 // services of a split route are merged and weighed, so a service served
 // by its terminating pods keeps its share.
 func servedEndpoints(r dcm.Route, i int, v *serviceView) []dcm.Endpoint {
-	eps := routeEndpoints(r, i, v)
+	eps := withProtos(r, routeEndpoints(r, i, v), v)
 	for k := range eps {
 		// EndpointState gives drain to exactly the endpoints that serve
 		// while terminating and are not ready.

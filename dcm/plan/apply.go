@@ -148,7 +148,7 @@ func applyServerOp(servers []dcm.Server, op dcm.Op) ([]dcm.Server, error) {
 		}
 		s := dcm.Server{
 			Name: op.Server, Addr: op.Addr, Port: op.Port, Weight: op.Weight, State: dcm.StateMaint,
-			Origin: dcm.OriginRuntime, Endpoint: op.Endpoint, Pod: op.Pod, Check: op.Check, MaxConn: op.MaxConn, CheckInterMillis: op.CheckInterMillis, Upstream: op.Upstream, Unobserved: true,
+			Origin: dcm.OriginRuntime, Endpoint: op.Endpoint, Pod: op.Pod, Check: op.Check, MaxConn: op.MaxConn, CheckInterMillis: op.CheckInterMillis, Upstream: op.Upstream, Proto: op.Proto, Unobserved: true,
 		}
 		return slices.Insert(servers, si, s), nil
 	}

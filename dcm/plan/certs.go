@@ -29,8 +29,13 @@ func certOps(actual, next dcm.State) (first, last []dcm.Op) {
 			first = append(first, dcm.Op{Kind: dcm.OpCertAdd, Backend: is[c.Host], Cert: &c})
 			j++
 		default:
-			if before[i] != after[j] {
-				c := after[j]
+			switch old, c := before[i], after[j]; {
+			case old.H2 != c.H2:
+				// A crt-list line's options are fixed when it is added:
+				// the host's line is listed again with its new ALPN.
+				first = append(first, dcm.Op{Kind: dcm.OpCertDel, Backend: was[c.Host], Cert: &old},
+					dcm.Op{Kind: dcm.OpCertAdd, Backend: is[c.Host], Cert: &c})
+			case old != c:
 				first = append(first, dcm.Op{Kind: dcm.OpCertUpdate, Backend: is[c.Host], Cert: &c})
 			}
 			i++

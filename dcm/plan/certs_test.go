@@ -135,3 +135,38 @@ func TestCertChangeNamedWithOtherReasons(t *testing.T) {
 		}
 	}
 }
+
+// TestCertSharedLosesH2: a second route serving the same certificate takes
+// HTTP/2 from the first (dcm.Cert.H2): its crt-list line is listed again,
+// at runtime, before the new route's; when the second goes, the first
+// gets h2 back the same way. No reload either time.
+func TestCertSharedLosesH2(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true}
+	shop := desiredBackend(edgeRoute("shop", "shop.test", "aa"), ep("shop-a", "127.0.1.1", dcm.StateReady))
+	one := desiredAll(shop)
+	st := idle(Fresh(one, caps))
+	if c := dcm.CertsOf(st.Backends); len(c) != 1 || !c[0].H2 {
+		t.Fatalf("certificates %+v: want shop.test with h2", c)
+	}
+	shared := edgeRoute("blog", "blog.test", "aa")
+	shared.TLS.Secret = "demo/shop-tls"
+	two := desiredAll(shop, desiredBackend(shared, ep("blog-a", "127.0.1.2", dcm.StateReady)))
+	p := Compute(st, two, caps)
+	var certOps []string
+	for _, o := range p.Ops {
+		if IsCertOp(o) {
+			certOps = append(certOps, o.String()+" h2="+map[bool]string{true: "yes", false: "no"}[o.Cert.H2])
+		}
+	}
+	want := []string{"cert-add blog.test demo/shop-tls@aa h2=no", "cert-del shop.test demo/shop-tls@aa h2=yes", "cert-add shop.test demo/shop-tls@aa h2=no"}
+	if !slices.Equal(certOps, want) || p.Reload {
+		t.Fatalf("shared: cert ops %q (reload %v), want %q and no reload", certOps, p.Reload, want)
+	}
+	if again := Compute(p.Next, two, caps); !again.Empty() {
+		t.Fatalf("compute(next) not empty: %q", opStrings(again.Ops))
+	}
+	back := Compute(idle(p.Next), one, caps)
+	if c := dcm.CertsOf(back.Next.Backends); len(c) != 1 || !c[0].H2 || back.Reload {
+		t.Fatalf("unshared: certificates %+v (reload %v), want shop.test with h2 again, no reload", c, back.Reload)
+	}
+}

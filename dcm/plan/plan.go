@@ -222,7 +222,7 @@ func Fresh(desired dcm.Desired, caps dcm.Caps) dcm.State {
 			for n := 1; n <= b.Slots; n++ {
 				s := freeSlot(n, d.Route)
 				if n <= len(d.Endpoints) {
-					s = bind(s, d.Endpoints[n-1])
+					s = bind(s, d.Route, d.Endpoints[n-1])
 				}
 				b.Servers = append(b.Servers, s)
 			}
@@ -264,7 +264,7 @@ func AfterReload(st dcm.State) dcm.State {
 func serverFor(e dcm.Endpoint, r dcm.Route, origin dcm.Origin) dcm.Server {
 	return dcm.Server{
 		Name: e.Name, Addr: e.Addr, Port: e.Port, Weight: e.Weight, State: e.State,
-		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Terminating: e.Terminating, Check: r.Check, MaxConn: r.MaxConn, CheckInterMillis: dcm.CheckInterOf(r), Upstream: upstreamOf(r), Unobserved: true,
+		Origin: origin, Endpoint: e.Name, Pod: e.Pod, Service: e.Service, Terminating: e.Terminating, Check: r.Check, MaxConn: r.MaxConn, CheckInterMillis: dcm.CheckInterOf(r), Upstream: upstreamFor(r, e), Proto: e.Proto, Unobserved: true,
 	}
 }
 
@@ -297,6 +297,15 @@ func upstreamOf(r dcm.Route) *dcm.UpstreamTLS {
 	}
 	u := *r.Upstream
 	return &u
+}
+
+// upstreamFor is upstreamOf for the server of e: with its Service's name
+// when the route verifies each Service's (dcm.UpstreamFor).
+func upstreamFor(r dcm.Route, e dcm.Endpoint) *dcm.UpstreamTLS {
+	if upstreamOf(r) == nil {
+		return nil
+	}
+	return dcm.UpstreamFor(r, e)
 }
 
 // sameUpstream reports whether two routes' servers connect alike.
@@ -392,11 +401,14 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 			j++
 		default:
 			s, e := servers[i], eps[j]
-			if !sameUpstream(s.Upstream, upstreamOf(d.Route)) {
+			if !sameUpstream(s.Upstream, upstreamFor(d.Route, e)) {
 				// A server's TLS is fixed when it is added; sources name
 				// servers after it (WithUpstreamNames) so that a new CA
 				// brings new servers. One that did not must reload.
 				out.reason = dcm.ReasonCertChanged
+			}
+			if s.Proto != e.Proto {
+				out.reason = dcm.ReasonProtoChanged // the same, for its protocol (WithProtoNames)
 			}
 			ops, ns := converge(a.Name, s, e)
 			if len(ops) > 0 || ns.Service != s.Service || ns.Terminating != s.Terminating {
@@ -426,7 +438,7 @@ func planDynamic(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 func addServer(backend string, s dcm.Server, sticky bool) []dcm.Op {
 	ops := []dcm.Op{{
 		Kind: dcm.OpAddServer, Backend: backend, Server: s.Name, Addr: s.Addr, Port: s.Port,
-		Weight: s.Weight, Check: s.Check, MaxConn: s.MaxConn, CheckInterMillis: s.CheckInterMillis, Endpoint: s.Endpoint, Pod: s.Pod, Upstream: s.Upstream,
+		Weight: s.Weight, Check: s.Check, MaxConn: s.MaxConn, CheckInterMillis: s.CheckInterMillis, Endpoint: s.Endpoint, Pod: s.Pod, Upstream: s.Upstream, Proto: s.Proto,
 	}}
 	if sticky {
 		// Before it can take traffic, or its first clients get no cookie.

@@ -63,6 +63,14 @@ func (g gen) desired() dcm.Desired {
 			// its servers renamed after it as the sources name them.
 			r.Kind = dcm.KindReencrypt
 			r.Upstream = &dcm.UpstreamTLS{CA: "secret:ns/ca", Version: []string{"c1", "c2", "c2"}[g.r.IntN(3)], ServerName: "svc.ns.svc"}
+			// OpenShift's verification: the chain only (a Route's own CA), or
+			// each Service's name (the default CA), now and then.
+			switch g.r.IntN(4) {
+			case 0:
+				r.Upstream.ServerName = ""
+			case 1:
+				r.Upstream.PerService = true
+			}
 		}
 		if r.Kind != dcm.KindHTTP {
 			// What plain HTTP gets: an insecure map's entry that changes
@@ -127,7 +135,13 @@ func (g gen) desired() dcm.Desired {
 				Weight: 1 + g.r.IntN(3), State: genStates[g.r.IntN(len(genStates))], Pod: fmt.Sprintf("pod%d", p),
 			})
 		}
-		d.Backends = append(d.Backends, b.WithUpstreamNames())
+		if g.r.IntN(4) == 0 {
+			// An h2c Service port (appProtocol): servers renamed after it.
+			for i := range b.Endpoints {
+				b.Endpoints[i].Proto = dcm.ProtoH2
+			}
+		}
+		d.Backends = append(d.Backends, b.WithProtoNames().WithUpstreamNames())
 	}
 	// The default certificate: dcm's self-signed one, or a Secret's
 	// rotated now and then.

@@ -36,7 +36,7 @@ func DesiredOf(st dcm.State) dcm.Desired {
 				continue
 			}
 			slab = append(slab, dcm.Endpoint{Name: s.Endpoint, Addr: s.Addr, Port: s.Port,
-				Weight: s.Weight, State: s.State, Pod: s.Pod, Service: s.Service, Terminating: s.Terminating})
+				Weight: s.Weight, State: s.State, Pod: s.Pod, Service: s.Service, Terminating: s.Terminating, Proto: s.Proto})
 		}
 		db := dcm.DesiredBackend{Name: b.Name, Route: b.Route}
 		if len(slab) > start {
@@ -435,13 +435,13 @@ func withPods(d dcm.Desired, idx []int, pods []string, st dcm.AdminState) dcm.De
 	out := dcm.Desired{Backends: slices.Clone(d.Backends), DefaultCert: d.DefaultCert}
 	for _, i := range idx {
 		b := out.Backends[i]
-		portName, port, weight := "http", 0, 1
+		portName, port, weight, proto := "http", 0, 1, dcm.ProtoDefault
 		if len(b.Endpoints) > 0 {
 			e := b.Endpoints[0]
 			if _, p, ok := strings.Cut(e.Name, ":"); ok {
-				portName = p
+				portName = p // with the suffixes the sources add (WithProtoNames, WithUpstreamNames)
 			}
-			port, weight = e.Port, e.Weight
+			port, weight, proto = e.Port, e.Weight, e.Proto
 		}
 		service := "" // the workload is the route's primary service's
 		if len(b.Route.Services) > 1 {
@@ -449,7 +449,7 @@ func withPods(d dcm.Desired, idx []int, pods []string, st dcm.AdminState) dcm.De
 		}
 		eps := slices.Clone(b.Endpoints)
 		for _, pod := range pods {
-			eps = append(eps, dcm.Endpoint{Name: pod + ":" + portName, Port: port, Weight: weight, State: st, Pod: pod, Service: service})
+			eps = append(eps, dcm.Endpoint{Name: pod + ":" + portName, Port: port, Weight: weight, State: st, Pod: pod, Service: service, Proto: proto})
 		}
 		slices.SortFunc(eps, func(a, b dcm.Endpoint) int { return strings.Compare(a.Name, b.Name) })
 		b.Endpoints = eps

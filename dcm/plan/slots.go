@@ -30,9 +30,10 @@ func freeSlot(n int, r dcm.Route) dcm.Server {
 	return dcm.Server{Name: slotName(n), Weight: 1, State: dcm.StateMaint, Origin: dcm.OriginCfg, Check: r.Check, MaxConn: r.MaxConn, CheckInterMillis: dcm.CheckInterOf(r), Upstream: upstreamOf(r), Unobserved: true}
 }
 
-func bind(s dcm.Server, e dcm.Endpoint) dcm.Server {
+func bind(s dcm.Server, r dcm.Route, e dcm.Endpoint) dcm.Server {
 	s.Addr, s.Port, s.Weight, s.State = e.Addr, e.Port, e.Weight, e.State
 	s.Endpoint, s.Pod, s.Service, s.Terminating = e.Name, e.Pod, e.Service, e.Terminating
+	s.Proto, s.Upstream = e.Proto, upstreamFor(r, e)
 	return s
 }
 
@@ -99,6 +100,16 @@ func planSlots(a dcm.Backend, d dcm.DesiredBackend) backendPlan {
 				return backendPlan{reason: dcm.ReasonSlotsExhausted}
 			}
 			i, free = free[0], free[1:]
+		}
+		if servers[i].Proto != e.Proto {
+			// A slot's protocol is in the cfg: only a reload renders
+			// the slot with its endpoint's (Fresh binds them).
+			return backendPlan{reason: dcm.ReasonProtoChanged}
+		}
+		if !sameUpstream(servers[i].Upstream, upstreamFor(d.Route, e)) {
+			// So is its TLS: a free slot verifies the primary
+			// Service's name, an alternate's endpoint needs its own.
+			return backendPlan{reason: dcm.ReasonCertChanged}
 		}
 		bops, s := converge(a.Name, servers[i], e)
 		if servers[i].State == dcm.StateReady && s.State != dcm.StateReady {

@@ -72,6 +72,7 @@ type runningPod struct {
 	once      sync.Once
 	goneOnce  sync.Once
 	killOnce  sync.Once
+	grpc      bool // serves gRPC (a container port named grpc), not HTTP
 }
 
 // StartKubelet registers the node and runs the kubelet until ctx ends; it
@@ -156,6 +157,7 @@ func (k *Kubelet) observe(ctx context.Context, obj any) {
 			rp = &runningPod{ns: p.Namespace, name: p.Name, uid: p.UID, terminate: make(chan struct{}), gone: make(chan struct{}),
 				killed: make(chan struct{})}
 			rp.readiness, rp.preStop = k.lifecycle(p)
+			rp.grpc = grpcPod(p)
 			k.pods[p.UID] = rp
 			k.wg.Add(1)
 			go func() {
@@ -247,7 +249,7 @@ func (k *Kubelet) run(ctx context.Context, rp *runningPod, port int) {
 		return
 	}
 	defer release()
-	srv := localpod.Serve(ln, rp.name, log)
+	srv := servePod(rp, ln, log)
 	k.setStatus(ctx, rp, addr, false)
 	select {
 	case <-time.After(rp.readiness):

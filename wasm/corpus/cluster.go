@@ -74,6 +74,26 @@ func (g *gen) nextAddr() string {
 	return fmt.Sprintf("10.%d.%d.%d", 1+(k>>16)&127, (k>>8)&255, k&255)
 }
 
+// drawPods draws a workload's kind, pods and their addresses.
+func (g *gen) drawPods(wl *workload, name string, maxPods int) {
+	npods := 1 + g.r.IntN(maxPods)
+	if g.r.IntN(5) == 0 {
+		wl.ref = dcm.WorkloadRef{Kind: "StatefulSet", Name: name}
+		for p := range npods {
+			wl.pods = append(wl.pods, name+"-"+strconv.Itoa(p))
+		}
+	} else {
+		wl.ref = dcm.WorkloadRef{Kind: "Deployment", Name: name}
+		rs := g.word(9)
+		for range npods {
+			wl.pods = append(wl.pods, name+"-"+rs+"-"+g.word(5))
+		}
+	}
+	for range wl.pods {
+		wl.addrs = append(wl.addrs, g.nextAddr())
+	}
+}
+
 // newCluster draws routes over workloads.
 func (g *gen) newCluster(routes, maxPods int) *cluster {
 	c := &cluster{}
@@ -92,22 +112,7 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 		case 1:
 			wl.port, wl.portName = 9443, "https-alt"
 		}
-		npods := 1 + g.r.IntN(maxPods)
-		if g.r.IntN(5) == 0 {
-			wl.ref = dcm.WorkloadRef{Kind: "StatefulSet", Name: name}
-			for p := range npods {
-				wl.pods = append(wl.pods, name+"-"+strconv.Itoa(p))
-			}
-		} else {
-			wl.ref = dcm.WorkloadRef{Kind: "Deployment", Name: name}
-			rs := g.word(9)
-			for range npods {
-				wl.pods = append(wl.pods, name+"-"+rs+"-"+g.word(5))
-			}
-		}
-		for range wl.pods {
-			wl.addrs = append(wl.addrs, g.nextAddr())
-		}
+		g.drawPods(wl, name, maxPods)
 		c.workloads = append(c.workloads, wl)
 	}
 	secrets := map[string]*dcm.TLSRef{} // a namespace's last Secret, to share
@@ -157,6 +162,7 @@ func (g *gen) newCluster(routes, maxPods int) *cluster {
 			r.Kind = dcm.KindReencrypt
 			r.TLS = &dcm.TLSRef{Secret: wl.ns + "/" + r.Name + "-tls", Version: "0a1b2c"}
 			r.Upstream = &dcm.UpstreamTLS{CA: "secret:" + wl.ns + "/" + r.Name + "-ca", Version: "6a7b8c", ServerName: wl.svc + "." + wl.ns + ".svc"}
+			verifyAsOpenShift(r.Upstream, r.Name)
 		}
 		if g.r.IntN(4) == 0 {
 			r.Path, r.PathType = "/"+g.pick([]string{"api", "v1/items", "static", "login"}), dcm.PathType(g.pick([]string{"Prefix", "Exact"}))
@@ -204,4 +210,15 @@ func httpOptionsOf(r dcm.Route) dcm.HTTPOptions {
 	}
 	o.RewriteTarget = pickBy(r.Name+"/rewrite", []string{"", "", "/", "/v2"})
 	return o
+}
+
+// verifyAsOpenShift makes some reencrypt routes verify as OpenShift's do:
+// each Service's name (the default CA), or the chain only (a Route's own).
+func verifyAsOpenShift(u *dcm.UpstreamTLS, route string) {
+	switch pickBy(route, []string{"name", "per-service", "chain"}) {
+	case "per-service":
+		u.PerService = true
+	case "chain":
+		u.ServerName = ""
+	}
 }

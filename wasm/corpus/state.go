@@ -96,12 +96,13 @@ func (g *gen) desiredChurn(c *cluster, churn bool) dcm.Desired {
 				// A pod the kube layer drains is one that terminates: the
 				// terminating-endpoint fallback then serves the last ones.
 				Terminating: pn.state == dcm.StateDrain,
+				Proto:       protoOf(r),
 			})
 		}
 		slices.SortFunc(b.Endpoints, func(x, y dcm.Endpoint) int { return strings.Compare(x.Name, y.Name) })
-		// Named as the kube layer names them: after a reencrypt route's
-		// CA and a route's check interval.
-		d.Backends = append(d.Backends, b.WithUpstreamNames().ServeTerminating())
+		// Named as the kube layer names them: after an h2c port, a
+		// reencrypt route's CA and a route's check interval.
+		d.Backends = append(d.Backends, b.WithProtoNames().WithUpstreamNames().ServeTerminating())
 	}
 	slices.SortFunc(d.Backends, func(x, y dcm.DesiredBackend) int { return strings.Compare(x.Name, y.Name) })
 	if g.moments++; g.tls {
@@ -219,4 +220,13 @@ func (g *gen) snapshot(seq uint64, caps dcm.Caps, st dcm.State, d dcm.Desired) d
 			Reason: dcm.RejectInvalidHost, Message: `invalid-host: host "Bad_Host"`})
 	}
 	return s
+}
+
+// protoOf is what the pods of some HTTP routes speak: h2c, from their
+// Service port's appProtocol.
+func protoOf(r dcm.Route) dcm.Proto {
+	if r.Kind == dcm.KindPassthrough {
+		return dcm.ProtoDefault // TCP: no HTTP protocol
+	}
+	return dcm.Proto(pickBy(r.Name, []string{"", "", "h2"}))
 }

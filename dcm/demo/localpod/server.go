@@ -42,7 +42,13 @@ func Serve(ln net.Listener, name string, log *slog.Logger) *Server {
 	base, cancel := context.WithCancel(context.Background())
 	s := &Server{cancel: cancel, serveDone: make(chan struct{})}
 	handler := Handler(name)
+	// HTTP/1.1 and h2c (prior knowledge), as a pod behind a Service port
+	// with appProtocol h2c speaks.
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
 	s.srv = &http.Server{
+		Protocols: &protocols,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.inFlight.Add(1)
 			defer s.inFlight.Add(-1)
@@ -112,8 +118,9 @@ func (s *Server) stop(ctx context.Context, deadline time.Time) error {
 // (at most a minute), or not at all if the client leaves first.
 func Handler(name string) http.Handler {
 	body := []byte(name + "\n")
-	answer := func(w http.ResponseWriter) {
+	answer := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Pod", name)
+		w.Header().Set("X-Pod-Proto", r.Proto) // what the proxy spoke to the pod
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write(body)
 	}
@@ -134,12 +141,12 @@ func Handler(name string) http.Handler {
 		defer t.Stop()
 		select {
 		case <-t.C:
-			answer(w)
+			answer(w, r)
 		case <-r.Context().Done():
 			// The client left (or the pod was killed): nobody to answer.
 		}
 	})
 	// Every other path answers, so that any route a proxy sends here works.
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { answer(w) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { answer(w, r) })
 	return mux
 }
