@@ -84,3 +84,24 @@ func TestHelpersNoShapeUsesYet(t *testing.T) {
 		}
 	}
 }
+
+// TestMapValueWriters: the generic writers a map's values use (the
+// generated code calls the encoder's methods for fields and elements).
+func TestMapValueWriters(t *testing.T) {
+	type modes string
+	strs := map[string]modes{"b": "<x>", "a": ""}
+	bools := map[string]bool{"y": true, "n": false}
+	floats := map[string]float64{"big": 1e21, "small": 1e-7, "one": 1}
+	uints := map[modes]uint32{"max": 1<<32 - 1}
+	e := &encoder{}
+	e.open("")
+	encMap(e, `"b":`, &bools, encBool[bool])
+	encMap(e, `"f":`, &floats, encFloat64[float64])
+	encMap(e, `"s":`, &strs, encStr[modes])
+	encMap(e, `"u":`, &uints, encUint[uint32])
+	e.end('}')
+	want, _ := json.Marshal(map[string]any{"s": strs, "b": bools, "f": floats, "u": uints})
+	if e.err != nil || string(e.b) != string(want) {
+		t.Errorf("codec writes %s (%v), json %s", e.b, e.err, want)
+	}
+}
