@@ -47,16 +47,18 @@ wasm:
 run: deps build
 	./$(BIN) --demo --work-dir $(WORK)
 
-## generate: the templ components' Go code, the generated docs/ pages and web/display_gen.js (committed)
+## generate: the templ components' Go code, the generated docs/ pages, web/display_gen.js and the
+## planner's JSON codec wasm/codec/codec_gen.go (committed)
 generate:
 	$(GO) tool templ generate
 	$(GO) run ./internal/docgen && $(GO) run ./internal/jsgen
+	$(GO) run ./internal/codecgen
 
 ## generate-check: the committed *_templ.go files and generated docs/ pages are what make generate writes now
 generate-check:
 	@$(GO) tool templ generate >/dev/null 2>&1
-	@$(GO) run ./internal/docgen && $(GO) run ./internal/jsgen
-	@git diff --exit-code --stat -- views docs web/display_gen.js || { echo "views/*_templ.go, generated docs/ pages or web/display_gen.js are stale: run make generate and commit"; exit 1; }
+	@$(GO) run ./internal/docgen && $(GO) run ./internal/jsgen && $(GO) run ./internal/codecgen
+	@git diff --exit-code --stat -- views docs web/display_gen.js wasm/codec/codec_gen.go || { echo "views/*_templ.go, generated docs/ pages, web/display_gen.js or wasm/codec/codec_gen.go are stale: run make generate and commit"; exit 1; }
 
 vet:
 	$(GO) vet ./...

@@ -15,7 +15,6 @@
 package main
 
 import (
-	"encoding/json"
 	"syscall/js"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -26,20 +25,8 @@ func main() {
 	costs := dcm.HAProxy26MemoryCosts()
 	p := bridge.New(costs)
 	api := map[string]any{
-		"feed": fn(1, func(a []string) ([]byte, error) {
-			r, err := p.Feed([]byte(a[0]))
-			if err != nil {
-				return nil, err
-			}
-			return json.Marshal(r)
-		}),
-		"load": fn(1, func(a []string) ([]byte, error) {
-			r, err := p.Load([]byte(a[0]))
-			if err != nil {
-				return nil, err
-			}
-			return json.Marshal(r)
-		}),
+		"feed":     fn(1, func(a []string) ([]byte, error) { return bridge.EncodeFeedResult(p.Feed([]byte(a[0]))) }),
+		"load":     fn(1, func(a []string) ([]byte, error) { return bridge.EncodeFeedResult(p.Load([]byte(a[0]))) }),
 		"simulate": fn(1, func(a []string) ([]byte, error) { return p.Simulate([]byte(a[0])) }),
 		"simulateOn": fn(2, func(a []string) ([]byte, error) {
 			return bridge.SimulateOn([]byte(a[0]), []byte(a[1]), costs)

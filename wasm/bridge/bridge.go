@@ -5,11 +5,13 @@
 package bridge
 
 import (
-	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/plan"
+	"github.com/dcm-router/dcm/wasm/codec"
+	"github.com/dcm-router/dcm/wasm/wire"
 )
 
 // Planner keeps a snapshot current from the portal's feed and previews
@@ -23,26 +25,19 @@ type Planner struct {
 	// and not per preview (at 1,000 backends it is half of what a preview
 	// allocates, and the collector runs on the worker's only thread).
 	desired *dcm.Desired
+	out     []byte // the last preview's JSON, reused
 }
 
 // New returns a planner with no snapshot yet.
 func New(costs dcm.MemoryCosts) *Planner { return &Planner{costs: costs} }
 
 // FeedResult says what one feed message did to the planner's picture.
-type FeedResult struct {
-	Type string `json:"type"`
-	Seq  uint64 `json:"seq"`
-	// Changed is set when the picture moved: a preview shown is stale.
-	Changed bool `json:"changed"`
-	// NeedSnapshot is set when the message cannot be followed (a reload,
-	// missed events, no snapshot yet): fetch /api/v1/snapshot and Load it.
-	NeedSnapshot bool `json:"needSnapshot"`
-}
+type FeedResult = wire.FeedResult
 
 // Feed takes one raw message of GET /api/v1/feed.
 func (p *Planner) Feed(raw []byte) (FeedResult, error) {
 	var m dcm.FeedMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
+	if err := codec.DecodeFeedMessage(string(raw), &m); err != nil {
 		return FeedResult{}, fmt.Errorf("feed message: %w", err)
 	}
 	r := FeedResult{Type: m.Type, Seq: p.snap.Seq}
@@ -76,7 +71,7 @@ func (p *Planner) Feed(raw []byte) (FeedResult, error) {
 // the planner already follows a newer one.
 func (p *Planner) Load(raw []byte) (FeedResult, error) {
 	var s dcm.Snapshot
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if err := codec.DecodeSnapshot(string(raw), &s); err != nil {
 		return FeedResult{}, fmt.Errorf("snapshot: %w", err)
 	}
 	r := FeedResult{Type: dcm.FeedTypeSnapshot}
@@ -106,14 +101,20 @@ func (p *Planner) Simulate(whatifs []byte) ([]byte, error) {
 		return nil, fmt.Errorf("no snapshot yet")
 	}
 	var ws []dcm.WhatIf
-	if err := json.Unmarshal(whatifs, &ws); err != nil {
+	if err := codec.DecodeWhatIfs(string(whatifs), &ws); err != nil {
 		return nil, fmt.Errorf("what-ifs: %w", err)
 	}
 	if p.desired == nil {
 		d := plan.DesiredOf(dcm.State{Backends: p.snap.Backends, Pool: p.snap.Pool, DefaultCert: p.snap.DefaultCert})
 		p.desired = &d
 	}
-	return json.Marshal(plan.SimulateFrom(p.snap, *p.desired, ws, p.costs))
+	sim := plan.SimulateFrom(p.snap, *p.desired, ws, p.costs)
+	// The answer is written into the buffer of the last preview and
+	// copied out once: grown from nothing, a preview at 1,000 backends
+	// allocated a dozen ever larger buffers on the worker's one thread.
+	out, err := codec.AppendSimulation(p.out[:0], &sim)
+	p.out = out
+	return slices.Clone(out), err
 }
 
 // SimulateOn previews what-ifs against a snapshot given with them, keeping
@@ -127,17 +128,23 @@ func SimulateOn(snapshot, whatifs []byte, costs dcm.MemoryCosts) ([]byte, error)
 }
 
 // ComputeInput is the planner's input as JSON.
-type ComputeInput struct {
-	Actual  dcm.State   `json:"actual"`
-	Desired dcm.Desired `json:"desired"`
-	Caps    dcm.Caps    `json:"caps"`
-}
+type ComputeInput = wire.ComputeInput
 
 // Compute runs plan.Compute on a ComputeInput and returns the dcm.Plan as JSON.
 func Compute(input []byte) ([]byte, error) {
 	var in ComputeInput
-	if err := json.Unmarshal(input, &in); err != nil {
+	if err := codec.DecodeComputeInput(string(input), &in); err != nil {
 		return nil, fmt.Errorf("compute input: %w", err)
 	}
-	return json.Marshal(plan.Compute(in.Actual, in.Desired, in.Caps))
+	pl := plan.Compute(in.Actual, in.Desired, in.Caps)
+	return codec.AppendPlan(nil, &pl)
+}
+
+// EncodeFeedResult is a FeedResult as the wasm main returns it to
+// JavaScript, passing an error of Feed or Load on.
+func EncodeFeedResult(r FeedResult, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	return codec.AppendFeedResult(nil, &r)
 }

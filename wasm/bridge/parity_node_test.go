@@ -120,15 +120,9 @@ func nativeAnswer(p *bridge.Planner, c jsCall) string {
 	var err error
 	switch c.Fn {
 	case "feed":
-		var r bridge.FeedResult
-		if r, err = p.Feed(in[0]); err == nil {
-			out, err = json.Marshal(r)
-		}
+		out, err = bridge.EncodeFeedResult(p.Feed(in[0]))
 	case "load":
-		var r bridge.FeedResult
-		if r, err = p.Load(in[0]); err == nil {
-			out, err = json.Marshal(r)
-		}
+		out, err = bridge.EncodeFeedResult(p.Load(in[0]))
 	case "simulate":
 		out, err = p.Simulate(in[0])
 	case "compute":

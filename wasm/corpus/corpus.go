@@ -94,10 +94,7 @@ func answer(out []byte, err error) string {
 
 // marshal is what the wasm main does with a FeedResult.
 func marshal(r bridge.FeedResult, err error) ([]byte, error) {
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(r)
+	return bridge.EncodeFeedResult(r, err)
 }
 
 // Generate returns n scenarios drawn from seed. Most are small (a handful of

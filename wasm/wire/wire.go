@@ -1,0 +1,25 @@
+// Package wire holds the JSON shapes of the what-if bridge that are not the
+// model's: what a feed message did, and the planner's input. They live
+// apart from wasm/bridge so that internal/codecgen can read them while the
+// codec it writes for them (wasm/codec) does not compile.
+package wire
+
+import "github.com/dcm-router/dcm/dcm"
+
+// FeedResult says what one feed message did to the planner's picture.
+type FeedResult struct {
+	Type string `json:"type"`
+	Seq  uint64 `json:"seq"`
+	// Changed is set when the picture moved: a preview shown is stale.
+	Changed bool `json:"changed"`
+	// NeedSnapshot is set when the message cannot be followed (a reload,
+	// missed events, no snapshot yet): fetch /api/v1/snapshot and Load it.
+	NeedSnapshot bool `json:"needSnapshot"`
+}
+
+// ComputeInput is the planner's input as JSON.
+type ComputeInput struct {
+	Actual  dcm.State   `json:"actual"`
+	Desired dcm.Desired `json:"desired"`
+	Caps    dcm.Caps    `json:"caps"`
+}
