@@ -113,7 +113,7 @@ func decSnapshot(d *decoder, v *dcm.Snapshot) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "seq,mode,caps,haproxy,updates,lastReload,routes,backends,pool,rejected") {
+		switch c.find(d.key(), "seq,mode,caps,haproxy,updates,lastReload,routes,backends,pool,rejected,defaultCert") {
 		case 0:
 			d.uint64(&v.Seq)
 		case 1:
@@ -134,6 +134,8 @@ func decSnapshot(d *decoder, v *dcm.Snapshot) {
 			decSliceString(d, &v.Pool)
 		case 9:
 			decSliceRejection(d, &v.Rejected)
+		case 10:
+			decCert(d, &v.DefaultCert)
 		default:
 			d.skip()
 		}
@@ -156,6 +158,9 @@ func encSnapshot(e *encoder, k string, v *dcm.Snapshot) {
 		encSliceString(e, "\"pool\":", &v.Pool)
 	}
 	encSliceRejection(e, "\"rejected\":", &v.Rejected)
+	if v.DefaultCert != (dcm.Cert{}) {
+		encCert(e, "\"defaultCert\":", &v.DefaultCert)
+	}
 	e.end('}')
 }
 
@@ -666,6 +671,38 @@ func encSliceRejection(e *encoder, k string, v *[]dcm.Rejection) {
 	e.end(']')
 }
 
+func decCert(d *decoder, v *dcm.Cert) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "host,secret,version,h2") {
+		case 0:
+			d.str(&v.Host)
+		case 1:
+			d.str(&v.Secret)
+		case 2:
+			d.str(&v.Version)
+		case 3:
+			d.boolean(&v.H2)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encCert(e *encoder, k string, v *dcm.Cert) {
+	e.open(k)
+	e.str("\"host\":", v.Host)
+	e.str("\"secret\":", v.Secret)
+	e.str("\"version\":", v.Version)
+	if v.H2 {
+		e.boolean("\"h2\":", v.H2)
+	}
+	e.end('}')
+}
+
 func decPtrFeedHello(d *decoder, v **dcm.FeedHello) {
 	if d.null() {
 		*v = nil
@@ -785,11 +822,13 @@ func decState(d *decoder, v *dcm.State) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "backends,pool") {
+		switch c.find(d.key(), "backends,pool,defaultCert") {
 		case 0:
 			decSliceBackend(d, &v.Backends)
 		case 1:
 			decSliceString(d, &v.Pool)
+		case 2:
+			decCert(d, &v.DefaultCert)
 		default:
 			d.skip()
 		}
@@ -802,6 +841,9 @@ func encState(e *encoder, k string, v *dcm.State) {
 	if len(v.Pool) != 0 {
 		encSliceString(e, "\"pool\":", &v.Pool)
 	}
+	if v.DefaultCert != (dcm.Cert{}) {
+		encCert(e, "\"defaultCert\":", &v.DefaultCert)
+	}
 	e.end('}')
 }
 
@@ -811,9 +853,11 @@ func decDesired(d *decoder, v *dcm.Desired) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "backends") {
+		switch c.find(d.key(), "backends,defaultCert") {
 		case 0:
 			decSliceDesiredBackend(d, &v.Backends)
+		case 1:
+			decCert(d, &v.DefaultCert)
 		default:
 			d.skip()
 		}
@@ -823,6 +867,9 @@ func decDesired(d *decoder, v *dcm.Desired) {
 func encDesired(e *encoder, k string, v *dcm.Desired) {
 	e.open(k)
 	encSliceDesiredBackend(e, "\"backends\":", &v.Backends)
+	if v.DefaultCert != (dcm.Cert{}) {
+		encCert(e, "\"defaultCert\":", &v.DefaultCert)
+	}
 	e.end('}')
 }
 
@@ -1109,7 +1156,7 @@ func decRoute(d *decoder, v *dcm.Route) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "namespace,name,source,object,kind,host,path,pathType,services,workload,balance,check,tls,upstream,sticky,insecure,redirectCode,allowlist,rateLimit,http,headers") {
+		switch c.find(d.key(), "namespace,name,source,object,kind,host,path,pathType,services,workload,balance,check,maxConn,checkInterMs,tls,upstream,sticky,insecure,redirectCode,allowlist,rateLimit,http,headers") {
 		case 0:
 			d.str(&v.Namespace)
 		case 1:
@@ -1135,22 +1182,26 @@ func decRoute(d *decoder, v *dcm.Route) {
 		case 11:
 			d.boolean(&v.Check)
 		case 12:
-			decPtrTLSRef(d, &v.TLS)
+			d.int(&v.MaxConn)
 		case 13:
-			decPtrUpstreamTLS(d, &v.Upstream)
+			d.int64(&v.CheckInterMillis)
 		case 14:
-			d.boolean(&v.Sticky)
+			decPtrTLSRef(d, &v.TLS)
 		case 15:
-			d.str((*string)(&v.Insecure))
+			decPtrUpstreamTLS(d, &v.Upstream)
 		case 16:
-			d.int(&v.RedirectCode)
+			d.boolean(&v.Sticky)
 		case 17:
-			decSliceString(d, &v.Allowlist)
+			d.str((*string)(&v.Insecure))
 		case 18:
-			decPtrRateLimit(d, &v.RateLimit)
+			d.int(&v.RedirectCode)
 		case 19:
-			decHTTPOptions(d, &v.HTTP)
+			decSliceString(d, &v.Allowlist)
 		case 20:
+			decPtrRateLimit(d, &v.RateLimit)
+		case 21:
+			decHTTPOptions(d, &v.HTTP)
+		case 22:
 			decPtrHeaderActions(d, &v.Headers)
 		default:
 			d.skip()
@@ -1174,6 +1225,12 @@ func encRoute(e *encoder, k string, v *dcm.Route) {
 	}
 	e.str("\"balance\":", v.Balance)
 	e.boolean("\"check\":", v.Check)
+	if v.MaxConn != 0 {
+		e.int64("\"maxConn\":", int64(v.MaxConn))
+	}
+	if v.CheckInterMillis != 0 {
+		e.int64("\"checkInterMs\":", v.CheckInterMillis)
+	}
 	if v.TLS != nil {
 		encPtrTLSRef(e, "\"tls\":", &v.TLS)
 	}
@@ -1564,7 +1621,7 @@ func decOp(d *decoder, v *dcm.Op) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "op,backend,slot,server,addr,port,weight,state,check,endpoint,pod,map,set,del,cert,upstream,allowlist") {
+		switch c.find(d.key(), "op,backend,slot,server,addr,port,weight,state,check,maxConn,checkInterMs,endpoint,pod,map,set,del,cert,upstream,proto,allowlist") {
 		case 0:
 			d.str((*string)(&v.Kind))
 		case 1:
@@ -1584,20 +1641,26 @@ func decOp(d *decoder, v *dcm.Op) {
 		case 8:
 			d.boolean(&v.Check)
 		case 9:
-			d.str(&v.Endpoint)
+			d.int(&v.MaxConn)
 		case 10:
-			d.str(&v.Pod)
+			d.int64(&v.CheckInterMillis)
 		case 11:
-			d.str((*string)(&v.Map))
+			d.str(&v.Endpoint)
 		case 12:
-			decSliceMapEntry(d, &v.Set)
+			d.str(&v.Pod)
 		case 13:
-			decSliceMapEntry(d, &v.Del)
+			d.str((*string)(&v.Map))
 		case 14:
-			decPtrCert(d, &v.Cert)
+			decSliceMapEntry(d, &v.Set)
 		case 15:
-			decPtrUpstreamTLS(d, &v.Upstream)
+			decSliceMapEntry(d, &v.Del)
 		case 16:
+			decPtrCert(d, &v.Cert)
+		case 17:
+			decPtrUpstreamTLS(d, &v.Upstream)
+		case 18:
+			d.str((*string)(&v.Proto))
+		case 19:
 			decSliceString(d, &v.Allowlist)
 		default:
 			d.skip()
@@ -1628,6 +1691,12 @@ func encOp(e *encoder, k string, v *dcm.Op) {
 	if v.Check {
 		e.boolean("\"check\":", v.Check)
 	}
+	if v.MaxConn != 0 {
+		e.int64("\"maxConn\":", int64(v.MaxConn))
+	}
+	if v.CheckInterMillis != 0 {
+		e.int64("\"checkInterMs\":", v.CheckInterMillis)
+	}
 	if v.Endpoint != "" {
 		e.str("\"endpoint\":", v.Endpoint)
 	}
@@ -1648,6 +1717,9 @@ func encOp(e *encoder, k string, v *dcm.Op) {
 	}
 	if v.Upstream != nil {
 		encPtrUpstreamTLS(e, "\"upstream\":", &v.Upstream)
+	}
+	if v.Proto != "" {
+		e.str("\"proto\":", string(v.Proto))
 	}
 	if len(v.Allowlist) != 0 {
 		encSliceString(e, "\"allowlist\":", &v.Allowlist)
@@ -1756,7 +1828,7 @@ func decHTTPOptions(d *decoder, v *dcm.HTTPOptions) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "forwarded,timeoutMs,tunnelMs,hsts") {
+		switch c.find(d.key(), "forwarded,timeoutMs,tunnelMs,hsts,cookieName,cookieSameSite,rewriteTarget") {
 		case 0:
 			d.str((*string)(&v.Forwarded))
 		case 1:
@@ -1765,6 +1837,12 @@ func decHTTPOptions(d *decoder, v *dcm.HTTPOptions) {
 			d.int64(&v.TunnelMillis)
 		case 3:
 			d.str(&v.HSTS)
+		case 4:
+			d.str(&v.CookieName)
+		case 5:
+			d.str(&v.CookieSameSite)
+		case 6:
+			d.str(&v.RewriteTarget)
 		default:
 			d.skip()
 		}
@@ -1784,6 +1862,15 @@ func encHTTPOptions(e *encoder, k string, v *dcm.HTTPOptions) {
 	}
 	if v.HSTS != "" {
 		e.str("\"hsts\":", v.HSTS)
+	}
+	if v.CookieName != "" {
+		e.str("\"cookieName\":", v.CookieName)
+	}
+	if v.CookieSameSite != "" {
+		e.str("\"cookieSameSite\":", v.CookieSameSite)
+	}
+	if v.RewriteTarget != "" {
+		e.str("\"rewriteTarget\":", v.RewriteTarget)
 	}
 	e.end('}')
 }
@@ -2077,13 +2164,15 @@ func decUpstreamTLS(d *decoder, v *dcm.UpstreamTLS) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "ca,version,serverName") {
+		switch c.find(d.key(), "ca,version,serverName,perService") {
 		case 0:
 			d.str(&v.CA)
 		case 1:
 			d.str(&v.Version)
 		case 2:
 			d.str(&v.ServerName)
+		case 3:
+			d.boolean(&v.PerService)
 		default:
 			d.skip()
 		}
@@ -2095,6 +2184,9 @@ func encUpstreamTLS(e *encoder, k string, v *dcm.UpstreamTLS) {
 	e.str("\"ca\":", v.CA)
 	e.str("\"version\":", v.Version)
 	e.str("\"serverName\":", v.ServerName)
+	if v.PerService {
+		e.boolean("\"perService\":", v.PerService)
+	}
 	e.end('}')
 }
 
@@ -2165,7 +2257,7 @@ func decServer(d *decoder, v *dcm.Server) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "name,addr,port,weight,state,origin,endpoint,pod,service,terminating,check,upstream,health,sessions,queued,usedConn,idleConn,unobserved,retired") {
+		switch c.find(d.key(), "name,addr,port,weight,state,origin,endpoint,pod,service,terminating,check,maxConn,checkInterMs,proto,upstream,health,sessions,queued,usedConn,idleConn,unobserved,retired") {
 		case 0:
 			d.str(&v.Name)
 		case 1:
@@ -2189,20 +2281,26 @@ func decServer(d *decoder, v *dcm.Server) {
 		case 10:
 			d.boolean(&v.Check)
 		case 11:
-			decPtrUpstreamTLS(d, &v.Upstream)
+			d.int(&v.MaxConn)
 		case 12:
-			d.str(&v.Health)
+			d.int64(&v.CheckInterMillis)
 		case 13:
-			d.int(&v.Sessions)
+			d.str((*string)(&v.Proto))
 		case 14:
-			d.int(&v.Queued)
+			decPtrUpstreamTLS(d, &v.Upstream)
 		case 15:
-			d.int(&v.UsedConn)
+			d.str(&v.Health)
 		case 16:
-			d.int(&v.IdleConn)
+			d.int(&v.Sessions)
 		case 17:
-			d.boolean(&v.Unobserved)
+			d.int(&v.Queued)
 		case 18:
+			d.int(&v.UsedConn)
+		case 19:
+			d.int(&v.IdleConn)
+		case 20:
+			d.boolean(&v.Unobserved)
+		case 21:
 			d.boolean(&v.Retired)
 		default:
 			d.skip()
@@ -2231,6 +2329,15 @@ func encServer(e *encoder, k string, v *dcm.Server) {
 		e.boolean("\"terminating\":", v.Terminating)
 	}
 	e.boolean("\"check\":", v.Check)
+	if v.MaxConn != 0 {
+		e.int64("\"maxConn\":", int64(v.MaxConn))
+	}
+	if v.CheckInterMillis != 0 {
+		e.int64("\"checkInterMs\":", v.CheckInterMillis)
+	}
+	if v.Proto != "" {
+		e.str("\"proto\":", string(v.Proto))
+	}
 	if v.Upstream != nil {
 		encPtrUpstreamTLS(e, "\"upstream\":", &v.Upstream)
 	}
@@ -2357,33 +2464,6 @@ func encMapEntry(e *encoder, k string, v *dcm.MapEntry) {
 	e.end('}')
 }
 
-func decCert(d *decoder, v *dcm.Cert) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "host,secret,version") {
-		case 0:
-			d.str(&v.Host)
-		case 1:
-			d.str(&v.Secret)
-		case 2:
-			d.str(&v.Version)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encCert(e *encoder, k string, v *dcm.Cert) {
-	e.open(k)
-	e.str("\"host\":", v.Host)
-	e.str("\"secret\":", v.Secret)
-	e.str("\"version\":", v.Version)
-	e.end('}')
-}
-
 func decSliceHeaderAction(d *decoder, v *[]dcm.HeaderAction) {
 	if d.null() {
 		*v = nil
@@ -2436,7 +2516,7 @@ func decEndpoint(d *decoder, v *dcm.Endpoint) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "name,addr,port,weight,state,pod,service,terminating") {
+		switch c.find(d.key(), "name,addr,port,weight,state,pod,service,terminating,proto") {
 		case 0:
 			d.str(&v.Name)
 		case 1:
@@ -2453,6 +2533,8 @@ func decEndpoint(d *decoder, v *dcm.Endpoint) {
 			d.str(&v.Service)
 		case 7:
 			d.boolean(&v.Terminating)
+		case 8:
+			d.str((*string)(&v.Proto))
 		default:
 			d.skip()
 		}
@@ -2474,6 +2556,9 @@ func encEndpoint(e *encoder, k string, v *dcm.Endpoint) {
 	}
 	if v.Terminating {
 		e.boolean("\"terminating\":", v.Terminating)
+	}
+	if v.Proto != "" {
+		e.str("\"proto\":", string(v.Proto))
 	}
 	e.end('}')
 }
