@@ -2,7 +2,7 @@ package dcm
 
 import (
 	"slices"
-	"strings"
+	"sort"
 )
 
 // Proto is the protocol HAProxy speaks to a pod, beyond what the route's
@@ -52,7 +52,7 @@ func (b DesiredBackend) WithProtoNames() DesiredBackend {
 			eps[i].Name += "." + string(eps[i].Proto)
 		}
 	}
-	slices.SortFunc(eps, func(a, b Endpoint) int { return strings.Compare(a.Name, b.Name) })
+	sort.Slice(eps, func(i, j int) bool { return eps[i].Name < eps[j].Name })
 	b.Endpoints = eps
 	return b
 }

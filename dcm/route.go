@@ -5,6 +5,10 @@
 // It keeps types and their small accessors; the rules that turn routes
 // into HAProxy's routing maps and name the pool's spares are dcm/routing's,
 // the planner's rules dcm/plan's.
+//
+// The code the browser runs (dcm, dcm/routing, dcm/plan) sorts structs with
+// sort.Slice: slices.SortFunc compiles a copy of pdqsort for each struct
+// shape, about 12 KB each, and the wasm must stay under 1 MiB gzip.
 package dcm
 
 import "strings"

@@ -2,6 +2,7 @@ package dcm
 
 import (
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -75,7 +76,7 @@ func (b DesiredBackend) renamed(f func(string) string) DesiredBackend {
 	for i := range eps {
 		eps[i].Name = f(eps[i].Name)
 	}
-	slices.SortFunc(eps, func(a, b Endpoint) int { return strings.Compare(a.Name, b.Name) })
+	sort.Slice(eps, func(i, j int) bool { return eps[i].Name < eps[j].Name })
 	b.Endpoints = eps
 	return b
 }

@@ -2,6 +2,7 @@ package dcm
 
 import (
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -233,15 +234,7 @@ func (s State) Routes() []Route {
 			routes = append(routes, b.Route)
 		}
 	}
-	slices.SortFunc(routes, func(a, b Route) int {
-		switch {
-		case a.Less(b):
-			return -1
-		case b.Less(a):
-			return 1
-		}
-		return 0
-	})
+	sort.Slice(routes, func(i, j int) bool { return routes[i].Less(routes[j]) })
 	return routes
 }
 
@@ -258,10 +251,10 @@ func (s State) ServerCounts() map[AdminState]int {
 
 // SortServers sorts servers by name, the order every State keeps.
 func SortServers(servers []Server) {
-	slices.SortFunc(servers, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
+	sort.Slice(servers, func(i, j int) bool { return servers[i].Name < servers[j].Name })
 }
 
 // SortBackends sorts backends by name, the order every State keeps.
 func SortBackends(backends []Backend) {
-	slices.SortFunc(backends, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
+	sort.Slice(backends, func(i, j int) bool { return backends[i].Name < backends[j].Name })
 }

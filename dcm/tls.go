@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -82,7 +83,7 @@ func CAsOf(backends []Backend) []UpstreamTLS {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b UpstreamTLS) int { return strings.Compare(a.Version, b.Version) })
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	return out
 }
 
@@ -118,7 +119,7 @@ func (b DesiredBackend) WithUpstreamNames() DesiredBackend {
 	for i := range eps {
 		eps[i].Name += tag
 	}
-	slices.SortFunc(eps, func(a, b Endpoint) int { return strings.Compare(a.Name, b.Name) })
+	sort.Slice(eps, func(i, j int) bool { return eps[i].Name < eps[j].Name })
 	b.Endpoints = eps
 	return b.withInterNames()
 }
@@ -217,15 +218,7 @@ func certsOf(backends []Backend) ([]Cert, map[string]string) {
 	if len(routed) == 0 {
 		return nil, nil
 	}
-	slices.SortStableFunc(routed, func(a, b Backend) int {
-		switch {
-		case a.Route.Less(b.Route):
-			return -1
-		case b.Route.Less(a.Route):
-			return 1
-		}
-		return 0
-	})
+	sort.SliceStable(routed, func(i, j int) bool { return routed[i].Route.Less(routed[j].Route) })
 	out := make([]Cert, 0, len(routed))
 	owners := make(map[string]string, len(routed))
 	for _, b := range routed {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -42,7 +43,7 @@ func DesiredOf(st dcm.State) dcm.Desired {
 		if len(slab) > start {
 			db.Endpoints = slab[start:len(slab):len(slab)]
 			if !slices.IsSortedFunc(db.Endpoints, byEndpointName) {
-				slices.SortFunc(db.Endpoints, byEndpointName)
+				sort.Slice(db.Endpoints, func(i, j int) bool { return db.Endpoints[i].Name < db.Endpoints[j].Name })
 			}
 		}
 		d.Backends = append(d.Backends, db)
@@ -148,7 +149,7 @@ func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) 
 		}
 	}
 	dcm.SortBackends(sub.Backends)
-	slices.SortFunc(subD.Backends, func(a, b dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
+	sort.Slice(subD.Backends, func(i, j int) bool { return subD.Backends[i].Name < subD.Backends[j].Name })
 	p := Compute(sub, subD, caps)
 	if p.Reload || slices.ContainsFunc(p.Ops, func(o dcm.Op) bool { return o.Server == "" }) {
 		return Compute(st, d, caps)
@@ -213,7 +214,7 @@ func phasesFor(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 		}
 		nb := dcm.DesiredBackend{Name: name, Route: r, Endpoints: serviceEndpoints(d, r)}
 		next := dcm.Desired{Backends: append(slices.Clone(d.Backends), nb), DefaultCert: d.DefaultCert}
-		slices.SortFunc(next.Backends, func(a, b dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
+		sort.Slice(next.Backends, func(i, j int) bool { return next.Backends[i].Name < next.Backends[j].Name })
 		return []phase{{name: "route created", desired: next}}, []string{name}, nil
 	case dcm.WhatIfDeleteRoute:
 		if _, ok := d.Backend(w.Backend); !ok {
@@ -451,7 +452,7 @@ func withPods(d dcm.Desired, idx []int, pods []string, st dcm.AdminState) dcm.De
 		for _, pod := range pods {
 			eps = append(eps, dcm.Endpoint{Name: pod + ":" + portName, Port: port, Weight: weight, State: st, Pod: pod, Service: service, Proto: proto})
 		}
-		slices.SortFunc(eps, func(a, b dcm.Endpoint) int { return strings.Compare(a.Name, b.Name) })
+		sort.Slice(eps, func(i, j int) bool { return eps[i].Name < eps[j].Name })
 		b.Endpoints = eps
 		out.Backends[i] = b.ServeTerminating().Reweigh()
 	}

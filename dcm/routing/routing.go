@@ -19,8 +19,7 @@
 package routing
 
 import (
-	"cmp"
-	"slices"
+	"sort"
 	"strings"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -79,14 +78,12 @@ func Tables(backends []dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
 			routed = append(routed, b)
 		}
 	}
-	slices.SortStableFunc(routed, func(a, b dcm.Backend) int {
-		switch {
-		case a.Route.Less(b.Route):
-			return -1
-		case b.Route.Less(a.Route):
-			return 1
+	sort.SliceStable(routed, func(i, j int) bool {
+		a, b := routed[i], routed[j]
+		if a.Route.Less(b.Route) || b.Route.Less(a.Route) {
+			return a.Route.Less(b.Route)
 		}
-		return strings.Compare(a.Name, b.Name)
+		return a.Name < b.Name
 	})
 	out := make(map[dcm.MapTable][]dcm.MapEntry, len(dcm.MapTables))
 	seen := make(map[dcm.MapTable]map[string]bool, len(dcm.MapTables))
@@ -137,13 +134,13 @@ func Tables(backends []dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
 // entry by entry sorts back to the map rendered from scratch.
 func SortEntries(t dcm.MapTable, es []dcm.MapEntry) {
 	if t.Prefix() {
-		slices.SortFunc(es, func(a, b dcm.MapEntry) int {
-			if c := cmp.Compare(len(b.Key), len(a.Key)); c != 0 {
-				return c
+		sort.Slice(es, func(i, j int) bool {
+			if len(es[i].Key) != len(es[j].Key) {
+				return len(es[i].Key) > len(es[j].Key)
 			}
-			return strings.Compare(a.Key, b.Key)
+			return es[i].Key < es[j].Key
 		})
 		return
 	}
-	slices.SortFunc(es, func(a, b dcm.MapEntry) int { return strings.Compare(a.Key, b.Key) })
+	sort.Slice(es, func(i, j int) bool { return es[i].Key < es[j].Key })
 }
