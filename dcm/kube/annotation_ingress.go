@@ -24,6 +24,9 @@ type ingressOptions struct {
 	rateLimit   *dcm.RateLimit
 	http        dcm.HTTPOptions
 	headers     *dcm.HeaderActions
+	// maxConn and checkInter are the server knobs (annotation_knobs.go).
+	maxConn    int
+	checkInter int64
 }
 
 // ingressAnnotations reads an Ingress's annotations through the table, in
@@ -92,6 +95,9 @@ func ingressAnnotations(ing *networkingv1.Ingress) (ingressOptions, error) {
 		return o, err
 	}
 	if o.headers, err = ingressHeaders(ann); err != nil {
+		return o, err
+	}
+	if err = ingressKnobs(ann, &o); err != nil {
 		return o, err
 	}
 	if o.passthrough && o.headers != nil {

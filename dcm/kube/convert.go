@@ -234,8 +234,7 @@ func ingressRawRoutes(ing *networkingv1.Ingress) ([]rawRoute, error) {
 // annotations and spec.tls (tlsHosts: host → Secret) make it.
 func (o ingressOptions) route(ing *networkingv1.Ingress, r rawRoute, name string, tlsHosts map[string]string) (dcm.Route, error) {
 	route := dcm.Route{
-		Namespace: ing.Namespace,
-		Name:      name,
+		Namespace: ing.Namespace, Name: name,
 		Source:    dcm.SourceIngress,
 		Object:    ing.Name,
 		Kind:      dcm.KindHTTP,
@@ -249,6 +248,7 @@ func (o ingressOptions) route(ing *networkingv1.Ingress, r rawRoute, name string
 		Allowlist: o.allowlist,
 		RateLimit: o.rateLimit,
 		Headers:   o.headers,
+		MaxConn:   o.maxConn, CheckInterMillis: o.checkInter,
 	}
 	if len(o.split) > 0 && o.split[0].Name == r.service.Name {
 		route.Services = make([]dcm.ServiceRef, len(o.split))
