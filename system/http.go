@@ -13,13 +13,6 @@ import (
 // DefaultMaxConnections is OpenShift's router's global maxconn.
 const DefaultMaxConnections = 50000
 
-// fdsPerConn is what HAProxy counts per connection (client and server
-// side); fdReserve covers listeners, sockets and files.
-const (
-	fdsPerConn = 2
-	fdReserve  = 200
-)
-
 // httpSettings fills the HTTP behaviour of the HAProxy settings from c:
 // the error pages read once, now; the timeouts; the forwarded-headers
 // default; maxconn within what the file-descriptor limit lets HAProxy
@@ -53,7 +46,7 @@ func fdBoundMaxConn(n int, log *slog.Logger) int {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return n
 	}
-	want := uint64(n)*fdsPerConn + fdReserve
+	want := haproxy.FDsFor(n)
 	if lim.Cur < want && lim.Cur < lim.Max {
 		raised := lim
 		raised.Cur = min(want, lim.Max)
@@ -61,10 +54,10 @@ func fdBoundMaxConn(n int, log *slog.Logger) int {
 			lim = raised
 		}
 	}
-	if lim.Cur >= want || lim.Cur <= fdReserve+fdsPerConn {
+	fit := haproxy.MaxConnFor(lim.Cur)
+	if lim.Cur >= want || fit == 0 {
 		return n
 	}
-	fit := int((lim.Cur - fdReserve) / fdsPerConn)
 	log.Warn("--max-connections lowered to what the file-descriptor limit allows", "asked", n, "maxconn", fit, "nofile", lim.Cur)
 	return fit
 }

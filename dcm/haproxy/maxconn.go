@@ -43,6 +43,11 @@ func (d *Driver) SetMaxConn(ctx context.Context, n int) (reload bool, err error)
 		return false, fmt.Errorf("set maxconn: show info Hard_maxconn %q: %w", info.Fields["Hard_maxconn"], err)
 	}
 	reload = n > hard
+	if fit, ok := maxConnNow(); reload && ok && n > fit {
+		// A new worker would refuse to start, and the reload would be
+		// retried for ever.
+		return false, fmt.Errorf("set maxconn: %d needs %d file descriptors, the limit allows maxconn %d: raise it (ulimit -n) and restart dcm", n, FDsFor(n), fit)
+	}
 	if !reload {
 		if _, err := d.client.Exec(ctx, []Command{cmd}); err != nil {
 			return false, fmt.Errorf("set maxconn: %w", err)

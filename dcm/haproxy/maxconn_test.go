@@ -71,4 +71,12 @@ func TestSetMaxConn(t *testing.T) {
 	if _, err := d.SetMaxConn(ctx, 0); err == nil {
 		t.Fatal("set maxconn 0 accepted")
 	}
+	// Above what the file-descriptor limit allows, a new worker would
+	// refuse to start: refused, nothing changed.
+	if fit, ok := maxConnNow(); ok && fit < MaxConnLimit {
+		if reload, err := d.SetMaxConn(ctx, fit+1); err == nil || reload {
+			t.Fatalf("set maxconn %d above the fd limit's %d: reload %v, err %v", fit+1, fit, reload, err)
+		}
+		cfgSays("800")
+	}
 }
