@@ -92,10 +92,12 @@ kapi:
 # go test's default of one per core.
 TEST_PACKAGES_AT_ONCE ?= 3
 OUTAGE_TEST := TestAPIServerRestart
+RACE_PACKAGES := ./dcm/engine/ ./dcm/haproxy/ ./dcm/plan/ ./server/
+MODULE := github.com/dcm-router/dcm
 
 ## test: everything CI runs (unit, integration with the real haproxy binary, e2e),
-## then the race detector on the packages that do not pull in client-go (there
-## it would add ten minutes of compiling on two cores)
+## the packages that do not pull in client-go under the race detector (with
+## client-go it would add ten minutes of compiling on two cores)
 test: deps fmt-check generate-check
 	@# vet, the control plane and the planner's wasm build side by side: on
 	@# a warm cache each is mostly one single-threaded link
@@ -105,14 +107,19 @@ test: deps fmt-check generate-check
 	@# does the API server outage test, which waits out a 30 s outage and
 	@# the reflectors' backoff (about 90 s, idle): in e2e/cluster's run it
 	@# made that package the longest; it starts its own control plane.
-	@lintlog=$$(mktemp); outagelog=$$(mktemp); \
+	@# The race packages run once, under the race detector, beside the
+	@# rest rather than a second time after it: their plain run was a
+	@# minute of package time repeated.
+	@lintlog=$$(mktemp); outagelog=$$(mktemp); racelog=$$(mktemp); \
 	$(MAKE) --no-print-directory lint >$$lintlog 2>&1 & lint=$$!; \
 	$(GO) test -count=1 -timeout 20m -run '^$(OUTAGE_TEST)$$' ./e2e/cluster/ >$$outagelog 2>&1 & outage=$$!; \
-	$(GO) test -p $(TEST_PACKAGES_AT_ONCE) -count=1 -timeout 20m -skip '^$(OUTAGE_TEST)$$' ./...; rc=$$?; \
+	$(GO) test -race -count=1 -timeout 10m $(RACE_PACKAGES) >$$racelog 2>&1 & race=$$!; \
+	$(GO) test -p $(TEST_PACKAGES_AT_ONCE) -count=1 -timeout 20m -skip '^$(OUTAGE_TEST)$$' \
+		$$($(GO) list ./... | grep -v -x $(foreach p,$(RACE_PACKAGES),-e $(MODULE)/$(p:./%/=%))); rc=$$?; \
+	wait $$race; rrc=$$?; echo "== race detector"; cat $$racelog; \
 	wait $$outage; orc=$$?; echo "== $(OUTAGE_TEST)"; cat $$outagelog; \
-	wait $$lint; lrc=$$?; echo "== make lint"; cat $$lintlog; rm -f $$lintlog $$outagelog; \
-	[ $$rc = 0 ] && [ $$orc = 0 ] && [ $$lrc = 0 ]
-	$(GO) test -race -count=1 -timeout 10m ./dcm/engine/ ./dcm/haproxy/ ./dcm/plan/ ./server/
+	wait $$lint; lrc=$$?; echo "== make lint"; cat $$lintlog; rm -f $$lintlog $$outagelog $$racelog; \
+	[ $$rc = 0 ] && [ $$rrc = 0 ] && [ $$orc = 0 ] && [ $$lrc = 0 ]
 	@$(MAKE) --no-print-directory fuzz-quick
 
 ## Fuzz targets as package:target; go test -fuzz takes one target per run.
