@@ -29,7 +29,7 @@ func TestForcedReloadServesTheSame(t *testing.T) {
 	}
 	s.Scale("demo", "shop", 3)
 	s.DemoServes(shopHost, "/", "demo", "shop", 3)
-	s.Eventually("retired servers are deleted", 10*time.Second, func() error {
+	s.Eventually("retired servers are deleted", harness.RetireWait, func() error {
 		if n := len(s.Backend(webBE).Servers); n != 5 {
 			return errors.New("servers of gone pods are still there")
 		}

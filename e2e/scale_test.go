@@ -28,6 +28,10 @@ func TestScaleWithoutReload(t *testing.T) {
 	s := harness.Start(t, harness.Options{})
 	s.Scale("demo", "web", 1)
 	s.DemoServes(webHost, "/", "demo", "web", 1)
+	// Ready means dcm's first sync, not the demo's pods: shop must serve
+	// before its load counts failures (CI once sent it 7 requests before
+	// its pods were ready).
+	s.DemoServes(shopHost, "/", "demo", "shop", 2)
 	pid := s.WorkerPID()
 	reloads := s.Reloads()
 	shop := s.StartLoad(shopHost, "/")
@@ -74,7 +78,7 @@ func TestScaleWithoutReload(t *testing.T) {
 		t.Errorf("the shop route, never touched, had %d failures of %d requests (last: %s)", fail, ok+fail, last)
 	}
 	// Servers of scaled-in pods are gone from HAProxy once idle.
-	s.Eventually("retired servers are deleted", 10*time.Second, func() error {
+	s.Eventually("retired servers are deleted", harness.RetireWait, func() error {
 		if n := len(s.Backend(webBE).Servers); n != 4 {
 			return errors.New("backend has servers for gone pods")
 		}
@@ -125,7 +129,7 @@ func TestSlowRequestsCompleteOnScaleIn(t *testing.T) {
 		}
 	}
 	s.DemoServes(webHost, "/", "demo", "web", 1)
-	s.Eventually("scaled-in servers are deleted", 10*time.Second, func() error {
+	s.Eventually("scaled-in servers are deleted", harness.RetireWait, func() error {
 		if n := len(s.Backend(webBE).Servers); n != 1 {
 			return errors.New("servers of gone pods are still there")
 		}

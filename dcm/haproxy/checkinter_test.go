@@ -86,9 +86,13 @@ func TestCheckInterval(t *testing.T) {
 		t.Error("the worker changed")
 	}
 
-	// The old servers go once HAProxy reports them idle.
+	// The old servers go once HAProxy reports them idle. The connection
+	// HAProxy keeps to the old server for reuse blocks del server until
+	// its purge takes it, over up to three pool-purge-delay rounds (5s
+	// each): TestApplyDelServerBusy waits for it, with the same
+	// bound.
 	next := p.Next
-	testkit.Eventually(t, "the old server deleted", 10*time.Second, func() error {
+	testkit.Eventually(t, "the old server deleted", 30*time.Second, func() error {
 		obs, err := d.Observe(ctx)
 		if err != nil {
 			return err

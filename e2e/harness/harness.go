@@ -38,6 +38,12 @@ import (
 	"github.com/dcm-router/dcm/system"
 )
 
+// RetireWait bounds a wait for retired servers to be deleted. HAProxy
+// 2.6 refuses del server while it keeps an idle connection to the server
+// for reuse, and its purge takes such a connection only after up to three
+// pool-purge-delay rounds of 5s.
+const RetireWait = 30 * time.Second
+
 // Options choose what a test runs. What dcm itself runs with is
 // system.Defaults — dcm with no flags — changed only by Config, and by the
 // environment a test needs (see EffectiveConfig).
@@ -375,13 +381,17 @@ type Load struct {
 	mu       sync.Mutex
 	ok, fail int
 	lastErr  string
-	stop     chan struct{}
-	done     chan struct{}
+	// firstFail is when the first request failed, after the load began:
+	// whether a failure came before or during a change tells a test that
+	// started too early from a change that broke something.
+	start, firstFail time.Time
+	stop             chan struct{}
+	done             chan struct{}
 }
 
 // StartLoad sends requests to host+path until Finish.
 func (s *Stack) StartLoad(host, path string) *Load {
-	l := &Load{stop: make(chan struct{}), done: make(chan struct{})}
+	l := &Load{stop: make(chan struct{}), done: make(chan struct{}), start: time.Now()}
 	go func() {
 		defer close(l.done)
 		for {
@@ -395,6 +405,9 @@ func (s *Stack) StartLoad(host, path string) *Load {
 			if err != nil || code != http.StatusOK {
 				l.fail++
 				l.lastErr = fmt.Sprintf("%d %s %v", code, body, err)
+				if l.firstFail.IsZero() {
+					l.firstFail = time.Now()
+				}
 			} else {
 				l.ok++
 			}
@@ -411,7 +424,11 @@ func (l *Load) Finish() (ok, fail int, lastErr string) {
 	<-l.done
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.ok, l.fail, l.lastErr
+	if l.fail == 0 {
+		return l.ok, 0, ""
+	}
+	return l.ok, l.fail, fmt.Sprintf("%s; the first failure %s into the load of %s", l.lastErr,
+		l.firstFail.Sub(l.start).Round(time.Millisecond), time.Since(l.start).Round(time.Millisecond))
 }
 
 // ExpectStatus sends one request and checks its status code.
