@@ -125,7 +125,7 @@ func TestRuntimeErrorConvergesThroughReload(t *testing.T) {
 		{Kind: dcm.OpSetState, Backend: be, Server: "b:http", State: dcm.StateMaint},
 		{Kind: dcm.OpDelServer, Backend: be, Server: "b:http"},
 	} {
-		cmd, err := haproxy.CommandFor(op)
+		cmd, err := haproxy.CommandFor(op, haproxy.HTTP2{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -280,7 +280,7 @@ func TestDriftRepaired(t *testing.T) {
 
 			cli := haproxy.NewClient(s.Dir+"/admin.sock", haproxy.ClientOptions{})
 			defer cli.Close()
-			cmd, err := haproxy.CommandFor(tc.op(intruder))
+			cmd, err := haproxy.CommandFor(tc.op(intruder), haproxy.HTTP2{})
 			if err != nil {
 				t.Fatal(err)
 			}

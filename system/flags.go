@@ -51,7 +51,7 @@ func httpFlags(fs *pflag.FlagSet, c *Config) {
 	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "HAProxy's global maxconn at start (POST /api/v1/maxconn changes it while running; lowered, with a warning, to what the file-descriptor limit allows)")
 	fs.StringVar(&c.ForwardedHeaders, "forwarded-headers", c.ForwardedHeaders, "X-Forwarded-* and Forwarded headers of routes that set no policy: append, replace, if-none or never (as OpenShift's router)")
 	fs.StringVar(&c.ErrorPage503, "error-page-503", c.ErrorPage503, "file holding the HTML body of HAProxy's 503 answers (no route, no pod), read at start; sent with Cache-Control: no-store (default: dcm's page)")
-	fs.BoolVar(&c.DisableHTTP2, "disable-http2", c.DisableHTTP2, "offer no HTTP/2 on the HTTPS frontend, not even to routes with a certificate of their own (as OpenShift's ROUTER_DISABLE_HTTP2); read at start: a change takes a restart")
+	fs.BoolVar(&c.DisableHTTP2, "disable-http2", c.DisableHTTP2, "offer no HTTP/2 on the HTTPS frontend, not even to routes with a certificate of their own, and none to reencrypt routes' pods (as OpenShift's ROUTER_DISABLE_HTTP2); read at start: a change takes a restart")
 	fs.BoolVar(&c.EnableHTTP2DefaultCert, "enable-http2-default-cert", c.EnableHTTP2DefaultCert, "offer HTTP/2 also to hosts served with the default certificate (default: only routes with a certificate no other route shares get h2, as on OpenShift); read at start: a change takes a restart")
 	fs.StringVar(&c.ErrorPage404, "error-page-404", c.ErrorPage404, "file holding the HTML body of HAProxy's 404 answers, read at start (default: dcm's page)")
 	t := &c.Timeouts

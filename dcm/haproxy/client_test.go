@@ -133,7 +133,7 @@ func TestCommandFor(t *testing.T) {
 		{dcm.Op{Kind: "disable-health", Backend: be, Server: "s1"}, ""},
 	}
 	for _, tt := range tests {
-		c, err := CommandFor(tt.op)
+		c, err := CommandFor(tt.op, HTTP2{})
 		if (err != nil) != (tt.want == "") || c.String() != tt.want {
 			t.Errorf("CommandFor(%+v) = %q, %v; want %q", tt.op, c, err, tt.want)
 		}
@@ -258,7 +258,7 @@ func TestClientRejectsForeignCommands(t *testing.T) {
 
 func mustCommand(tb testing.TB, op dcm.Op) Command {
 	tb.Helper()
-	c, err := CommandFor(op)
+	c, err := CommandFor(op, HTTP2{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 }
 
 func ExampleCommandFor() {
-	c, err := CommandFor(dcm.Op{Kind: dcm.OpAddServer, Backend: "be_http:shop:web", Server: "web-7d9f:http", Addr: "10.244.1.7", Port: 8080, Weight: 1, Check: true})
+	c, err := CommandFor(dcm.Op{Kind: dcm.OpAddServer, Backend: "be_http:shop:web", Server: "web-7d9f:http", Addr: "10.244.1.7", Port: 8080, Weight: 1, Check: true}, HTTP2{})
 	fmt.Println(c, err)
 	// Output: add server be_http:shop:web/web-7d9f:http 10.244.1.7:8080 weight 1 check inter 5s disabled <nil>
 }

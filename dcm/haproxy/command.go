@@ -58,8 +58,10 @@ func (c Command) String() string { return c.text }
 
 // CommandFor turns one server op into exactly one command, validating every
 // string again. The command names the backend as HAProxy knows it (its
-// spare, when it has one). A map replace is a transaction: see MapCommands.
-func CommandFor(op dcm.Op) (Command, error) {
+// spare, when it has one), and a new server's TLS follows h2 (its ALPN,
+// as the cfg's server lines do). A map replace is a transaction: see
+// MapCommands.
+func CommandFor(op dcm.Op, h2 HTTP2) (Command, error) {
 	if op.Kind == dcm.OpMapReplace {
 		return Command{}, fmt.Errorf("op %s %s: a map transaction, not one command", op.Kind, op.Map)
 	}
@@ -78,7 +80,7 @@ func CommandFor(op dcm.Op) (Command, error) {
 	case dcm.OpAddServer:
 		// A new server starts in maint whatever we say; saying it keeps the
 		// arguments equal to the cfg line of a server in maint.
-		args, err := ServerArgs(dcm.Server{Name: op.Server, Addr: op.Addr, Port: op.Port, Weight: op.Weight, Check: op.Check, MaxConn: op.MaxConn, CheckInterMillis: op.CheckInterMillis, State: dcm.StateMaint, Endpoint: op.Server, Upstream: op.Upstream, Proto: op.Proto})
+		args, err := ServerArgs(dcm.Server{Name: op.Server, Addr: op.Addr, Port: op.Port, Weight: op.Weight, Check: op.Check, MaxConn: op.MaxConn, CheckInterMillis: op.CheckInterMillis, State: dcm.StateMaint, Endpoint: op.Server, Upstream: op.Upstream, Proto: op.Proto}, h2)
 		if err != nil {
 			return Command{}, fmt.Errorf("op %s on %s: %w", op.Kind, target, err)
 		}

@@ -47,7 +47,7 @@ func FuzzCommandFor(f *testing.F) {
 		if kind >= uint8(len(kinds)) && kind%16 == 15 {
 			op.Kind = dcm.OpKind(state) // an unknown kind
 		}
-		if cmd, err := CommandFor(op); err == nil {
+		if cmd, err := CommandFor(op, HTTP2{}); err == nil {
 			text := cmd.String()
 			re, ok := commandShapes[op.Kind]
 			if !ok || !re.MatchString(text) {

@@ -79,11 +79,11 @@ func (d *Driver) prepareServersAndMaps(ops []dcm.Op, next dcm.State) (serverBatc
 	if err != nil {
 		return serverBatch{}, err
 	}
-	preCmds, err := commandsFor(pre, d.cfg.Settings.CookieSecret)
+	preCmds, err := commandsFor(pre, d.cfg.Settings)
 	if err != nil {
 		return serverBatch{}, err
 	}
-	postCmds, err := commandsFor(post, d.cfg.Settings.CookieSecret)
+	postCmds, err := commandsFor(post, d.cfg.Settings)
 	if err != nil {
 		return serverBatch{}, err
 	}
@@ -200,18 +200,18 @@ func splitBusy(err error) (busy []string, rest error) {
 	return busy, errors.Join(others...)
 }
 
-func commandsFor(ops []dcm.Op, cookieSecret string) ([]Command, error) {
+func commandsFor(ops []dcm.Op, s Settings) ([]Command, error) {
 	cmds := make([]Command, 0, len(ops))
 	for _, op := range ops {
 		if op.Kind == dcm.OpCookieKey {
-			cs, err := CookieKeyCommands(op, cookieSecret)
+			cs, err := CookieKeyCommands(op, s.CookieSecret)
 			if err != nil {
 				return nil, err
 			}
 			cmds = append(cmds, cs...)
 			continue
 		}
-		c, err := CommandFor(op)
+		c, err := CommandFor(op, s.HTTP2)
 		if err != nil {
 			return nil, err
 		}

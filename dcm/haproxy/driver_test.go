@@ -192,7 +192,7 @@ func TestApplyFailures(t *testing.T) {
 	}
 	for i, tt := range tests {
 		ce := ces[i]
-		want, _ := CommandFor(tt.op)
+		want, _ := CommandFor(tt.op, HTTP2{})
 		if ce.Index != 2*i || ce.Command != want.String() || ce.Reply != tt.reply {
 			t.Errorf("%s: got {%d %q %q}, want {%d %q %q}", tt.name, ce.Index, ce.Command, ce.Reply, 2*i, want.String(), tt.reply)
 		}

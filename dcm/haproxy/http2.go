@@ -44,6 +44,17 @@ func (h HTTP2) crtListLine(c dcm.Cert) string {
 	return CertFile(c.Host) + " [alpn " + alpn + "] " + c.Host
 }
 
+// serverALPN is what a TLS server offers its pod by ALPN: h2 and
+// http/1.1, so a pod that speaks h2 (gRPC) gets it, or, with h2 disabled,
+// no ALPN at all, as OpenShift's router drops alpn from its reencrypt
+// servers under ROUTER_DISABLE_HTTP2.
+func (h HTTP2) serverALPN() string {
+	if h.Disabled {
+		return ""
+	}
+	return alpnH2
+}
+
 // protoArgs is a server's proto argument: h2 speaks HTTP/2 to the pod in
 // clear text (h2c), which gRPC needs; a TLS server negotiates by ALPN
 // instead (upstreamArgs).
@@ -59,11 +70,11 @@ func protoArgs(p dcm.Proto) (string, error) {
 
 // transportArgs are how a server talks to its pod: TLS for reencrypt
 // routes (upstreamArgs), then its protocol (protoArgs).
-func transportArgs(s dcm.Server) (string, error) {
+func transportArgs(s dcm.Server, h HTTP2) (string, error) {
 	var tls string
 	if u := s.Upstream; u != nil {
 		var err error
-		if tls, err = upstreamArgs(u, s.Check); err != nil {
+		if tls, err = upstreamArgs(u, s.Check, h.serverALPN()); err != nil {
 			return "", err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,23 +176,35 @@ func TestHTTP2Flags(t *testing.T) {
 
 // TestUpstreamArgs: a reencrypt server offers h2 and verifies its pod's
 // name, sent as SNI, or, with no name (a Route's own destination CA, as
-// OpenShift), the chain only, with neither SNI nor verifyhost.
+// OpenShift), the chain only, with neither SNI nor verifyhost. With h2
+// disabled it offers no ALPN, as OpenShift's router under
+// ROUTER_DISABLE_HTTP2, in the cfg's server line and in add server alike.
 func TestUpstreamArgs(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		up    dcm.UpstreamTLS
 		check bool
+		h2    HTTP2
 		want  string
 	}{
-		{"a name", dcm.UpstreamTLS{CA: "file:default", Version: "ab", ServerName: "web.ns.svc"}, true,
+		{"a name", dcm.UpstreamTLS{CA: "file:default", Version: "ab", ServerName: "web.ns.svc"}, true, HTTP2{},
 			" ssl verify required ca-file cas/ab.pem alpn h2,http/1.1 sni str(web.ns.svc) verifyhost web.ns.svc check-sni web.ns.svc"},
-		{"the chain only", dcm.UpstreamTLS{CA: "route:ns/r", Version: "ab"}, true,
+		{"the chain only", dcm.UpstreamTLS{CA: "route:ns/r", Version: "ab"}, true, HTTP2{},
+			" ssl verify required ca-file cas/ab.pem alpn h2,http/1.1"},
+		{"h2 disabled", dcm.UpstreamTLS{CA: "route:ns/r", Version: "ab"}, false, HTTP2{Disabled: true},
+			" ssl verify required ca-file cas/ab.pem"},
+		{"h2 on the default certificate too", dcm.UpstreamTLS{CA: "route:ns/r", Version: "ab"}, false, HTTP2{DefaultCert: true},
 			" ssl verify required ca-file cas/ab.pem alpn h2,http/1.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := upstreamArgs(&tc.up, tc.check)
-			if err != nil || got != tc.want {
-				t.Errorf("got %q, %v\nwant %q", got, err, tc.want)
+			srv := dcm.Server{Name: "s", Addr: "127.0.0.1", Port: 8443, Weight: 1, State: dcm.StateMaint, Endpoint: "s", Check: tc.check, Upstream: &tc.up}
+			line, err := ServerArgs(srv, tc.h2)
+			if err != nil || !strings.HasSuffix(line, tc.want+" disabled") {
+				t.Errorf("server line %q, %v\nwant it to end %q", line, err, tc.want+" disabled")
+			}
+			cmd, err := CommandFor(dcm.Op{Kind: dcm.OpAddServer, Backend: "be_reencrypt:ns:r", Server: "s", Addr: "127.0.0.1", Port: 8443, Weight: 1, Check: tc.check, Upstream: &tc.up}, tc.h2)
+			if err != nil || cmd.String() != "add server be_reencrypt:ns:r/s "+line {
+				t.Errorf("add server %q, %v\nwant the server line's arguments %q", cmd, err, line)
 			}
 		})
 	}

@@ -265,7 +265,7 @@ func TestCACommandText(t *testing.T) {
 		{CA: "secret:ns/ca", Version: "", ServerName: "web.ns.svc"},
 		{CA: "secret:ns/ca;x", Version: "ab", ServerName: "web.ns.svc"},
 	} {
-		if _, err := CommandFor(dcm.Op{Kind: dcm.OpAddServer, Backend: "be_reencrypt:ns:r", Server: "s", Addr: "127.0.0.1", Port: 1, Weight: 1, Upstream: &u}); err == nil {
+		if _, err := CommandFor(dcm.Op{Kind: dcm.OpAddServer, Backend: "be_reencrypt:ns:r", Server: "s", Addr: "127.0.0.1", Port: 1, Weight: 1, Upstream: &u}, HTTP2{}); err == nil {
 			t.Errorf("upstream %+v: accepted", u)
 		}
 	}

@@ -281,7 +281,7 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 		tcp[0], tcp[1] = b.Route.TCPTimeouts()
 		if !ok || rb.balance != b.Route.Balance || rb.sticky != sticky || rb.tcp != tcp || !slices.EqualFunc(rb.servers, b.Servers, sameRendering) {
 			var w bytes.Buffer
-			if err := renderBackend(&w, b, r.settings.CookieSecret); err != nil {
+			if err := renderBackend(&w, b, r.settings.CookieSecret, r.settings.HTTP2); err != nil {
 				return Files{}, err
 			}
 			rb = renderedBackend{sticky: sticky, balance: b.Route.Balance, tcp: tcp, servers: slices.Clone(b.Servers), text: w.Bytes()}
@@ -445,7 +445,7 @@ func renderInsecureRouting(w *bytes.Buffer, s Settings) {
 
 // renderBackend renders b under the name HAProxy knows it by (its spare's,
 // when it has one).
-func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
+func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string, h2 HTTP2) error {
 	if err := validateBackendName(b.ProxyName()); err != nil {
 		return err
 	}
@@ -468,7 +468,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string) error {
 		if i > 0 && servers[i-1].Name == srv.Name {
 			return fmt.Errorf("backend %q: server %q appears twice", b.Name, srv.Name)
 		}
-		args, err := ServerArgs(srv)
+		args, err := ServerArgs(srv, h2)
 		if err != nil {
 			return fmt.Errorf("backend %q: %w", b.Name, err)
 		}
@@ -500,7 +500,7 @@ func tcpBackend(b dcm.Backend) bool {
 // both, so runtime and file cannot drift. HAProxy 2.6 cannot express drain
 // in a cfg, so a drained server is rendered disabled (dcm restores drain
 // after a reload). A free slot points at a placeholder address, disabled.
-func ServerArgs(s dcm.Server) (string, error) {
+func ServerArgs(s dcm.Server, h2 HTTP2) (string, error) {
 	if err := dcm.ValidateServerName("server name", s.Name); err != nil {
 		return "", fmt.Errorf("server %q: %w", s.Name, err)
 	}
@@ -525,7 +525,7 @@ func ServerArgs(s dcm.Server) (string, error) {
 	if err := writeKnobs(&b, s); err != nil {
 		return "", err
 	}
-	transport, err := transportArgs(s)
+	transport, err := transportArgs(s, h2)
 	if err != nil {
 		return "", fmt.Errorf("server %q: %w", s.Name, err)
 	}
@@ -545,16 +545,20 @@ func ServerArgs(s dcm.Server) (string, error) {
 // name (verifyhost), which is also sent as SNI. Health checks, when on,
 // use the same TLS settings and send the same SNI (check-sni), or a pod
 // that picks its certificate by SNI would fail them.
-func upstreamArgs(u *dcm.UpstreamTLS, check bool) (string, error) {
+func upstreamArgs(u *dcm.UpstreamTLS, check bool, alpn string) (string, error) {
 	if u.Version == "" {
 		return "", fmt.Errorf("upstream TLS without a CA version")
 	}
 	if err := dcm.ValidateUpstream(u); err != nil {
 		return "", err
 	}
-	// alpn: a pod that speaks h2 (gRPC) gets it; one that does not picks
-	// http/1.1, as OpenShift's reencrypt servers offer both.
-	args := " ssl verify required ca-file " + CAFile(u.Version) + " alpn " + alpnH2
+	// alpn (HTTP2.serverALPN): a pod that speaks h2 (gRPC) gets it; one
+	// that does not picks http/1.1, as OpenShift's reencrypt servers offer
+	// both.
+	args := " ssl verify required ca-file " + CAFile(u.Version)
+	if alpn != "" {
+		args += " alpn " + alpn
+	}
 	if u.ServerName == "" {
 		// The chain only: without sni HAProxy 2.6 checks no name.
 		return args, nil

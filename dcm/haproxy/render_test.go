@@ -104,7 +104,7 @@ func TestServerArgs(t *testing.T) {
 		{dcm.Server{Name: "a", Endpoint: "a", Addr: "fe80::1%eth0", Port: 80, Weight: 1, State: dcm.StateReady}, "", true},
 	}
 	for _, tt := range tests {
-		got, err := ServerArgs(tt.srv)
+		got, err := ServerArgs(tt.srv, HTTP2{})
 		if (err != nil) != tt.wantErr || got != tt.want {
 			t.Errorf("ServerArgs(%+v) = %q, %v; want %q, err %v", tt.srv, got, err, tt.want, tt.wantErr)
 		}

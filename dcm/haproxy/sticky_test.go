@@ -62,12 +62,12 @@ func TestRenderSticky(t *testing.T) {
 }
 
 func TestCommandForDynamicCookie(t *testing.T) {
-	c, err := CommandFor(dcm.Op{Kind: dcm.OpDynamicCookie, Backend: "be_http:ns:web", Slot: "be_http:_pool:2", Server: "web-1:http"})
+	c, err := CommandFor(dcm.Op{Kind: dcm.OpDynamicCookie, Backend: "be_http:ns:web", Slot: "be_http:_pool:2", Server: "web-1:http"}, HTTP2{})
 	mustf(t, err, "command")
 	if got, want := c.String(), "enable dynamic-cookie backend be_http:_pool:2"; got != want {
 		t.Errorf("command %q, want %q", got, want)
 	}
-	if _, err := CommandFor(dcm.Op{Kind: dcm.OpDynamicCookie, Backend: "be_http:ns:web x", Server: "web-1:http"}); err == nil {
+	if _, err := CommandFor(dcm.Op{Kind: dcm.OpDynamicCookie, Backend: "be_http:ns:web x", Server: "web-1:http"}, HTTP2{}); err == nil {
 		t.Error("a backend name with a space was accepted")
 	}
 }
@@ -94,7 +94,7 @@ func TestStickySpare(t *testing.T) {
 	if len(cmds) != 2 || cmds[0].String() != want[0] || cmds[1].String() != want[1] {
 		t.Errorf("commands %v, want %v", cmds, want)
 	}
-	if _, err := CommandFor(dcm.Op{Kind: dcm.OpCookieKey, Backend: "be_http:ns:web", Slot: "be_sticky:_pool:1"}); err == nil {
+	if _, err := CommandFor(dcm.Op{Kind: dcm.OpCookieKey, Backend: "be_http:ns:web", Slot: "be_sticky:_pool:1"}, HTTP2{}); err == nil {
 		t.Error("CommandFor made a cookie-key command without the secret")
 	}
 }

@@ -95,3 +95,38 @@ func TestUpstreamHTTP2(t *testing.T) {
 		t.Errorf("worker changed from %d to %d", info.Pid, after.Pid)
 	}
 }
+
+// TestUpstreamHTTP2Disabled: with --disable-http2 a reencrypt server
+// offers its pod no ALPN, as OpenShift's router: a pod that speaks h2 is
+// spoken to over HTTP/1.1, by the server of the cfg and by one added at
+// runtime.
+func TestUpstreamHTTP2Disabled(t *testing.T) {
+	t.Parallel()
+	front, podCA := testkit.NewCA(t), testkit.NewCA(t)
+	store := &testkit.CertStore{}
+	leaf := podCA.Leaf(t, "web.ns.svc")
+	pod1, pod2 := protoPod(t, "127.0.0.7", "tls1", &leaf), protoPod(t, "127.0.0.7", "tls2", &leaf)
+	up := dcm.UpstreamTLS{CA: "secret:ns/r-ca", Version: store.Put("secret:ns/r-ca", podCA.CertPEM()), ServerName: "web.ns.svc"}
+	re := reencryptRoute("ns", "re", "re.test", store.Put("ns/re-tls", front.Leaf(t, "re.test").PEM()), up)
+	https := testkit.FreeAddr(t)
+	d, _ := startDriver(t, state(backendFor(re, tlsServer(pod1, dcm.StateReady, up))), func(c *DriverConfig) {
+		c.Settings.HTTPSBind = https
+		c.Settings.HTTP2 = HTTP2{Disabled: true}
+		c.Certs = store
+		c.CAs = store
+	})
+	if code, body, _, err := testkit.HTTPSGet(https, "re.test", "/", front.Pool()); err != nil || code != 200 || body != "tls1 HTTP/1.1" {
+		t.Errorf("server of the cfg: %d %q %v, want the pod reached over HTTP/1.1", code, body, err)
+	}
+	s1, s2 := tlsServer(pod1, dcm.StateMaint, up), tlsServer(pod2, dcm.StateReady, up)
+	be := re.BackendName()
+	next := state(backendFor(re, s1, s2))
+	mustf(t, d.Apply(context.Background(), []dcm.Op{
+		{Kind: dcm.OpAddServer, Backend: be, Server: s2.Name, Addr: s2.Addr, Port: s2.Port, Weight: 1, Endpoint: s2.Name, Upstream: s2.Upstream},
+		{Kind: dcm.OpSetState, Backend: be, Server: s2.Name, State: dcm.StateReady},
+		{Kind: dcm.OpSetState, Backend: be, Server: s1.Name, State: dcm.StateMaint},
+	}, next), "add a server")
+	if code, body, _, err := testkit.HTTPSGet(https, "re.test", "/", front.Pool()); err != nil || code != 200 || body != "tls2 HTTP/1.1" {
+		t.Errorf("server added at runtime: %d %q %v, want the pod reached over HTTP/1.1", code, body, err)
+	}
+}

@@ -188,7 +188,7 @@ func FuzzKubeToHAProxy(f *testing.F) {
 		}
 		p := plan.Compute(plan.Fresh(empty, caps), desired, caps)
 		for _, op := range p.Ops {
-			cmd, err := haproxy.CommandFor(op)
+			cmd, err := haproxy.CommandFor(op, haproxy.HTTP2{})
 			if err != nil {
 				t.Fatalf("kube accepted what the command builder refuses: %v", err)
 			}
@@ -257,7 +257,7 @@ func FuzzRouteToHAProxy(f *testing.F) {
 		empty := dcm.Desired{Backends: slices.Clone(desired.Backends)}
 		empty.Backends[0].Endpoints = nil
 		for _, op := range plan.Compute(plan.Fresh(empty, caps), desired, caps).Ops {
-			cmd, err := haproxy.CommandFor(op)
+			cmd, err := haproxy.CommandFor(op, haproxy.HTTP2{})
 			if err != nil {
 				t.Fatalf("kube accepted what the command builder refuses: %v", err)
 			}

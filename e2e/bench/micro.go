@@ -118,7 +118,7 @@ func roundTrips(t *testing.T, reps, rounds int) (one, pipelined time.Duration) {
 	c := haproxy.NewClient(filepath.Join(dir, "admin.sock"), haproxy.ClientOptions{})
 	defer func() { _ = c.Close() }()
 	cmd := func(w int) haproxy.Command {
-		cmd, err := haproxy.CommandFor(dcm.Op{Kind: dcm.OpSetWeight, Backend: be, Server: "s0", Weight: w%256 + 1})
+		cmd, err := haproxy.CommandFor(dcm.Op{Kind: dcm.OpSetWeight, Backend: be, Server: "s0", Weight: w%256 + 1}, haproxy.HTTP2{})
 		if err != nil {
 			t.Fatal(err)
 		}
