@@ -188,6 +188,13 @@ type Backend struct {
 	Servers []Server `json:"servers"` // sorted by Name
 }
 
+// MovedName is what dcm calls the HAProxy backend proxy once its route
+// has moved to another (a change the backend cannot take at runtime, such
+// as stickiness) while it drains beside it: proxy and ":moved", which no
+// route's backend (be_<kind>:<namespace>:<route>) and no spare can be
+// named. It is retiring, with proxy as its Slot.
+func MovedName(proxy string) string { return proxy + ":moved" }
+
 // ProxyName is the name HAProxy knows the backend by: its spare's when it
 // has one, else its own. Commands, the cfg and the maps use it.
 func (b Backend) ProxyName() string {

@@ -9,6 +9,7 @@ package plan
 
 import (
 	"slices"
+	"sort"
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/routing"
@@ -20,76 +21,26 @@ import (
 // Compute(Next, desired, caps) is empty.
 func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 	desired = servable(desired)
-	var (
-		reasons []dcm.ReloadReason
-		next    = make([]dcm.Backend, 0, len(desired.Backends))
-		ops     []dcm.Op
-		retired []dcm.Op // ops of retiring backends: after the maps stop sending them traffic
-		waiting int
-		remap   bool // a route is bound, re-keyed or unbound: the maps change
-		pooled  = caps.Pooled()
-		spares  = newPool(actual, caps)
-	)
+	c := &computation{caps: caps, spares: newPool(actual, caps), next: make([]dcm.Backend, 0, len(desired.Backends))}
 	as, ds := actual.Backends, desired.Backends
 	i, j := 0, 0
 	for i < len(as) || j < len(ds) {
 		switch {
 		case j >= len(ds) || (i < len(as) && as[i].Name < ds[j].Name):
-			a := as[i]
+			c.gone(as[i])
 			i++
-			if !pooled {
-				reasons = append(reasons, dcm.ReasonRouteRemoved)
-				continue
-			}
-			r := retire(a)
-			remap = remap || !a.Retiring
-			retired = append(retired, withSlot(r.ops, a.Slot)...)
-			waiting += r.waiting
-			if len(r.next.Servers) == 0 {
-				spares.release(a)
-				continue
-			}
-			next = append(next, r.next)
 		case i >= len(as) || ds[j].Name < as[i].Name:
-			d := ds[j]
+			c.arrived(ds[j])
 			j++
-			if !pooled {
-				reasons = append(reasons, dcm.ReasonRouteAdded)
-				continue
-			}
-			slot, reason := spares.take(d)
-			if reason != "" {
-				reasons = append(reasons, reason)
-				continue
-			}
-			r := added(d, slot)
-			remap = true
-			next = append(next, r.next)
-			ops = append(ops, r.ops...)
-			waiting += r.waiting
 		default:
-			a, d := as[i], ds[j]
+			c.kept(as[i], ds[j])
 			i++
 			j++
-			if a.Retiring { // the route came back before its backend was empty
-				a.Retiring = false
-				remap = true
-			}
-			rekeyed, reason := routeChange(a.Route, d.Route, caps)
-			if reason != "" {
-				reasons = append(reasons, reason)
-				continue
-			}
-			remap = remap || rekeyed
-			r := planBackend(a, d, caps)
-			if r.reason != "" {
-				reasons = append(reasons, r.reason)
-				continue
-			}
-			next = append(next, r.next)
-			ops = append(ops, withSlot(r.ops, a.Slot)...)
-			waiting += r.waiting
 		}
+	}
+	reasons, next, ops, retired, remap, spares := c.reasons, c.next, c.ops, c.retired, c.remap, c.spares
+	if c.moved {
+		sort.Slice(next, func(i, j int) bool { return next[i].Name < next[j].Name })
 	}
 	if len(reasons) > 0 {
 		return reloadFor(actual, desired, caps, reasons)
@@ -116,7 +67,110 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 		// transaction at a time.
 		ops = append(append(certFirst, ops...), certLast...)
 	}
-	return dcm.Plan{Ops: ops, Next: st, Waiting: waiting}
+	return dcm.Plan{Ops: ops, Next: st, Waiting: c.waiting}
+}
+
+// computation is what Compute gathers backend by backend.
+type computation struct {
+	caps    dcm.Caps
+	spares  *pool
+	reasons []dcm.ReloadReason
+	next    []dcm.Backend
+	ops     []dcm.Op
+	retired []dcm.Op // ops of retiring backends: after the maps stop sending them traffic
+	waiting int
+	remap   bool // a route is bound, re-keyed or unbound: the maps change
+	moved   bool // a route moved to another backend: next is out of order
+}
+
+// gone plans a backend whose route is gone: retired, and back to the pool
+// once empty.
+func (c *computation) gone(a dcm.Backend) {
+	if !c.caps.Pooled() {
+		c.reasons = append(c.reasons, dcm.ReasonRouteRemoved)
+		return
+	}
+	r := retire(a)
+	c.remap = c.remap || !a.Retiring
+	c.retired = append(c.retired, withSlot(r.ops, a.Slot)...)
+	c.waiting += r.waiting
+	if len(r.next.Servers) == 0 {
+		c.spares.release(a)
+		return
+	}
+	c.next = append(c.next, r.next)
+}
+
+// arrived plans a new route: on a free spare.
+func (c *computation) arrived(d dcm.DesiredBackend) {
+	if !c.caps.Pooled() {
+		c.reasons = append(c.reasons, dcm.ReasonRouteAdded)
+		return
+	}
+	slot, reason := c.spares.take(d)
+	if reason != "" {
+		c.reasons = append(c.reasons, reason)
+		return
+	}
+	c.carry(d, slot)
+}
+
+// carry plans route d on a spare it took.
+func (c *computation) carry(d dcm.DesiredBackend, slot string) {
+	r := added(d, slot)
+	c.remap = true
+	c.next = append(c.next, r.next)
+	c.ops = append(c.ops, r.ops...)
+	c.waiting += r.waiting
+}
+
+// kept plans a route that keeps its backend.
+func (c *computation) kept(a dcm.Backend, d dcm.DesiredBackend) {
+	if a.Retiring { // the route came back before its backend was empty
+		a.Retiring = false
+		c.remap = true
+	}
+	rekeyed, reason := routeChange(a.Route, d.Route, c.caps)
+	if reason == dcm.ReasonRouteChanged && c.caps.Pooled() {
+		c.move(a, d, reason)
+		return
+	}
+	if reason != "" {
+		c.reasons = append(c.reasons, reason)
+		return
+	}
+	c.remap = c.remap || rekeyed
+	r := planBackend(a, d, c.caps)
+	if r.reason != "" {
+		c.reasons = append(c.reasons, r.reason)
+		return
+	}
+	c.next = append(c.next, r.next)
+	c.ops = append(c.ops, withSlot(r.ops, a.Slot)...)
+	c.waiting += r.waiting
+}
+
+// move carries a route whose change its HAProxy backend cannot take at
+// runtime (what is rendered into the backend: stickiness, health checks)
+// to a free spare, as a new route is carried, while its old backend is
+// retired beside it, as a deleted route's is, under a name of its own
+// (MovedName): in-flight requests finish where they are, the next ones
+// go to the new spare, and no reload. Without a spare that fits, it
+// reloads: for an empty pool, else for why.
+func (c *computation) move(a dcm.Backend, d dcm.DesiredBackend, why dcm.ReloadReason) {
+	slot, reason := c.spares.take(d)
+	if reason != "" {
+		if reason != dcm.ReasonPoolExhausted {
+			reason = why
+		}
+		c.reasons = append(c.reasons, reason)
+		return
+	}
+	old := a
+	old.Name, old.Slot = dcm.MovedName(a.ProxyName()), a.ProxyName()
+	c.gone(old)
+	c.carry(d, slot)
+	c.moved = true
 }
 
 // added plans a new route's backend on the spare it takes.

@@ -99,10 +99,12 @@ func sameTCPTimeouts(a, d dcm.Route) bool {
 // in HAProxy, empty and in no map, until the next reload drops it.
 func (p *pool) release(b dcm.Backend) {
 	switch {
-	case b.Slot != "":
+	case b.Slot != "" && b.Slot != b.Route.BackendName():
 		p.released = append(p.released, b.Slot)
 	case spareLike(b.Route):
-		p.released = append(p.released, b.Name)
+		// Its route's own backend, rendered for it (a backend its route
+		// moved away from carries it as its Slot).
+		p.released = append(p.released, b.ProxyName())
 	}
 }
 

@@ -40,9 +40,9 @@ func TestStickyAddServer(t *testing.T) {
 	}
 }
 
-// TestStickyRouteSkipsPool: spares are rendered without cookies, so a new
-// sticky route reloads (route-added) instead of taking one, and turning
-// stickiness on or off is a route change.
+// TestStickyRouteSkipsPool: spares are rendered without cookies, so
+// without sticky spares a new sticky route reloads (route-added) instead
+// of taking one, and turning stickiness on is a route change.
 func TestStickyRouteSkipsPool(t *testing.T) {
 	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2}
 	web := route("web")
@@ -125,5 +125,68 @@ func TestStickyBackendIsNoSpare(t *testing.T) {
 	}
 	if want := []string{"be_http:_pool:1", "be_passthrough:_pool:1", "be_reencrypt:_pool:1", "be_sticky:_pool:1"}; !slices.Equal(st.Pool, want) {
 		t.Fatalf("pool %v, want %v", st.Pool, want)
+	}
+}
+
+// TestStickyToggleMovesBetweenSpares: stickiness turned on moves a route
+// from its own backend to a sticky spare, and off again back to a plain
+// one, without a reload: the new backend's servers and the maps first,
+// then the old backend, known as its MovedName, retires beside it and
+// returns to the pool once its servers are deleted. Every plan applies
+// and is idempotent.
+func TestStickyToggleMovesBetweenSpares(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1, StickyPool: 1}
+	web := route("web")
+	web.Check = false
+	a := ep("web-a", "127.0.1.1", dcm.StateReady)
+	st := idle(Fresh(desiredOf(web, a), caps))
+	own := web.BackendName()
+	step := func(what string, sticky bool, wantSlot string, wantPool []string) {
+		t.Helper()
+		web.Sticky = sticky
+		want := desiredOf(web, a)
+		checkPlan(t, what, st, want, caps)
+		p := Compute(st, want, caps)
+		if p.Reload {
+			t.Fatalf("%s: reload %v", what, p.Reasons)
+		}
+		moved, ok := p.Next.Backend(dcm.MovedName(st.Backends[0].ProxyName()))
+		if !ok || !moved.Retiring || moved.Slot != st.Backends[0].ProxyName() || len(moved.Servers) != 1 || moved.Servers[0].State != dcm.StateMaint {
+			t.Fatalf("%s: the old backend %+v %v, want it retiring as %s with its server in maint", what, moved, ok, dcm.MovedName(st.Backends[0].ProxyName()))
+		}
+		if b, _ := p.Next.Backend(own); b.Slot != wantSlot || b.Route.Sticky != sticky || len(b.Servers) != 1 {
+			t.Fatalf("%s: the route's backend %+v, want it on %q", what, b, wantSlot)
+		}
+		if last := p.Ops[len(p.Ops)-1]; last.Kind != dcm.OpSetState || last.Backend != moved.Name || last.Slot != moved.Slot {
+			t.Errorf("%s: last op %s, want the old server's maint after the maps", what, last)
+		}
+		// The old server idle: deleted, and its backend back in the pool.
+		st = idle(p.Next)
+		checkPlan(t, what+", old server idle", st, want, caps)
+		p = Compute(st, want, caps)
+		if p.Reload || len(p.Ops) != 1 || p.Ops[0].Kind != dcm.OpDelServer {
+			t.Fatalf("%s, old server idle: %v %v, want one del server", what, p.Reasons, p.Ops)
+		}
+		if !slices.Equal(p.Next.Pool, wantPool) || len(p.Next.Backends) != 1 {
+			t.Fatalf("%s: pool %v and backends %d, want %v and one", what, p.Next.Pool, len(p.Next.Backends), wantPool)
+		}
+		st = idle(p.Next)
+	}
+	step("sticky on", true, "be_sticky:_pool:1", []string{"be_http:_pool:1", own, "be_passthrough:_pool:1", "be_reencrypt:_pool:1"})
+	// Its own backend, a plain one, is back in the pool: the route takes it.
+	step("sticky off", false, "", []string{"be_http:_pool:1", "be_passthrough:_pool:1", "be_reencrypt:_pool:1", "be_sticky:_pool:1"})
+	// Another sticky route holds the sticky spare: turning stickiness on
+	// finds none free, and reloads for it.
+	shop := route("shop")
+	shop.Sticky = true
+	withShop := func() dcm.Desired { return desiredAll(desiredBackend(web, a), desiredBackend(shop)) }
+	p := Compute(st, withShop(), caps)
+	if p.Reload {
+		t.Fatalf("shop: reload %v", p.Reasons)
+	}
+	st = idle(p.Next)
+	web.Sticky = true
+	if p := Compute(st, withShop(), caps); !p.Reload || !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonPoolExhausted}) {
+		t.Errorf("sticky on without a sticky spare: reload %v %v, want pool-exhausted", p.Reload, p.Reasons)
 	}
 }
