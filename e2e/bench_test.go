@@ -110,7 +110,6 @@ func benchEventToHAProxy(b *testing.B, routes int) {
 	// The simple clientset: NewClientset's field management builds a REST
 	// mapper for every Create (1.5 ms each, 50 s for 10,000 routes' 30,000
 	// objects), and dcm reads no managed fields.
-	//lint:ignore SA1019 field management is what the benchmark must not pay for
 	client := fake.NewSimpleClientset(benchObjects(routes, endpoints)...)
 	ctx := context.Background()
 	log := testkit.Logger(b)
