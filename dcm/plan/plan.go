@@ -263,8 +263,9 @@ func Reload(desired dcm.Desired, caps dcm.Caps, reasons ...dcm.ReloadReason) dcm
 
 // Fresh is the state a configuration rendered for desired gives: every
 // endpoint a server from the file, in slots mode caps.Slots free slots
-// per backend on top of its endpoints, and with a pool caps.Pool spare
-// backends per kind while every route has a backend of its own name.
+// per backend on top of its endpoints, and with a pool spare backends per
+// kind (freshPool: caps.Pool, or a tenth of the kind's routes when more)
+// while every route has a backend of its own name.
 func Fresh(desired dcm.Desired, caps dcm.Caps) dcm.State {
 	desired = servable(desired)
 	backends := make([]dcm.Backend, 0, len(desired.Backends))
@@ -289,7 +290,7 @@ func Fresh(desired dcm.Desired, caps dcm.Caps) dcm.State {
 		}
 		backends = append(backends, b)
 	}
-	return dcm.State{Backends: backends, Pool: freshPool(caps), DefaultCert: desired.DefaultCert}
+	return dcm.State{Backends: backends, Pool: freshPool(caps, desired), DefaultCert: desired.DefaultCert}
 }
 
 // AfterReload is what a reload does to a state rendered into the

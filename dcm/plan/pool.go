@@ -124,22 +124,49 @@ func poolBalanced(r dcm.Route) bool {
 	return r.BalanceOf() == routing.PoolBalance(routing.PoolKind(r.Kind))
 }
 
-// freshPool is the pool a rendered configuration starts with.
-func freshPool(caps dcm.Caps) []string {
+// PoolShare sizes the pool at every render: each kind gets at least a
+// PoolShare-th of the desired routes that would take a spare of that kind
+// (and never fewer than Caps.Pool, or Caps.StickyPool), so a cluster can
+// grow by a tenth of its routes of a kind between reloads whatever its
+// size. An empty spare costs about 11 KB of HAProxy's memory (docs/bench.md)
+// against some 60 KB for a route of 10 servers: a tenth is under 2 % of it.
+const PoolShare = 10
+
+// freshPool is the pool a configuration rendered for desired starts with.
+func freshPool(caps dcm.Caps, desired dcm.Desired) []string {
 	if !caps.Pooled() {
 		return nil
 	}
-	out := make([]string, 0, caps.Pool*len(routing.PoolKinds)+caps.StickyPool)
-	for _, k := range routing.PoolKinds {
-		for n := 1; n <= caps.Pool; n++ {
+	routes := make(map[dcm.RouteKind]int, len(routing.PoolKinds)+1)
+	for _, d := range desired.Backends {
+		routes[spareKindOf(d.Route)]++
+	}
+	size := func(kind dcm.RouteKind, floor int) int {
+		if floor == 0 {
+			return 0 // the kind's spares are turned off
+		}
+		return max(floor, routes[kind]/PoolShare)
+	}
+	var out []string
+	for _, k := range append(slices.Clone(routing.PoolKinds), routing.PoolSticky) {
+		floor := caps.Pool
+		if k == routing.PoolSticky {
+			floor = caps.StickyPool
+		}
+		for n := 1; n <= size(k, floor); n++ {
 			out = append(out, routing.PoolBackendName(k, n))
 		}
 	}
-	for n := 1; n <= caps.StickyPool; n++ {
-		out = append(out, routing.PoolBackendName(routing.PoolSticky, n))
-	}
 	routing.SortPool(out)
 	return out
+}
+
+// spareKindOf is the kind of spare route r takes (pool.take).
+func spareKindOf(r dcm.Route) dcm.RouteKind {
+	if r.Sticky {
+		return routing.PoolSticky
+	}
+	return routing.PoolKind(r.Kind)
 }
 
 // rekeyable reports whether a route changed only in what the maps say (host,

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -249,5 +251,51 @@ func TestPoolRecyclesRenderedBackends(t *testing.T) {
 	apply("shop back", desiredAll(append(slices.Clone(withX.Backends), desiredBackend(shop, s1))...))
 	if b, _ := st.Backend(shop.BackendName()); b.Slot != "" || b.ProxyName() != "be_http:demo:shop" || !slices.Equal(st.Pool, []string{"be_passthrough:_pool:1", "be_reencrypt:_pool:1"}) {
 		t.Fatalf("shop back in %q, pool %v", b.ProxyName(), st.Pool)
+	}
+}
+
+// TestFreshPoolGrowsWithRoutes: a render gives each kind a tenth of the
+// routes that would take its spares, never fewer than the configured
+// floor, and no sticky spares when they are off.
+func TestFreshPoolGrowsWithRoutes(t *testing.T) {
+	var routes []dcm.DesiredBackend
+	add := func(n int, kind dcm.RouteKind, sticky bool) {
+		for i := range n {
+			r := route(fmt.Sprintf("%s-%v-%d", kind, sticky, i))
+			r.Kind, r.Sticky = kind, sticky
+			routes = append(routes, desiredBackend(r))
+		}
+	}
+	add(250, dcm.KindHTTP, false)
+	add(60, dcm.KindEdge, false) // HTTP spares too
+	add(35, dcm.KindHTTP, true)
+	add(5, dcm.KindPassthrough, false)
+	desired := desiredAll(routes...)
+	count := func(pool []string) map[dcm.RouteKind]int {
+		out := map[dcm.RouteKind]int{}
+		for _, name := range pool {
+			k, _ := routing.SpareKind(name)
+			out[k]++
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		caps dcm.Caps
+		want map[dcm.RouteKind]int
+	}{
+		{"floor 10", dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10, StickyPool: 10},
+			map[dcm.RouteKind]int{dcm.KindHTTP: 31, dcm.KindPassthrough: 10, dcm.KindReencrypt: 10, routing.PoolSticky: 10}},
+		{"floor 2, sticky share", dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, StickyPool: 2},
+			map[dcm.RouteKind]int{dcm.KindHTTP: 31, dcm.KindPassthrough: 2, dcm.KindReencrypt: 2, routing.PoolSticky: 3}},
+		{"no sticky spares", dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10},
+			map[dcm.RouteKind]int{dcm.KindHTTP: 31, dcm.KindPassthrough: 10, dcm.KindReencrypt: 10}},
+		{"no pool", dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}, map[dcm.RouteKind]int{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := count(Fresh(desired, tc.caps).Pool); !maps.Equal(got, tc.want) {
+				t.Errorf("spares by kind %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
