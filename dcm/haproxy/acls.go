@@ -74,7 +74,7 @@ type aclCache struct {
 // unchanged reports whether all renders to the files of c: the same
 // backends with the same lists. It allocates nothing, so a rendering of
 // thousands of backends where no list changed costs a walk.
-func (c aclCache) unchanged(all []dcm.Backend) bool {
+func (c aclCache) unchanged(all []*dcm.Backend) bool {
 	if c.files == nil || len(c.byProxy) != len(all) {
 		return false
 	}
@@ -89,7 +89,7 @@ func (c aclCache) unchanged(all []dcm.Backend) bool {
 
 // renderACLs renders the allowlist file of every HAProxy backend of all
 // (backends and spares), reusing the text of lists that did not change.
-func renderACLs(all []dcm.Backend, cache aclCache) (aclCache, error) {
+func renderACLs(all []*dcm.Backend, cache aclCache) (aclCache, error) {
 	if cache.unchanged(all) {
 		return cache, nil
 	}

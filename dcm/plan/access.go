@@ -55,6 +55,31 @@ func aclOps(before, after dcm.State) []dcm.Op {
 	return ops
 }
 
+// aclOpsOf is aclOps for a plan that touched the named backends only (and
+// released the named spares): the same ops in the same order, looking at
+// those alone.
+func aclOpsOf(before, after dcm.State, touched, released []string) []dcm.Op {
+	names := slices.Clone(touched)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	var ops []dcm.Op
+	for _, name := range names {
+		b, ok := after.Backend(name)
+		if ok && !slices.Equal(sourcesBefore(before, b.Name, b.ProxyName()), b.Route.Sources()) {
+			ops = append(ops, dcm.Op{Kind: dcm.OpACLReplace, Backend: b.Name, Slot: b.Slot, Allowlist: b.Route.Allowlist})
+		}
+	}
+	if len(released) == 0 {
+		return ops
+	}
+	for _, name := range after.Pool {
+		if slices.Contains(released, name) && !slices.Equal(sourcesBefore(before, "", name), dcm.AllowEveryone) {
+			ops = append(ops, dcm.Op{Kind: dcm.OpACLReplace, Backend: name})
+		}
+	}
+	return ops
+}
+
 // sourcesBefore is what the file of HAProxy backend proxy held in before:
 // the list of the backend named name when HAProxy knew it as proxy, else of
 // the backend proxy carried (a spare released by this plan), else
