@@ -75,7 +75,7 @@ type Event struct {
 	// State holds those backends as they are after the event, so a client
 	// can keep its picture current from events alone. A reload touches
 	// every backend and carries no state: clients take a fresh snapshot.
-	State []Backend `json:"state,omitempty"`
+	State []*Backend `json:"state,omitempty"`
 	// Prediction compares a preview with what happened (prediction events).
 	Prediction *PredictionCheck `json:"prediction,omitempty"`
 }

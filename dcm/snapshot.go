@@ -28,7 +28,7 @@ type Snapshot struct {
 	Updates    Updates     `json:"updates"`
 	LastReload *ReloadInfo `json:"lastReload,omitempty"`
 	Routes     []Route     `json:"routes"`
-	Backends   []Backend   `json:"backends"`
+	Backends   []*Backend  `json:"backends"`
 	// Pool lists the free spare backends (dynamic mode with a pool).
 	Pool     []string    `json:"pool,omitempty"`
 	Rejected []Rejection `json:"rejected"`

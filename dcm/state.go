@@ -88,19 +88,21 @@ type DesiredBackend struct {
 	Endpoints []Endpoint `json:"endpoints"` // sorted by Name, names unique
 }
 
-// Desired is the whole desired state, backends sorted by Name.
+// Desired is the whole desired state, backends sorted by Name. A
+// DesiredBackend is shared between the Desired values made from one
+// another and must not be modified once in one: a change makes a new one.
 type Desired struct {
-	Backends []DesiredBackend `json:"backends"`
+	Backends []*DesiredBackend `json:"backends"`
 	// DefaultCert is served to hosts without a certificate of their own
 	// (dcm.DefaultCertificate); zero: dcm's self-signed one.
 	DefaultCert Cert `json:"defaultCert,omitzero"`
 }
 
 // Backend finds a desired backend by name.
-func (d Desired) Backend(name string) (DesiredBackend, bool) {
-	i, ok := slices.BinarySearchFunc(d.Backends, name, func(b DesiredBackend, n string) int { return strings.Compare(b.Name, n) })
+func (d Desired) Backend(name string) (*DesiredBackend, bool) {
+	i, ok := slices.BinarySearchFunc(d.Backends, name, func(b *DesiredBackend, n string) int { return strings.Compare(b.Name, n) })
 	if !ok {
-		return DesiredBackend{}, false
+		return nil, false
 	}
 	return d.Backends[i], true
 }
@@ -214,9 +216,14 @@ func (b Backend) Server(name string) (Server, bool) {
 }
 
 // State is the state of the HAProxy data plane, backends sorted by Name.
-// The planner treats it as a value: every function returns a new State.
+// The planner treats it as a value: every function returns a new State,
+// which shares the Backends it did not change with its input. So a
+// Backend, once in a State, is never modified: a change makes a new one.
+// Sharing keeps a change to one backend among thousands from copying the
+// others, and lets whoever kept an older State tell the changed backends
+// by their pointers. No element is nil.
 type State struct {
-	Backends []Backend `json:"backends"`
+	Backends []*Backend `json:"backends"`
 	// Pool lists the free spare backends (empty, in no map) in the order
 	// they are taken (routing.SortPool); dynamic mode with --pool-size only.
 	Pool []string `json:"pool,omitempty"`
@@ -225,10 +232,10 @@ type State struct {
 }
 
 // Backend finds a backend by name.
-func (s State) Backend(name string) (Backend, bool) {
-	i, ok := slices.BinarySearchFunc(s.Backends, name, func(b Backend, n string) int { return strings.Compare(b.Name, n) })
+func (s State) Backend(name string) (*Backend, bool) {
+	i, ok := slices.BinarySearchFunc(s.Backends, name, func(b *Backend, n string) int { return strings.Compare(b.Name, n) })
 	if !ok {
-		return Backend{}, false
+		return nil, false
 	}
 	return s.Backends[i], true
 }
@@ -261,7 +268,32 @@ func SortServers(servers []Server) {
 	sort.Slice(servers, func(i, j int) bool { return servers[i].Name < servers[j].Name })
 }
 
-// SortBackends sorts backends by name, the order every State keeps.
-func SortBackends(backends []Backend) {
+// SortDesired sorts desired backends by name, the order every Desired keeps.
+func SortDesired(backends []*DesiredBackend) {
 	sort.Slice(backends, func(i, j int) bool { return backends[i].Name < backends[j].Name })
+}
+
+// SortBackends sorts backends by name, the order every State keeps.
+func SortBackends(backends []*Backend) {
+	sort.Slice(backends, func(i, j int) bool { return backends[i].Name < backends[j].Name })
+}
+
+// BackendList is backends as a State holds them, each a copy of its own.
+func BackendList(backends ...Backend) []*Backend {
+	out := make([]*Backend, len(backends))
+	for i := range backends {
+		b := backends[i]
+		out[i] = &b
+	}
+	return out
+}
+
+// DesiredList is backends as a Desired holds them, each a copy of its own.
+func DesiredList(backends ...DesiredBackend) []*DesiredBackend {
+	out := make([]*DesiredBackend, len(backends))
+	for i := range backends {
+		b := backends[i]
+		out[i] = &b
+	}
+	return out
 }

@@ -72,7 +72,7 @@ func UpstreamFor(r Route, e Endpoint) *UpstreamTLS {
 // HAProxy. A server keeps the CA it was added with until it is deleted, so
 // after a rotation the old CA stays listed while old servers wait to be
 // idle, and goes with the last of them.
-func CAsOf(backends []Backend) []UpstreamTLS {
+func CAsOf(backends []*Backend) []UpstreamTLS {
 	var out []UpstreamTLS
 	seen := map[string]bool{}
 	for _, b := range backends {
@@ -195,7 +195,7 @@ type Cert struct {
 // host. Two routes on one host with different certificates (two paths of
 // one host from two Ingresses): the first in route order wins, as it does
 // for map keys, so every renderer and planner picks the same.
-func CertsOf(backends []Backend) []Cert {
+func CertsOf(backends []*Backend) []Cert {
 	certs, _ := certsOf(backends)
 	return certs
 }
@@ -203,13 +203,13 @@ func CertsOf(backends []Backend) []Cert {
 // CertBackends names, by host, the backend whose route's certificate is
 // served: cert ops name it, so the feed's filters and the event log show
 // them with the route they are for.
-func CertBackends(backends []Backend) map[string]string {
+func CertBackends(backends []*Backend) map[string]string {
 	_, owners := certsOf(backends)
 	return owners
 }
 
-func certsOf(backends []Backend) ([]Cert, map[string]string) {
-	var routed []Backend
+func certsOf(backends []*Backend) ([]Cert, map[string]string) {
+	var routed []*Backend
 	for _, b := range backends {
 		if b.Routed() && (b.Route.Kind == KindEdge || b.Route.Kind == KindReencrypt) && b.Route.TLS != nil && b.Route.TLS.Version != "" && b.Route.Host != "" {
 			routed = append(routed, b)

@@ -28,7 +28,7 @@ var appRoute = dcm.Route{Namespace: "test", Name: "app", Source: dcm.SourceIngre
 	Host: "app.test", Path: "/", PathType: dcm.PathPrefix, Balance: dcm.BalanceRoundRobin}
 
 func desiredApp(eps ...dcm.Endpoint) dcm.Desired {
-	return dcm.Desired{Backends: []dcm.DesiredBackend{{Name: appRoute.BackendName(), Route: appRoute, Endpoints: eps}}}
+	return dcm.Desired{Backends: []*dcm.DesiredBackend{{Name: appRoute.BackendName(), Route: appRoute, Endpoints: eps}}}
 }
 
 // TestRemovedServerDeletedOnlyWhenIdle: an endpoint removed while its pod

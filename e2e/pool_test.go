@@ -25,10 +25,10 @@ func poolRoute(name, host, path string) dcm.Route {
 func withRoutes(base dcm.Desired, routes []dcm.Route, pods []pod) dcm.Desired {
 	out := dcm.Desired{Backends: slices.Clone(base.Backends)}
 	for i, r := range routes {
-		out.Backends = append(out.Backends, dcm.DesiredBackend{Name: r.BackendName(), Route: r,
+		out.Backends = append(out.Backends, &dcm.DesiredBackend{Name: r.BackendName(), Route: r,
 			Endpoints: []dcm.Endpoint{pods[i].endpoint(dcm.StateReady)}})
 	}
-	slices.SortFunc(out.Backends, func(a, b dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out.Backends, func(a, b *dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -135,15 +135,20 @@ func TestRoutesWithoutReload(t *testing.T) {
 		src.Set(withRoutes(base, []dcm.Route{r, tr}, []pod{p, tp}))
 		answers(s, host, "/", p.Name)
 		servedWith(s, thost, tp.Name, ca, leaf)
-		for _, want := range []struct {
-			route dcm.Route
-			kind  string
-		}{{r, "http"}, {tr, "passthrough"}} {
-			b := s.Backend(want.route.BackendName())
-			if b.Name != "be_"+want.kind+":test:"+want.route.Name || !strings.HasPrefix(b.Slot, "be_"+want.kind+":_pool:") {
-				t.Fatalf("round %d: backend %s slot %q", i, b.Name, b.Slot)
+		// HAProxy serves a change a moment before the engine records it:
+		// wait for the snapshot.
+		s.Eventually(fmt.Sprintf("round %d: the snapshot names the spares", i), 5*time.Second, func() error {
+			for _, want := range []struct {
+				route dcm.Route
+				kind  string
+			}{{r, "http"}, {tr, "passthrough"}} {
+				b, ok := s.SnapshotBackend(want.route.BackendName())
+				if !ok || b.Name != "be_"+want.kind+":test:"+want.route.Name || !strings.HasPrefix(b.Slot, "be_"+want.kind+":_pool:") {
+					return fmt.Errorf("backend %s (%v) slot %q", want.route.BackendName(), ok, b.Slot)
+				}
 			}
-		}
+			return nil
+		})
 		filesEqualRuntime(t, s)
 
 		src.Set(base)

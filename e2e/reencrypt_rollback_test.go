@@ -68,11 +68,13 @@ func TestReencryptCARollback(t *testing.T) {
 				Version: k.store.Put(v1.Upstream.CA, append(k.pods.CertPEM(), next.CertPEM()...))}
 			withShop := func(r dcm.Route) dcm.Desired {
 				d := withRoutes(base, []dcm.Route{r}, pods[:1])
-				for i, b := range d.Backends {
+				for i, sb := range d.Backends {
+					b := *sb // a copy: d shares its backends
 					if b.Name == r.BackendName() {
 						b.Endpoints = append(b.Endpoints, dcm.Endpoint{Name: "shop-2:https", Addr: pods[1].Addr, Port: pods[1].Port, Weight: 1, State: dcm.StateReady, Pod: "shop-2"})
 					}
-					d.Backends[i] = b.WithUpstreamNames()
+					nb := b.WithUpstreamNames()
+					d.Backends[i] = &nb
 				}
 				return d
 			}

@@ -59,7 +59,8 @@ func (k tlsPKI) reencryptRouteFor(t *testing.T, name, host string, caPEM []byte)
 func withTLSRoutes(base dcm.Desired, routes []dcm.Route, pods []pod) dcm.Desired {
 	d := withRoutes(base, routes, pods)
 	for i, b := range d.Backends {
-		d.Backends[i] = b.WithUpstreamNames()
+		nb := b.WithUpstreamNames()
+		d.Backends[i] = &nb
 	}
 	return d
 }
@@ -262,11 +263,13 @@ func TestReencryptCARotation(t *testing.T) {
 	shop, leaf := k.reencryptRouteFor(t, "shop", "shop.test", k.pods.CertPEM())
 	withShop := func(r dcm.Route) dcm.Desired {
 		d := withRoutes(base, []dcm.Route{r}, pods[:1])
-		for i, b := range d.Backends {
+		for i, sb := range d.Backends {
+			b := *sb // a copy: d shares its backends
 			if b.Name == r.BackendName() {
 				b.Endpoints = append(b.Endpoints, dcm.Endpoint{Name: "shop-2:https", Addr: pods[1].Addr, Port: pods[1].Port, Weight: 1, State: dcm.StateReady, Pod: "shop-2"})
 			}
-			d.Backends[i] = b.WithUpstreamNames()
+			nb := b.WithUpstreamNames()
+			d.Backends[i] = &nb
 		}
 		return d
 	}

@@ -61,7 +61,7 @@ func (f feedFilter) keepEvent(ev dcm.Event) (dcm.Event, bool) {
 		return ev, false
 	}
 	ev.Backends = slices.DeleteFunc(slices.Clone(ev.Backends), func(b string) bool { return !f.keepBackend(b) })
-	ev.State = slices.DeleteFunc(slices.Clone(ev.State), func(b dcm.Backend) bool { return !f.keepBackend(b.Name) })
+	ev.State = slices.DeleteFunc(slices.Clone(ev.State), func(b *dcm.Backend) bool { return !f.keepBackend(b.Name) })
 	ev.Ops = f.ops(ev.Ops)
 	return ev, true
 }
@@ -91,7 +91,7 @@ func (f feedFilter) snapshot(s dcm.Snapshot) dcm.Snapshot {
 	if f.all() {
 		return s
 	}
-	s.Backends = slices.DeleteFunc(slices.Clone(s.Backends), func(b dcm.Backend) bool { return !f.keepBackend(b.Name) })
+	s.Backends = slices.DeleteFunc(slices.Clone(s.Backends), func(b *dcm.Backend) bool { return !f.keepBackend(b.Name) })
 	s.Routes = slices.DeleteFunc(slices.Clone(s.Routes), func(r dcm.Route) bool { return !f.keepBackend(r.BackendName()) })
 	s.Rejected = slices.DeleteFunc(slices.Clone(s.Rejected), func(r dcm.Rejection) bool {
 		return f.backend != "" || r.Object.Namespace != f.namespace

@@ -94,7 +94,7 @@ func fullSnapshot() dcm.Snapshot {
 		DefaultCert: dcm.Cert{Secret: "openshift-ingress/router-default", Version: "89abcdef"},
 		HAProxy:     dcm.HAProxyInfo{Version: "2.6.12", PID: 11, Started: tStart(), Reloads: 3, Running: true},
 		Updates:     dcm.Updates{Noop: 1, Dynamic: 2, Reload: 3}, LastReload: fullReload(),
-		Routes: []dcm.Route{web.Route, app.Route}, Backends: []dcm.Backend{web, app},
+		Routes: []dcm.Route{web.Route, app.Route}, Backends: dcm.BackendList(web, app),
 		Rejected: []dcm.Rejection{
 			{Object: dcm.ObjectRef{Kind: "Ingress", Namespace: "demo", Name: "bad"}, Reason: dcm.RejectInvalidHost, Message: "host"},
 			{Object: dcm.ObjectRef{Kind: "Ingress", Namespace: "other", Name: "worse"}, Reason: dcm.RejectConflict, Message: "conflict"},
@@ -107,7 +107,7 @@ func applied(names ...string) dcm.Event {
 	for _, n := range names {
 		parts := strings.SplitN(n, ":", 3)
 		b := fullBackend(parts[1], parts[2], dcm.RouteKind(strings.TrimPrefix(parts[0], "be_")))
-		ev.State = append(ev.State, b)
+		ev.State = append(ev.State, &b)
 		ev.Ops = append(ev.Ops, dcm.Op{Kind: dcm.OpAddServer, Backend: n, Slot: "be_http:_pool:3", Server: "s1", Addr: "127.0.1.9", Port: 80, Weight: 1,
 			State: dcm.StateReady, Check: true, Endpoint: "s1", Pod: "p1"})
 	}
@@ -994,7 +994,7 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 	shop.Route.TLS, shop.Route.Upstream = &dcm.TLSRef{Secret: "demo/shop-tls", Version: "0123abcd"}, up
 	shop.Servers[0].Upstream, shop.Servers[0].Proto = up, dcm.ProtoH2
 	shop.Servers[0].MaxConn, shop.Servers[0].CheckInterMillis = 10, 2000
-	reencrypt := dcm.Event{Type: dcm.EventApplied, Message: "applied", Backends: []string{shop.Name}, State: []dcm.Backend{shop},
+	reencrypt := dcm.Event{Type: dcm.EventApplied, Message: "applied", Backends: []string{shop.Name}, State: dcm.BackendList(shop),
 		Ops: []dcm.Op{{Kind: dcm.OpCAAdd, Upstream: &dcm.UpstreamTLS{CA: up.CA, Version: up.Version}},
 			{Kind: dcm.OpAddServer, Backend: shop.Name, Server: "shop-1:https.0a0b0c0d", Addr: "127.0.1.8", Port: 8443, Weight: 1, Upstream: up,
 				MaxConn: 10, CheckInterMillis: 2000, Proto: dcm.ProtoH2}}}
@@ -1141,7 +1141,9 @@ func TestFeedSchemaMatchesGoTypes(t *testing.T) {
 				t.Errorf("%s: type %v, want %v", where, prop["type"], want)
 			}
 			items, _ := prop["items"].(map[string]any)
-			checkValue(where+"[]", rt.Elem(), false, items)
+			// A State's backends are pointers so that states share them,
+			// never nil ones: an element pointer is not null.
+			checkValue(where+"[]", rt.Elem(), rt.Elem().Kind() == reflect.Pointer, items)
 		case rt.Kind() == reflect.Map:
 			// A map with string keys: an object whose every property has the element's schema.
 			if rt.Key().Kind() != reflect.String || prop["type"] != "object" {

@@ -59,7 +59,7 @@ func snapshot(eng Engine) echo.HandlerFunc {
 func backends(eng Engine) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ns := c.QueryParam("namespace")
-		out := []dcm.Backend{}
+		out := []*dcm.Backend{}
 		for _, b := range eng.Snapshot().Backends {
 			if ns == "" || b.Route.Namespace == ns {
 				out = append(out, b)
@@ -69,11 +69,11 @@ func backends(eng Engine) echo.HandlerFunc {
 	}
 }
 
-func findBackend(eng Engine, name string) (dcm.Backend, bool) {
+func findBackend(eng Engine, name string) (*dcm.Backend, bool) {
 	bs := eng.Snapshot().Backends
-	i := slices.IndexFunc(bs, func(b dcm.Backend) bool { return b.Name == name })
+	i := slices.IndexFunc(bs, func(b *dcm.Backend) bool { return b.Name == name })
 	if i < 0 {
-		return dcm.Backend{}, false
+		return nil, false
 	}
 	return bs[i], true
 }

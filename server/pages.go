@@ -87,7 +87,7 @@ func backendPage(d Deps, a *static.Assets) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		name := pathParam(c, "name")
 		s := d.Engine.Snapshot()
-		i := slices.IndexFunc(s.Backends, func(b dcm.Backend) bool { return b.Name == name })
+		i := slices.IndexFunc(s.Backends, func(b *dcm.Backend) bool { return b.Name == name })
 		if i < 0 {
 			f := frame(c, d, a, "", "Not found", s.Seq)
 			return renderPage(c, http.StatusNotFound, views.NotFound(f, "dcm manages no backend "+name+"."))

@@ -42,7 +42,7 @@ func newFakeEngine(seq uint64, ready bool) *fakeEngine {
 }
 
 func (f *fakeEngine) Snapshot() dcm.Snapshot {
-	return dcm.Snapshot{Seq: f.hub.Seq(), Mode: dcm.ModeDynamic, Backends: []dcm.Backend{
+	return dcm.Snapshot{Seq: f.hub.Seq(), Mode: dcm.ModeDynamic, Backends: []*dcm.Backend{
 		{Name: "be_http:demo:web", Route: dcm.Route{Namespace: "demo", Name: "web"}},
 		{Name: "be_http:other:app", Route: dcm.Route{Namespace: "other", Name: "app"}},
 	}}

@@ -17,7 +17,7 @@ import (
 
 // BackendPage is one backend: its route, its servers and, for those who may
 // act, what can be done to each server.
-func BackendPage(f Frame, b dcm.Backend) templ.Component {
+func BackendPage(f Frame, b *dcm.Backend) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -171,7 +171,7 @@ func BackendPage(f Frame, b dcm.Backend) templ.Component {
 	})
 }
 
-func routePanel(b dcm.Backend) templ.Component {
+func routePanel(b *dcm.Backend) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

@@ -17,7 +17,7 @@ import (
 
 // Backends lists every backend; the filter works without JavaScript as a
 // GET form and, with it, as you type.
-func Backends(f Frame, all []dcm.Backend, filter BackendFilter) templ.Component {
+func Backends(f Frame, all []*dcm.Backend, filter BackendFilter) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -183,7 +183,7 @@ func Backends(f Frame, all []dcm.Backend, filter BackendFilter) templ.Component 
 	})
 }
 
-func backendList(all, shown []dcm.Backend) templ.Component {
+func backendList(all, shown []*dcm.Backend) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

@@ -140,7 +140,7 @@ func Chip(backend string, s dcm.Server) templ.Component {
 }
 
 // Chips are the servers of a backend.
-func Chips(b dcm.Backend) templ.Component {
+func Chips(b *dcm.Backend) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -176,7 +176,7 @@ func Chips(b dcm.Backend) templ.Component {
 }
 
 // BackendRow is a backend with its route and its servers as chips.
-func BackendRow(b dcm.Backend) templ.Component {
+func BackendRow(b *dcm.Backend) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -309,7 +309,7 @@ func BackendTemplates() templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = BackendRow(dcm.Backend{}).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = BackendRow(&dcm.Backend{}).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -330,7 +330,7 @@ func BackendTemplates() templ.Component {
 }
 
 // BackendRows lists backends as rows.
-func BackendRows(bs []dcm.Backend) templ.Component {
+func BackendRows(bs []*dcm.Backend) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

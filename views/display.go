@@ -98,12 +98,12 @@ func ServerCount(n int) string {
 }
 
 // BackendSearch is the text a backend filter searches: name, host, path and namespace.
-func BackendSearch(b dcm.Backend) string {
+func BackendSearch(b *dcm.Backend) string {
 	return strings.ToLower(b.Name + " " + b.Route.HostPath() + " " + b.Route.Namespace)
 }
 
 // BackendStates lists the display states a backend's servers are in.
-func BackendStates(b dcm.Backend) string {
+func BackendStates(b *dcm.Backend) string {
 	var states []string
 	for _, s := range b.Servers {
 		if st := DisplayState(s); !slices.Contains(states, st) {
@@ -125,7 +125,7 @@ type BackendFilter struct {
 func (f BackendFilter) Active() bool { return f.Q != "" || f.Namespace != "" || f.State != "" }
 
 // Match reports whether a backend passes the filter.
-func (f BackendFilter) Match(b dcm.Backend) bool {
+func (f BackendFilter) Match(b *dcm.Backend) bool {
 	if f.Namespace != "" && b.Route.Namespace != f.Namespace {
 		return false
 	}
@@ -136,7 +136,7 @@ func (f BackendFilter) Match(b dcm.Backend) bool {
 }
 
 // Namespaces lists the namespaces of backends, sorted.
-func Namespaces(bs []dcm.Backend) []string {
+func Namespaces(bs []*dcm.Backend) []string {
 	var out []string
 	for _, b := range bs {
 		if !slices.Contains(out, b.Route.Namespace) {
@@ -398,8 +398,8 @@ func Or(s string) string {
 }
 
 // Matching keeps the backends that pass a filter.
-func Matching(bs []dcm.Backend, f BackendFilter) []dcm.Backend {
-	var out []dcm.Backend
+func Matching(bs []*dcm.Backend, f BackendFilter) []*dcm.Backend {
+	var out []*dcm.Backend
 	for _, b := range bs {
 		if f.Match(b) {
 			out = append(out, b)

@@ -103,7 +103,7 @@ func TestBackendFilter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var got []string
-		for _, b := range []dcm.Backend{web, api} {
+		for _, b := range dcm.BackendList(web, api) {
 			if tt.f.Match(b) {
 				got = append(got, b.Name)
 			}

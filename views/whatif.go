@@ -27,7 +27,7 @@ func (w Workload) Label() string {
 }
 
 // Workloads lists the workloads behind the backends' routes, sorted.
-func Workloads(backends []dcm.Backend) []Workload {
+func Workloads(backends []*dcm.Backend) []Workload {
 	byKey := map[string]*Workload{}
 	pods := map[string]map[string]bool{}
 	for _, b := range backends {
@@ -98,7 +98,7 @@ func (c CertRoute) Note() string {
 
 // CertRoutes lists the routes with a certificate of their own, by backend
 // name. A retiring backend has no route any more.
-func CertRoutes(backends []dcm.Backend) []CertRoute {
+func CertRoutes(backends []*dcm.Backend) []CertRoute {
 	var out []CertRoute
 	sharing := map[string]int{}
 	for _, b := range backends {

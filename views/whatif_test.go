@@ -22,14 +22,14 @@ func TestCertRoutes(t *testing.T) {
 	other.Name = other.Route.BackendName()
 	tests := []struct {
 		name     string
-		backends []dcm.Backend
+		backends []*dcm.Backend
 		want     []CertRoute
 	}{
-		{"none", []dcm.Backend{plain}, nil},
-		{"an edge route", []dcm.Backend{plain, edge("demo", "web", "web.example", "demo/web-tls")},
+		{"none", dcm.BackendList(plain), nil},
+		{"an edge route", dcm.BackendList(plain, edge("demo", "web", "web.example", "demo/web-tls")),
 			[]CertRoute{{Backend: "be_edge:demo:web", HostPath: "web.example/", Secret: "demo/web-tls", Sharing: 1}}},
 		{"one Secret for two hosts, a retiring backend left out, sorted by backend",
-			[]dcm.Backend{edge("shop", "b", "b.example", "shop/tls"), retiring, other, edge("shop", "a", "a.example", "shop/tls")},
+			dcm.BackendList(edge("shop", "b", "b.example", "shop/tls"), retiring, other, edge("shop", "a", "a.example", "shop/tls")),
 			[]CertRoute{
 				{Backend: "be_edge:shop:a", HostPath: "a.example/", Secret: "shop/tls", Sharing: 2},
 				{Backend: "be_edge:shop:b", HostPath: "b.example/", Secret: "shop/tls", Sharing: 2},

@@ -166,7 +166,7 @@ func stateCalls(states []string) []call {
 		}
 	}
 	b := dcm.Backend{Name: "be_http:demo:web", Servers: all}
-	return append(out, call{Fn: "backendStates", Args: []any{b}, want: views.BackendStates(b)})
+	return append(out, call{Fn: "backendStates", Args: []any{b}, want: views.BackendStates(&b)})
 }
 
 func reasonCalls(reasons []string) []call {

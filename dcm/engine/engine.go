@@ -118,6 +118,8 @@ type Engine struct {
 	// expectations are previews whose changes are being compared with what
 	// the engine applies.
 	expectations []*expectation
+	// track lets a change cost what it changes (tracking.go).
+	track tracking
 	// retry holds a failed reload: its reasons, when to try again, and the
 	// delay after that (doubling up to a minute).
 	retry struct {
@@ -202,7 +204,8 @@ func (e *Engine) Run(ctx context.Context, source Source) error {
 	e.mu.Lock()
 	// HAProxy loaded initial from the file, where drain is written as
 	// maint: expect that, so the first read-back reports no drift.
-	e.actual, e.desired = plan.AfterReload(initial), desired
+	e.setDesired(desired)
+	e.setActual(plan.AfterReload(initial))
 	e.started, e.running = time.Now(), true
 	e.mu.Unlock()
 	e.refreshInfo(ctx)

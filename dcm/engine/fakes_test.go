@@ -667,9 +667,9 @@ func desiredOf(routes map[string][]dcm.Endpoint) dcm.Desired {
 		r := testRoute(name)
 		eps = slices.Clone(eps)
 		slices.SortFunc(eps, func(a, b dcm.Endpoint) int { return strings.Compare(a.Name, b.Name) })
-		d.Backends = append(d.Backends, dcm.DesiredBackend{Name: r.BackendName(), Route: r, Endpoints: eps})
+		d.Backends = append(d.Backends, &dcm.DesiredBackend{Name: r.BackendName(), Route: r, Endpoints: eps})
 	}
-	slices.SortFunc(d.Backends, func(a, b dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(d.Backends, func(a, b *dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
 	return d
 }
 

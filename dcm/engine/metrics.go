@@ -2,6 +2,7 @@ package engine
 
 import (
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,6 +31,15 @@ type Metrics struct {
 	ObservationPasses  prometheus.Counter
 	FeedClients        prometheus.Gauge
 	FeedDropped        prometheus.Counter
+
+	// counts are the servers by admin state and the backends by kind
+	// behind the Servers and Backends gauges, kept as backends change
+	// (follow) rather than recounted over the whole state.
+	counts struct {
+		sync.Mutex
+		servers  map[dcm.AdminState]int
+		backends map[dcm.RouteKind]int
+	}
 }
 
 // NewMetrics creates the collectors and registers them with reg.
@@ -122,15 +132,33 @@ func CommandVerb(command string) string {
 	return f[0] + " " + f[1]
 }
 
-func (m *Metrics) setState(st dcm.State) {
-	for state, n := range st.ServerCounts() {
+// follow moves the state gauges from before to after, where only the
+// named backends differ (the engine names those whose pointer moved).
+func (m *Metrics) follow(before, after dcm.State, names []string) {
+	m.counts.Lock()
+	defer m.counts.Unlock()
+	if m.counts.servers == nil {
+		m.counts.servers = map[dcm.AdminState]int{dcm.StateReady: 0, dcm.StateDrain: 0, dcm.StateMaint: 0}
+		m.counts.backends = map[dcm.RouteKind]int{dcm.KindHTTP: 0}
+	}
+	add := func(b *dcm.Backend, n int) {
+		m.counts.backends[b.Kind] += n
+		for _, s := range b.Servers {
+			m.counts.servers[s.State] += n
+		}
+	}
+	for _, name := range names {
+		if b, ok := before.Backend(name); ok {
+			add(b, -1)
+		}
+		if b, ok := after.Backend(name); ok {
+			add(b, 1)
+		}
+	}
+	for state, n := range m.counts.servers {
 		m.Servers.WithLabelValues(string(state)).Set(float64(n))
 	}
-	kinds := map[dcm.RouteKind]int{dcm.KindHTTP: 0}
-	for _, b := range st.Backends {
-		kinds[b.Kind]++
-	}
-	for k, n := range kinds {
+	for k, n := range m.counts.backends {
 		m.Backends.WithLabelValues(string(k)).Set(float64(n))
 	}
 	free := map[dcm.RouteKind]int{}
@@ -140,7 +168,7 @@ func (m *Metrics) setState(st dcm.State) {
 	// Sticky spares too: a gauge not set when the last one is taken would
 	// keep saying one is free.
 	free[routing.PoolSticky] = 0
-	for _, name := range st.Pool {
+	for _, name := range after.Pool {
 		if k, ok := routing.SpareKind(name); ok {
 			free[k]++
 		}

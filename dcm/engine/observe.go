@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -48,7 +49,7 @@ func (e *Engine) nextChunk() (names []string, last bool) {
 func (e *Engine) waitingBackends() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return plan.WaitingBackends(e.actual, e.desired)
+	return sortStrings(slices.Collect(maps.Keys(e.track.waiting)))
 }
 
 // observe reads HAProxy's view of some backends (all when names, HAProxy's
@@ -83,7 +84,7 @@ func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) 
 	e.mu.Lock()
 	before := e.actual
 	merged, drift, missing := plan.Merge(e.actual, obs, names, traffic)
-	e.actual = merged
+	e.setActual(merged)
 	changed := plan.HealthChanged(before, merged)
 	switch {
 	case len(drift) > 0:
@@ -102,7 +103,6 @@ func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) 
 		e.metrics.PredictionMismatch.Add(float64(len(drift)))
 		e.log.Warn("HAProxy differs from dcm's state; the next sync repairs it", "differences", drift)
 	}
-	e.metrics.setState(merged)
 	return missing, nil
 }
 

@@ -48,8 +48,9 @@ func withOverrides(d dcm.Desired, ov map[string]override) dcm.Desired {
 			}
 		}
 		if eps != nil {
-			b.Endpoints = eps
-			out.Backends[i] = b
+			nb := *b // a copy: d shares its backends
+			nb.Endpoints = eps
+			out.Backends[i] = &nb
 		}
 	}
 	return out

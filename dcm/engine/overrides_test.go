@@ -7,7 +7,7 @@ import (
 )
 
 func TestWithOverrides(t *testing.T) {
-	desired := dcm.Desired{Backends: []dcm.DesiredBackend{{Name: "be", Endpoints: []dcm.Endpoint{
+	desired := dcm.Desired{Backends: []*dcm.DesiredBackend{{Name: "be", Endpoints: []dcm.Endpoint{
 		{Name: "a", State: dcm.StateReady, Weight: 1},
 		{Name: "b", State: dcm.StateMaint, Weight: 1}, // not ready in Kubernetes
 		{Name: "c", State: dcm.StateDrain, Weight: 1}, // terminating

@@ -27,7 +27,7 @@ func (e *Engine) processEvent(ctx context.Context, ev haproxy.ProcessEvent) {
 		// The files equal the state dcm applied, so that is what the new
 		// master loaded, less what a file cannot hold: the observe that
 		// follows then reports only real differences as drift.
-		e.actual = plan.AfterReload(e.actual)
+		e.setActual(plan.AfterReload(e.actual))
 		e.mu.Unlock()
 	default:
 		e.log.Error("HAProxy master exited unexpectedly", "pid", ev.PID, "err", ev.Err)

@@ -37,7 +37,7 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 	}
 	e.mu.Lock()
 	actual := e.actual
-	e.desired = desired
+	e.setDesired(desired)
 	pruneOverrides(desired, e.overrides)
 	desired = withOverrides(desired, e.overrides)
 	e.mu.Unlock()
@@ -45,10 +45,13 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 	var p dcm.Plan
 	if len(req.reasons) > 0 {
 		p = plan.Reload(desired, e.cfg.Caps, req.reasons...)
+	} else if changed, ok := e.changedSince(actual, desired); ok {
+		p = plan.ComputeChanged(actual, desired, e.cfg.Caps, changed)
 	} else {
 		p = plan.Compute(actual, desired, e.cfg.Caps)
 	}
 	if p.Empty() {
+		e.planned(actual, desired)
 		if !seen.IsZero() { // a Kubernetes change that HAProxy does not see
 			e.mu.Lock()
 			e.updates.Noop++
@@ -97,6 +100,7 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 	}
 	e.recordOps(p.Ops, false)
 	e.commit(p.Next)
+	e.planned(p.Next, desired)
 	e.writeFiles(p.Next)
 	e.mu.Lock()
 	e.updates.Dynamic++
@@ -149,7 +153,8 @@ func (e *Engine) reload(ctx context.Context, p dcm.Plan, seen time.Time) {
 	e.commit(plan.AfterReload(p.Next))
 	if len(p.Ops) > 0 {
 		// Should this fail, the state stays AfterReload and the next sync
-		// plans the same ops again.
+		// plans the same ops again (nothing recorded as planned: it plans
+		// every backend).
 		if err := e.driver.Apply(ctx, p.Ops, p.Next); err != nil {
 			e.log.Error("restoring runtime state after the reload failed", "err", err)
 			e.publish(dcm.Event{Type: dcm.EventSyncError, Reason: string(dcm.ReasonRuntimeError), Message: err.Error(), Ops: p.Ops})
@@ -190,7 +195,6 @@ func (e *Engine) writeFiles(st dcm.State) {
 
 func (e *Engine) commit(st dcm.State) {
 	e.mu.Lock()
-	e.actual = st
+	e.setActual(st)
 	e.mu.Unlock()
-	e.metrics.setState(st)
 }

@@ -36,7 +36,7 @@ func TestCheckInterval(t *testing.T) {
 	ep := dcm.Endpoint{Name: "ci-pod:http", Addr: pod.Addr, Port: pod.Port, Weight: 1, State: dcm.StateReady, Pod: "ci-pod"}
 	desired := func(ms int64) dcm.Desired {
 		b := dcm.DesiredBackend{Name: r.BackendName(), Route: r, Endpoints: []dcm.Endpoint{ep}}.WithUpstreamNames()
-		return dcm.Desired{Backends: []dcm.DesiredBackend{b.WithCheck(true, ms)}}
+		return dcm.Desired{Backends: dcm.DesiredList(b.WithCheck(true, ms))}
 	}
 	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
 	st := plan.Fresh(desired(0), caps)

@@ -81,11 +81,12 @@ func TestForwardedHeaders(t *testing.T) {
 	// append → replace on the default route, at runtime.
 	next := st
 	next.Backends = nil
-	for _, b := range st.Backends {
+	for _, sb := range st.Backends {
+		b := *sb // a copy: st shares its backends
 		if b.Name == def.BackendName() {
 			b.Route.HTTP.Forwarded = dcm.ForwardReplace
 		}
-		next.Backends = append(next.Backends, b)
+		next.Backends = append(next.Backends, &b)
 	}
 	mustf(t, d.Apply(context.Background(), mapReplaces(st, next), next), "apply the policy change")
 	mustf(t, d.Write(next), "write")

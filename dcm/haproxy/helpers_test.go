@@ -76,6 +76,10 @@ func serverFor(e testkit.Backend, state dcm.AdminState) dcm.Server {
 }
 
 func state(backends ...dcm.Backend) dcm.State {
+	return stateOf(dcm.BackendList(backends...))
+}
+
+func stateOf(backends []*dcm.Backend) dcm.State {
 	dcm.SortBackends(backends)
 	return dcm.State{Backends: backends}
 }

@@ -46,11 +46,12 @@ func TestHSTS(t *testing.T) {
 
 	next := st
 	next.Backends = nil
-	for _, b := range st.Backends {
+	for _, sb := range st.Backends {
+		b := *sb // a copy: st shares its backends
 		if b.Name == r.BackendName() {
 			b.Route.HTTP.HSTS = "max-age=60;includeSubDomains;preload"
 		}
-		next.Backends = append(next.Backends, b)
+		next.Backends = append(next.Backends, &b)
 	}
 	mustf(t, d.Apply(context.Background(), mapReplaces(st, next), next), "apply the HSTS change")
 	mustf(t, d.Write(next), "write")

@@ -98,7 +98,7 @@ func TestPooledRoute(t *testing.T) {
 		srv := serverFor(testkit.StartBackend(t, p.ip, p.name), dcm.StateReady)
 		b := backendFor(r, srv)
 		b.Slot = prev.Pool[0]
-		next := state(append(slices.Clone(prev.Backends), b)...)
+		next := stateOf(append(slices.Clone(prev.Backends), &b))
 		next.Pool = prev.Pool[1:]
 		ops := []dcm.Op{
 			{Kind: dcm.OpAddServer, Backend: b.Name, Slot: b.Slot, Server: srv.Name, Addr: srv.Addr, Port: srv.Port, Weight: 1},
@@ -121,7 +121,7 @@ func TestPooledRoute(t *testing.T) {
 
 	// Delete /api: out of the maps first, then its server to maint.
 	api, _ := prev.Backend(dcm.BackendName(dcm.KindHTTP, "ns", "api"))
-	retiring := api
+	retiring := *api // a copy: prev shares its backends
 	retiring.Retiring = true
 	retiring.Servers = []dcm.Server{api.Servers[0]}
 	retiring.Servers[0].State = dcm.StateMaint
@@ -129,7 +129,7 @@ func TestPooledRoute(t *testing.T) {
 	next.Backends = nil
 	for _, b := range prev.Backends {
 		if b.Name == api.Name {
-			b = retiring
+			b = &retiring
 		}
 		next.Backends = append(next.Backends, b)
 	}
@@ -157,7 +157,7 @@ func TestPooledRoute(t *testing.T) {
 	prev = next
 	webB, _ := prev.Backend(web.BackendName())
 	next = prev
-	next.Backends = slices.DeleteFunc(slices.Clone(prev.Backends), func(b dcm.Backend) bool { return b.Name == webB.Name })
+	next.Backends = slices.DeleteFunc(slices.Clone(prev.Backends), func(b *dcm.Backend) bool { return b.Name == webB.Name })
 	next.Pool = append(slices.Clone(prev.Pool), webB.Name)
 	ops = append(mapReplaces(prev, next),
 		dcm.Op{Kind: dcm.OpSetState, Backend: webB.Name, Server: webSrv.Name, State: dcm.StateMaint},
@@ -172,7 +172,7 @@ func TestPooledRoute(t *testing.T) {
 	freshSrv := serverFor(testkit.StartBackend(t, "127.0.0.6", "fresh"), dcm.StateReady)
 	fb := backendFor(fresh, freshSrv)
 	fb.Slot = webB.Name
-	next = state(append(slices.Clone(prev.Backends), fb)...)
+	next = stateOf(append(slices.Clone(prev.Backends), &fb))
 	next.Pool = slices.DeleteFunc(slices.Clone(prev.Pool), func(n string) bool { return n == webB.Name })
 	ops = append([]dcm.Op{
 		{Kind: dcm.OpAddServer, Backend: fb.Name, Slot: fb.Slot, Server: freshSrv.Name, Addr: freshSrv.Addr, Port: freshSrv.Port, Weight: 1},

@@ -235,9 +235,9 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 		r.global = g.Bytes()
 	}
 	backends := st.Backends
-	if !slices.IsSortedFunc(backends, func(a, b dcm.Backend) int { return strings.Compare(a.Name, b.Name) }) {
+	if !slices.IsSortedFunc(backends, func(a, b *dcm.Backend) int { return strings.Compare(a.Name, b.Name) }) {
 		backends = slices.Clone(backends)
-		slices.SortStableFunc(backends, func(a, b dcm.Backend) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortStableFunc(backends, func(a, b *dcm.Backend) int { return strings.Compare(a.Name, b.Name) })
 	}
 	for i, b := range backends {
 		if i > 0 && backends[i-1].Name == b.Name {
@@ -248,13 +248,13 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 	// numbered ones and deleted routes' backends that joined the pool.
 	all := backends
 	if len(st.Pool) > 0 {
-		all = make([]dcm.Backend, 0, len(backends)+len(st.Pool))
+		all = make([]*dcm.Backend, 0, len(backends)+len(st.Pool))
 		all = append(all, backends...)
 		for _, name := range st.Pool {
 			if _, ok := routing.SpareKind(name); !ok {
 				return Files{}, fmt.Errorf("spare backend %q: not a pool or route backend name", name)
 			}
-			spare := dcm.Backend{Name: name}
+			spare := &dcm.Backend{Name: name}
 			if k, _, _ := routing.ParsePoolBackend(name); k == routing.PoolSticky {
 				spare.Route.Sticky = true // a cookie and no key: the route that takes it sets one
 			}
@@ -279,7 +279,7 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 		tcp[0], tcp[1] = b.Route.TCPTimeouts()
 		if !ok || rb.balance != b.Route.Balance || rb.sticky != sticky || rb.tcp != tcp || !slices.EqualFunc(rb.servers, b.Servers, sameRendering) {
 			var w bytes.Buffer
-			if err := renderBackend(&w, b, r.settings.CookieSecret, r.settings.HTTP2); err != nil {
+			if err := renderBackend(&w, *b, r.settings.CookieSecret, r.settings.HTTP2); err != nil {
 				return Files{}, err
 			}
 			rb = renderedBackend{sticky: sticky, balance: b.Route.Balance, tcp: tcp, servers: slices.Clone(b.Servers), text: w.Bytes()}
@@ -324,7 +324,7 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 // renderCrtList lists one certificate per SNI host (dcm.CertsOf): the file,
 // then the host as its only SNI filter, so a host's line is added and
 // deleted at runtime by its file name alone.
-func renderCrtList(backends []dcm.Backend, h2 HTTP2) ([]byte, error) {
+func renderCrtList(backends []*dcm.Backend, h2 HTTP2) ([]byte, error) {
 	var b bytes.Buffer
 	for _, c := range dcm.CertsOf(backends) {
 		if err := dcm.ValidateRouteHost("certificate host", c.Host); err != nil || c.Host == "" {
@@ -594,7 +594,7 @@ func validateBackendName(name string) error {
 // renderMaps writes every routing map (dcm.MapTables) as routing.Tables orders them
 // (the runtime map replace sends the same lines), after validating every
 // route and spare that reaches them.
-func renderMaps(backends []dcm.Backend) (map[string][]byte, error) {
+func renderMaps(backends []*dcm.Backend) (map[string][]byte, error) {
 	for _, b := range backends {
 		if !b.Routed() {
 			continue // a retiring backend, or one that serves no route

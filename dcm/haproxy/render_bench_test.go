@@ -22,7 +22,7 @@ func bigState(routes, servers int) dcm.State {
 				// Loopback: BenchmarkMemoryCosts hands these to a running HAProxy.
 				Addr: fmt.Sprintf("127.%d.%d.%d", 100+r/250, r%250, e+1), Port: 8080, Weight: 1, State: dcm.StateReady})
 		}
-		st.Backends = append(st.Backends, be)
+		st.Backends = append(st.Backends, &be)
 	}
 	return st
 }
@@ -38,7 +38,8 @@ func TestRendererEqualsRender(t *testing.T) {
 	for step := range 300 {
 		backends := slices.Clone(st.Backends)
 		i := rng.IntN(len(backends))
-		b := backends[i]
+		nb := *backends[i] // a copy: st shares its backends
+		b := &nb
 		b.Servers = slices.Clone(b.Servers)
 		switch rng.IntN(6) {
 		case 0:
@@ -103,10 +104,10 @@ func BenchmarkRendererOneChange1000x10(b *testing.B) {
 	for b.Loop() {
 		n++
 		backends := slices.Clone(st.Backends)
-		be := backends[n%1000]
+		be := *backends[n%1000] // a copy: st shares its backends
 		be.Servers = slices.Clone(be.Servers)
 		be.Servers[0].Weight = 1 + n%2
-		backends[n%1000] = be
+		backends[n%1000] = &be
 		st = dcm.State{Backends: backends}
 		if _, err := r.Render(st); err != nil {
 			b.Fatal(err)

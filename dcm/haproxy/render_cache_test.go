@@ -27,7 +27,7 @@ func TestRenderCacheFollowsServerFields(t *testing.T) {
 			changed := base
 			tt.change(&changed)
 			st := func(s dcm.Server) dcm.State {
-				return dcm.State{Backends: []dcm.Backend{{Name: r1.BackendName(), Route: r1, Servers: []dcm.Server{s}}}}
+				return dcm.State{Backends: []*dcm.Backend{{Name: r1.BackendName(), Route: r1, Servers: []dcm.Server{s}}}}
 			}
 			r := NewRenderer(testSettings)
 			_, err := r.Render(st(base))

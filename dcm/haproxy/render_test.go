@@ -117,11 +117,11 @@ func TestRenderDeterministic(t *testing.T) {
 	b := dcm.Server{Name: "b", Endpoint: "b", Addr: "10.0.0.2", Port: 80, Weight: 2, State: dcm.StateDrain}
 	r1 := route("ns", "one", "one.example", "/", dcm.PathPrefix)
 	r2 := route("ns", "two", "", "/two", dcm.PathPrefix)
-	st1 := dcm.State{Backends: []dcm.Backend{
+	st1 := dcm.State{Backends: []*dcm.Backend{
 		{Name: r1.BackendName(), Route: r1, Servers: []dcm.Server{a, b}},
 		{Name: r2.BackendName(), Route: r2, Servers: []dcm.Server{b}},
 	}}
-	st2 := dcm.State{Backends: []dcm.Backend{
+	st2 := dcm.State{Backends: []*dcm.Backend{
 		{Name: r2.BackendName(), Route: r2, Servers: []dcm.Server{b}},
 		{Name: r1.BackendName(), Route: r1, Servers: []dcm.Server{b, a}},
 	}}
@@ -162,7 +162,7 @@ func TestRenderRefusesHostile(t *testing.T) {
 			b := dcm.Backend{Name: okRoute.BackendName(), Route: okRoute, Servers: []dcm.Server{okServer}}
 			s := testSettings
 			m(&b, &s, h)
-			_, err := Render(s, dcm.State{Backends: []dcm.Backend{b}})
+			_, err := Render(s, dcm.State{Backends: dcm.BackendList(b)})
 			if err == nil {
 				t.Errorf("%s %q: rendered", field, h)
 				continue
@@ -182,7 +182,7 @@ func TestRenderRefusesHostile(t *testing.T) {
 		{"default backend", dcm.Backend{Name: DefaultBackend}},
 		{"duplicate server", dcm.Backend{Name: okRoute.BackendName(), Route: okRoute, Servers: []dcm.Server{okServer, okServer}}},
 	} {
-		if _, err := Render(testSettings, dcm.State{Backends: []dcm.Backend{tt.b}}); err == nil {
+		if _, err := Render(testSettings, dcm.State{Backends: dcm.BackendList(tt.b)}); err == nil {
 			t.Errorf("%s: rendered", tt.name)
 		}
 	}
@@ -247,7 +247,7 @@ func FuzzRender(f *testing.F) {
 		if addr != "" {
 			srv.Endpoint = srvName
 		}
-		st := dcm.State{Backends: []dcm.Backend{{Name: r.BackendName(), Route: r, Servers: []dcm.Server{srv}}}}
+		st := dcm.State{Backends: []*dcm.Backend{{Name: r.BackendName(), Route: r, Servers: []dcm.Server{srv}}}}
 		files, err := Render(testSettings, st)
 		if err != nil {
 			return

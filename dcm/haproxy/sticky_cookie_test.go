@@ -102,14 +102,15 @@ func TestStickyCookieNames(t *testing.T) {
 
 	next := st
 	next.Backends = nil
-	for _, b := range st.Backends {
+	for _, sb := range st.Backends {
+		b := *sb // a copy: st shares its backends
 		switch b.Name {
 		case edge.BackendName():
 			b.Route.HTTP.CookieSameSite = dcm.SameSiteStrict
 		case root.BackendName():
 			b.Route.HTTP.CookieName = "my_cookie-1"
 		}
-		next.Backends = append(next.Backends, b)
+		next.Backends = append(next.Backends, &b)
 	}
 	mustf(t, d.Apply(context.Background(), mapReplaces(st, next), next), "apply the cookie changes")
 	mustf(t, d.Write(next), "write")

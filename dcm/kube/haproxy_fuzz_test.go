@@ -169,10 +169,10 @@ func FuzzKubeToHAProxy(f *testing.F) {
 		}
 		var desired dcm.Desired
 		for _, r := range routes {
-			desired.Backends = append(desired.Backends, dcm.DesiredBackend{Name: r.BackendName(), Route: r,
+			desired.Backends = append(desired.Backends, &dcm.DesiredBackend{Name: r.BackendName(), Route: r,
 				Endpoints: kube.ServiceEndpoints(svc, []*discoveryv1.EndpointSlice{sl}, r.Services[0].Port)})
 		}
-		slices.SortFunc(desired.Backends, func(a, b dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(desired.Backends, func(a, b *dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
 		caps := []dcm.Caps{{Mode: dcm.ModeDynamic, AddServer: true}, {Mode: dcm.ModeSlots, Slots: 2, AddServer: true}}[int(mode)%2]
 
 		// The file path: a reload renders the whole desired state.
@@ -247,7 +247,7 @@ func FuzzRouteToHAProxy(f *testing.F) {
 		if err := kube.ValidateEndpointSlice(sl); err != nil {
 			rejectionOK(t, err)
 		}
-		desired := dcm.Desired{Backends: []dcm.DesiredBackend{{Name: r.BackendName(), Route: r,
+		desired := dcm.Desired{Backends: []*dcm.DesiredBackend{{Name: r.BackendName(), Route: r,
 			Endpoints: kube.ServiceEndpoints(svc, []*discoveryv1.EndpointSlice{sl}, portName)}}}
 		caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
 		files, err := haproxy.Render(fuzzSettings, plan.Fresh(desired, caps))
@@ -290,7 +290,7 @@ func checkFiles(t *testing.T, files haproxy.Files, desired dcm.Desired) {
 		}
 	}
 	isBackend := func(s string) bool {
-		return slices.ContainsFunc(desired.Backends, func(b dcm.DesiredBackend) bool { return b.Name == s })
+		return slices.ContainsFunc(desired.Backends, func(b *dcm.DesiredBackend) bool { return b.Name == s })
 	}
 	for name, m := range files.Maps {
 		// The HTTP maps: host + path → backend; the SNI map: host →

@@ -141,8 +141,10 @@ func TestSourceReencrypt(t *testing.T) {
 	waitChanged(t, s)
 	backend := func(name string) dcm.DesiredBackend {
 		d, _ := s.Desired()
-		b, _ := d.Backend(name)
-		return b
+		if b, ok := d.Backend(name); ok {
+			return *b
+		}
+		return dcm.DesiredBackend{}
 	}
 	// upstream says the CA version and the server names of the route.
 	upstream := func(name string) string {

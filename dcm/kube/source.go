@@ -162,11 +162,14 @@ type Source struct {
 	pems *PEMStore
 
 	mu       sync.Mutex // guards the snapshot below
-	backends map[string]dcm.DesiredBackend
-	// sorted caches backends sorted by name; it is patched in place when a
-	// backend changes and rebuilt (nil) when one comes or goes. Desired hands
-	// out copies, never sorted itself.
-	sorted     []dcm.DesiredBackend
+	backends map[string]*dcm.DesiredBackend
+	// sorted holds backends sorted by name, patched (a backend replaced,
+	// inserted or removed) as they change: at 10,000 routes, sorting or
+	// copying the structs on every change would cost milliseconds. Desired
+	// hands sorted itself out (handedOut), so the next patch copies the
+	// slice first; the backends are never modified, only replaced.
+	sorted     []*dcm.DesiredBackend
+	handedOut  bool
 	since      time.Time
 	rejections map[dcm.ObjectRef]dcm.Rejection
 }
@@ -244,7 +247,7 @@ func newSource(opts Options, reporter Reporter, logger *slog.Logger) *Source {
 		bySecret:     map[string]map[string]struct{}{},
 		sliceRejects: map[string]map[dcm.ObjectRef]dcm.Rejection{},
 		routeListers: map[string]cache.GenericLister{},
-		backends:     map[string]dcm.DesiredBackend{},
+		backends:     map[string]*dcm.DesiredBackend{},
 		rejections:   map[dcm.ObjectRef]dcm.Rejection{},
 	}
 }
@@ -266,21 +269,32 @@ func (s *Source) Synced() bool { return s.synced.Load() }
 func (s *Source) Desired() (dcm.Desired, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sorted == nil {
-		// Sorting names, not 250-byte structs, keeps this cheap at scale.
-		names := make([]string, 0, len(s.backends))
-		for n := range s.backends {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		s.sorted = make([]dcm.DesiredBackend, len(names))
-		for i, n := range names {
-			s.sorted[i] = s.backends[n]
-		}
-	}
 	since := s.since
 	s.since = time.Time{}
-	return dcm.Desired{Backends: slices.Clone(s.sorted), DefaultCert: s.dc.served}, since
+	s.handedOut = true
+	return dcm.Desired{Backends: s.sorted, DefaultCert: s.dc.served}, since
+}
+
+// setBackend puts b (nil: none) under name in backends and sorted; mu
+// held.
+func (s *Source) setBackend(name string, b *dcm.DesiredBackend) {
+	if s.handedOut {
+		s.sorted = slices.Clone(s.sorted)
+		s.handedOut = false
+	}
+	i, found := slices.BinarySearchFunc(s.sorted, name, func(e *dcm.DesiredBackend, n string) int { return strings.Compare(e.Name, n) })
+	switch {
+	case b == nil && found:
+		delete(s.backends, name)
+		s.sorted = slices.Delete(s.sorted, i, i+1)
+	case b == nil:
+	case found:
+		s.backends[name] = b
+		s.sorted[i] = b
+	default:
+		s.backends[name] = b
+		s.sorted = slices.Insert(s.sorted, i, b)
+	}
 }
 
 // Rejections lists the objects currently refused, sorted.

@@ -168,7 +168,7 @@ func backend(t *testing.T, s *Source, name string) dcm.DesiredBackend {
 	if !ok {
 		t.Fatalf("backend %s missing; have %v", name, backendNames(d))
 	}
-	return b
+	return *b
 }
 
 func backendNames(d dcm.Desired) []string {
@@ -430,8 +430,11 @@ func TestSourceBurst(t *testing.T) {
 		if since.IsZero() {
 			since = at
 		}
-		b, _ := d.Backend("be_http:demo:web")
-		if got := endpointNames(b); !slices.Equal(got, want) {
+		b, ok := d.Backend("be_http:demo:web")
+		if !ok {
+			return fmt.Errorf("no backend be_http:demo:web")
+		}
+		if got := endpointNames(*b); !slices.Equal(got, want) {
 			return fmt.Errorf("endpoints %v, want %v", got, want)
 		}
 		return nil

@@ -51,22 +51,8 @@ func (s *Source) commit(t *txn, seen time.Time) {
 	changed := s.commitDefaultCert(t)
 	for name, b := range t.backends {
 		old, had := s.backends[name]
-		switch {
-		case b == nil && had:
-			delete(s.backends, name)
-			s.sorted = nil
-			changed = true
-		case b != nil && !had:
-			s.backends[name] = *b
-			s.sorted = nil
-			changed = true
-		case b != nil && !equalBackend(old, *b):
-			s.backends[name] = *b
-			if i, ok := slices.BinarySearchFunc(s.sorted, name, func(e dcm.DesiredBackend, n string) int {
-				return strings.Compare(e.Name, n)
-			}); ok {
-				s.sorted[i] = *b
-			}
+		if b == nil && had || b != nil && (!had || !equalBackend(*old, *b)) {
+			s.setBackend(name, b)
 			changed = true
 		}
 	}

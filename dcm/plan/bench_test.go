@@ -8,14 +8,14 @@ import (
 )
 
 func bigDesired(routes, endpoints int) dcm.Desired {
-	d := dcm.Desired{Backends: make([]dcm.DesiredBackend, 0, routes)}
+	d := dcm.Desired{Backends: make([]*dcm.DesiredBackend, 0, routes)}
 	for n := range routes {
 		r := route(fmt.Sprintf("r%05d", n))
 		b := dcm.DesiredBackend{Name: r.BackendName(), Route: r}
 		for p := range endpoints {
 			b.Endpoints = append(b.Endpoints, ep(fmt.Sprintf("r%05d-%02d", n, p), fmt.Sprintf("10.%d.%d.%d", n/256, n%256, p+1), dcm.StateReady))
 		}
-		d.Backends = append(d.Backends, b)
+		d.Backends = append(d.Backends, &b)
 	}
 	return d
 }

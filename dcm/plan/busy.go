@@ -29,22 +29,23 @@ func KeepBusy(actual dcm.State, ops []dcm.Op, next dcm.State, servers []string, 
 	kept := map[[2]string]bool{}
 	for _, ref := range servers {
 		proxy, name, _ := strings.Cut(ref, "/")
-		ai := slices.IndexFunc(actual.Backends, func(b dcm.Backend) bool { return b.ProxyName() == proxy })
+		ai := slices.IndexFunc(actual.Backends, func(b *dcm.Backend) bool { return b.ProxyName() == proxy })
 		if ai < 0 {
 			return nil, dcm.State{}, nil, false
 		}
 		ab := actual.Backends[ai]
 		si := slices.IndexFunc(ab.Servers, func(s dcm.Server) bool { return s.Name == name })
-		ni := slices.IndexFunc(next.Backends, func(b dcm.Backend) bool { return b.Name == ab.Name && b.ProxyName() == proxy })
+		ni := slices.IndexFunc(next.Backends, func(b *dcm.Backend) bool { return b.Name == ab.Name && b.ProxyName() == proxy })
 		if si < 0 || ni < 0 {
 			return nil, dcm.State{}, nil, false
 		}
 		srv := ab.Servers[si]
 		srv.State, srv.Unobserved = dcm.StateMaint, true
-		nb := &next.Backends[ni]
-		pos, found := slices.BinarySearchFunc(nb.Servers, name, func(s dcm.Server, n string) int { return strings.Compare(s.Name, n) })
+		pos, found := slices.BinarySearchFunc(next.Backends[ni].Servers, name, func(s dcm.Server, n string) int { return strings.Compare(s.Name, n) })
 		if !found {
+			nb := *next.Backends[ni] // a copy: next shares its backends
 			nb.Servers = slices.Insert(slices.Clone(nb.Servers), pos, srv)
+			next.Backends[ni] = &nb
 		}
 		kept[[2]string{ab.Name, name}] = true
 	}

@@ -11,7 +11,7 @@ func TestKeepBusy(t *testing.T) {
 	srv := func(name string, st dcm.AdminState) dcm.Server {
 		return dcm.Server{Name: name, Endpoint: name, Addr: "10.0.0.1", Port: 80, Weight: 1, State: st}
 	}
-	actual := dcm.State{Backends: []dcm.Backend{
+	actual := dcm.State{Backends: []*dcm.Backend{
 		{Name: "be_http:ns:a", Servers: []dcm.Server{srv("a-1", dcm.StateMaint), srv("a-2", dcm.StateReady), srv("a-3", dcm.StateMaint)}},
 		{Name: "be_http:ns:b", Slot: "be_http:_pool:1", Servers: []dcm.Server{srv("b-1", dcm.StateMaint)}},
 	}}
@@ -26,7 +26,7 @@ func TestKeepBusy(t *testing.T) {
 	}{
 		{
 			name: "a refused delete is put back, the other stays deleted",
-			next: dcm.State{Backends: []dcm.Backend{
+			next: dcm.State{Backends: []*dcm.Backend{
 				{Name: "be_http:ns:a", Servers: []dcm.Server{srv("a-2", dcm.StateReady)}},
 				{Name: "be_http:ns:b", Slot: "be_http:_pool:1", Servers: []dcm.Server{srv("b-1", dcm.StateMaint)}},
 			}},
@@ -35,7 +35,7 @@ func TestKeepBusy(t *testing.T) {
 		},
 		{
 			name: "a spare backend is named by its slot",
-			next: dcm.State{Backends: []dcm.Backend{
+			next: dcm.State{Backends: []*dcm.Backend{
 				{Name: "be_http:ns:a", Servers: []dcm.Server{srv("a-2", dcm.StateReady)}},
 				{Name: "be_http:ns:b", Slot: "be_http:_pool:1", Servers: []dcm.Server{}},
 			}},
@@ -44,7 +44,7 @@ func TestKeepBusy(t *testing.T) {
 		},
 		{
 			name: "a backend gone from next cannot keep its server",
-			next: dcm.State{Backends: []dcm.Backend{{Name: "be_http:ns:a", Servers: []dcm.Server{srv("a-2", dcm.StateReady)}}}},
+			next: dcm.State{Backends: []*dcm.Backend{{Name: "be_http:ns:a", Servers: []dcm.Server{srv("a-2", dcm.StateReady)}}}},
 			busy: []string{"be_http:_pool:1/b-1"}, ok: false,
 		},
 	}
@@ -96,11 +96,11 @@ func TestKeepBusyCAFiles(t *testing.T) {
 		return dcm.Server{Name: name, Endpoint: name, Addr: "10.0.0.1", Port: 443, Weight: 1, State: st, Upstream: u}
 	}
 	// a-1 has v1, b-1 v2; both retire for servers with v3.
-	actual := dcm.State{Backends: []dcm.Backend{
+	actual := dcm.State{Backends: []*dcm.Backend{
 		{Name: "be_reencrypt:ns:a", Servers: []dcm.Server{srv("a-1.v1", dcm.StateMaint, v1), srv("a-1.v3", dcm.StateReady, v3)}},
 		{Name: "be_reencrypt:ns:b", Servers: []dcm.Server{srv("b-1.v2", dcm.StateMaint, v2), srv("b-1.v3", dcm.StateReady, v3)}},
 	}}
-	next := dcm.State{Backends: []dcm.Backend{
+	next := dcm.State{Backends: []*dcm.Backend{
 		{Name: "be_reencrypt:ns:a", Servers: []dcm.Server{srv("a-1.v3", dcm.StateReady, v3)}},
 		{Name: "be_reencrypt:ns:b", Servers: []dcm.Server{srv("b-1.v3", dcm.StateReady, v3)}},
 	}}
@@ -185,10 +185,10 @@ func opNames(ops []dcm.Op) []string {
 // no kept server uses) to send, in the plan's order.
 func TestKeepBusySendsTheOtherUnsentOps(t *testing.T) {
 	v1 := &dcm.UpstreamTLS{CA: "secret:ns/ca", Version: "v1", ServerName: "a.ns.svc"}
-	actual := dcm.State{Backends: []dcm.Backend{{Name: "be_reencrypt:ns:a", Servers: []dcm.Server{
+	actual := dcm.State{Backends: []*dcm.Backend{{Name: "be_reencrypt:ns:a", Servers: []dcm.Server{
 		{Name: "a-1.v1", Endpoint: "a-1", Addr: "10.0.0.1", Port: 443, Weight: 1, State: dcm.StateMaint, Upstream: v1},
 	}}}}
-	next := dcm.State{Backends: []dcm.Backend{{Name: "be_reencrypt:ns:a", Servers: []dcm.Server{}}}}
+	next := dcm.State{Backends: []*dcm.Backend{{Name: "be_reencrypt:ns:a", Servers: []dcm.Server{}}}}
 	certDel := dcm.Op{Kind: dcm.OpCertDel, Backend: "be_edge:ns:gone", Cert: &dcm.Cert{Host: "gone.test", Secret: "ns/gone", Version: "c1"}}
 	caDel := func(v string) dcm.Op {
 		return dcm.Op{Kind: dcm.OpCADel, Upstream: &dcm.UpstreamTLS{CA: "secret:ns/ca", Version: v}}

@@ -77,7 +77,7 @@ func caOps(actual, next dcm.State) (first, last []dcm.Op) {
 // caBackends names, by CA version, the first backend (by name) whose
 // servers use it: CA ops name it, so filtered feeds and the event log show
 // them with a route they are for.
-func caBackends(backends []dcm.Backend) map[string]string {
+func caBackends(backends []*dcm.Backend) map[string]string {
 	out := map[string]string{}
 	for _, b := range backends {
 		for _, s := range b.Servers {

@@ -37,7 +37,7 @@ func TestCertLifecycle(t *testing.T) {
 		}
 		st = idle(p.Next)
 	}
-	v1 := desiredAll(base.Backends[0], desiredBackend(edgeRoute("shop", "shop.test", "aa"), a))
+	v1 := desiredAll(*base.Backends[0], desiredBackend(edgeRoute("shop", "shop.test", "aa"), a))
 	step("edge route added", caps, v1, []string{
 		"cert-add shop.test demo/shop-tls@aa",
 		"add-server be_edge:demo:shop/web-a:http 127.0.1.1:8080 weight 1",
@@ -47,9 +47,9 @@ func TestCertLifecycle(t *testing.T) {
 	if got := st.Backends[0].Slot; got != "be_http:_pool:1" {
 		t.Fatalf("edge route carried by %q, want an HTTP spare", got)
 	}
-	v2 := desiredAll(base.Backends[0], desiredBackend(edgeRoute("shop", "shop.test", "bb"), a))
+	v2 := desiredAll(*base.Backends[0], desiredBackend(edgeRoute("shop", "shop.test", "bb"), a))
 	step("rotated", caps, v2, []string{"cert-update shop.test demo/shop-tls@bb"})
-	invalid := desiredAll(base.Backends[0], desiredBackend(edgeRoute("shop", "shop.test", ""), a))
+	invalid := desiredAll(*base.Backends[0], desiredBackend(edgeRoute("shop", "shop.test", ""), a))
 	step("secret turned invalid: the default certificate serves", caps, invalid, []string{"cert-del shop.test demo/shop-tls@bb"})
 	step("valid again", caps, v2, []string{"cert-add shop.test demo/shop-tls@bb"})
 	step("edge route removed", caps, base, []string{

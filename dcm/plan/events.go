@@ -32,8 +32,8 @@ func BackendsOf(ops []dcm.Op) []string {
 
 // BackendsNamed picks backends of st by name (names sorted, as BackendsOf
 // gives them), marked for clients as MarkRetired does.
-func BackendsNamed(st dcm.State, d dcm.Desired, names []string) []dcm.Backend {
-	out := make([]dcm.Backend, 0, len(names))
+func BackendsNamed(st dcm.State, d dcm.Desired, names []string) []*dcm.Backend {
+	out := make([]*dcm.Backend, 0, len(names))
 	for _, n := range names {
 		if b, ok := st.Backend(n); ok {
 			out = append(out, b)

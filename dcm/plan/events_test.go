@@ -32,11 +32,11 @@ func TestBackendsOf(t *testing.T) {
 }
 
 func TestBackendsNamed(t *testing.T) {
-	st := dcm.State{Backends: []dcm.Backend{
+	st := dcm.State{Backends: []*dcm.Backend{
 		{Name: "be_http:ns:a", Servers: []dcm.Server{{Name: "a-1", Endpoint: "a-1"}, {Name: "a-2", Endpoint: "a-2"}}},
 		{Name: "be_http:ns:b"},
 	}}
-	desired := dcm.Desired{Backends: []dcm.DesiredBackend{{Name: "be_http:ns:a", Endpoints: []dcm.Endpoint{{Name: "a-1"}}}}}
+	desired := dcm.Desired{Backends: []*dcm.DesiredBackend{{Name: "be_http:ns:a", Endpoints: []dcm.Endpoint{{Name: "a-1"}}}}}
 	tests := []struct {
 		name  string
 		names []string

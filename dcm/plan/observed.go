@@ -74,8 +74,12 @@ func Merge(st dcm.State, obs map[string][]dcm.Server, names []string, traffic bo
 			drift = append(drift, b.Name+"/"+name+": missing in HAProxy")
 		}
 		dcm.SortServers(servers)
-		b.Servers = servers
-		out.Backends[i] = b
+		if slices.Equal(servers, b.Servers) {
+			continue // as it was: the state keeps sharing it
+		}
+		nb := *b // a copy: st shares its backends
+		nb.Servers = servers
+		out.Backends[i] = &nb
 	}
 	slices.Sort(drift)
 	return out, drift, missing
@@ -95,17 +99,27 @@ func DriftBackends(drift []string) []string {
 
 // HealthChanged lists the backends where a server's admin state or health
 // differs between two observations (sessions come and go too often to say).
+// Both states are sorted by name and share unchanged backends (Merge
+// keeps a backend whose servers HAProxy reported as they were), so a walk
+// of both compares the replaced backends only.
 func HealthChanged(a, b dcm.State) []string {
 	var out []string
-	for _, nb := range b.Backends {
-		ob, ok := a.Backend(nb.Name)
-		if !ok {
-			continue
-		}
-		if !slices.EqualFunc(ob.Servers, nb.Servers, func(x, y dcm.Server) bool {
-			return x.Name == y.Name && x.State == y.State && x.Health == y.Health
-		}) {
-			out = append(out, nb.Name)
+	i, j := 0, 0
+	for i < len(a.Backends) && j < len(b.Backends) {
+		ob, nb := a.Backends[i], b.Backends[j]
+		switch {
+		case ob.Name < nb.Name:
+			i++
+		case nb.Name < ob.Name:
+			j++
+		default:
+			if ob != nb && !slices.EqualFunc(ob.Servers, nb.Servers, func(x, y dcm.Server) bool {
+				return x.Name == y.Name && x.State == y.State && x.Health == y.Health
+			}) {
+				out = append(out, nb.Name)
+			}
+			i++
+			j++
 		}
 	}
 	return out

@@ -8,7 +8,7 @@ import (
 )
 
 func TestMerge(t *testing.T) {
-	known := dcm.State{Backends: []dcm.Backend{
+	known := dcm.State{Backends: []*dcm.Backend{
 		{Name: "be_http:a:x", Servers: []dcm.Server{
 			{Name: "p1:http", Addr: "10.0.0.1", Port: 80, Weight: 1, State: dcm.StateReady, Origin: dcm.OriginRuntime, Pod: "p1", Endpoint: "p1:http", Sessions: 4},
 			{Name: "p2:http", Addr: "10.0.0.2", Port: 80, Weight: 1, State: dcm.StateMaint, Pod: "p2", Endpoint: "p2:http", Unobserved: true, Sessions: 3},
@@ -120,12 +120,12 @@ func TestDriftBackends(t *testing.T) {
 }
 
 func TestHealthChanged(t *testing.T) {
-	before := dcm.State{Backends: []dcm.Backend{
+	before := dcm.State{Backends: []*dcm.Backend{
 		{Name: "be_http:a:x", Servers: []dcm.Server{{Name: "s1", State: dcm.StateReady, Health: "UP", Sessions: 1}}},
 		{Name: "be_http:a:y", Servers: []dcm.Server{{Name: "s1", State: dcm.StateReady, Health: "UP"}}},
 	}}
 	with := func(s dcm.Server) dcm.State {
-		return dcm.State{Backends: []dcm.Backend{
+		return dcm.State{Backends: []*dcm.Backend{
 			{Name: "be_http:a:x", Servers: []dcm.Server{s}},
 			{Name: "be_http:a:y", Servers: []dcm.Server{{Name: "s1", State: dcm.StateReady, Health: "UP"}}},
 			{Name: "be_http:a:new", Servers: []dcm.Server{{Name: "s1", State: dcm.StateReady, Health: "DOWN"}}},

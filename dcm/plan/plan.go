@@ -20,10 +20,36 @@ import (
 // yields Plan.Next, Next serves exactly the desired endpoints, and
 // Compute(Next, desired, caps) is empty.
 func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
+	return compute(actual, desired, caps, nil)
+}
+
+// ComputeChanged is Compute for a caller that knows which backends may
+// need a change: those changed names (sorted). Of every other backend both in
+// actual and in desired it promises that Compute would leave it as it is
+// (its route and endpoints are those actual was planned for, and HAProxy
+// reported nothing new on it since), so it is kept without a look. Under
+// that promise it returns the plan Compute returns, but Waiting, which
+// counts the changed backends' servers only; the work it does grows with
+// the changed backends, not with the state (TestComputeChangedIsCompute).
+func ComputeChanged(actual dcm.State, desired dcm.Desired, caps dcm.Caps, changed []string) dcm.Plan {
+	if changed == nil {
+		changed = []string{}
+	}
+	return compute(actual, desired, caps, changed)
+}
+
+// compute is Compute, and ComputeChanged when changed is not nil.
+func compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps, changed []string) dcm.Plan {
 	desired = servable(desired)
-	c := &computation{caps: caps, spares: newPool(actual, caps), next: make([]dcm.Backend, 0, len(desired.Backends))}
+	c := &computation{caps: caps, spares: newPool(actual, caps), next: make([]*dcm.Backend, 0, len(desired.Backends)), partial: changed != nil}
 	as, ds := actual.Backends, desired.Backends
-	i, j := 0, 0
+	i, j, k := 0, 0, 0
+	unchanged := func(name string) bool {
+		for k < len(changed) && changed[k] < name {
+			k++
+		}
+		return k == len(changed) || changed[k] != name
+	}
 	for i < len(as) || j < len(ds) {
 		switch {
 		case j >= len(ds) || (i < len(as) && as[i].Name < ds[j].Name):
@@ -31,6 +57,10 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 			i++
 		case i >= len(as) || ds[j].Name < as[i].Name:
 			c.arrived(ds[j])
+			j++
+		case c.partial && unchanged(ds[j].Name):
+			c.next = append(c.next, as[i])
+			i++
 			j++
 		default:
 			c.kept(as[i], ds[j])
@@ -46,8 +76,13 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 		return reloadFor(actual, desired, caps, reasons)
 	}
 	st := dcm.State{Backends: next, Pool: spares.names(), DefaultCert: desired.DefaultCert}
-	certFirst, certLast := certOps(actual, st)
-	caFirst, caLast := caOps(actual, st)
+	var certFirst, certLast, caFirst, caLast []dcm.Op
+	if !c.partial || c.certs || actual.DefaultCert != st.DefaultCert {
+		certFirst, certLast = certOps(actual, st)
+	}
+	if !c.partial || c.cas {
+		caFirst, caLast = caOps(actual, st)
+	}
 	// CA files before the certificates and servers, out after them.
 	certFirst = append(caFirst, certFirst...)
 	certLast = append(certLast, caLast...)
@@ -69,27 +104,63 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 	return dcm.Plan{Ops: ops, Next: st, Waiting: c.waiting}
 }
 
+// kept is the backend a plan leaves a from: a itself when the plan changed
+// nothing in it, so that states share what did not change (dcm.State).
+func kept(a *dcm.Backend, r backendPlan) *dcm.Backend {
+	n := r.next
+	if len(r.ops) == 0 && sameServers(n.Servers, a.Servers) && n.Retiring == a.Retiring && n.Slot == a.Slot &&
+		n.Name == a.Name && n.Kind == a.Kind && n.Slots == a.Slots && n.Route.Equal(a.Route) {
+		return a
+	}
+	return &n
+}
+
+// sameServers reports whether two server lists are one slice.
+func sameServers(a, b []dcm.Server) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 // computation is what Compute gathers backend by backend.
 type computation struct {
 	caps    dcm.Caps
 	spares  *pool
 	reasons []dcm.ReloadReason
-	next    []dcm.Backend
+	next    []*dcm.Backend // unchanged backends are actual's, shared
 	ops     []dcm.Op
 	retired []dcm.Op // ops of retiring backends: after the maps stop sending them traffic
 	waiting int
 	remap   bool // a route is bound, re-keyed or unbound: the maps change
 	moved   bool // a route moved to another backend: next is out of order
+	// partial: ComputeChanged, which looks at the backends it touches
+	// only, and notes whether one of them (before or after) serves a
+	// certificate or has servers with a CA file.
+	partial    bool
+	certs, cas bool
+}
+
+// touch records a backend a computation looks at, as it was and as it
+// will be (nil when it goes).
+func (c *computation) touch(before, after *dcm.Backend) {
+	if !c.partial {
+		return
+	}
+	for _, b := range []*dcm.Backend{before, after} {
+		if b == nil {
+			continue
+		}
+		c.certs = c.certs || b.Route.TLS != nil
+		c.cas = c.cas || b.Route.Upstream != nil || slices.ContainsFunc(b.Servers, func(s dcm.Server) bool { return s.Upstream != nil })
+	}
 }
 
 // gone plans a backend whose route is gone: retired, and back to the pool
 // once empty.
-func (c *computation) gone(a dcm.Backend) {
+func (c *computation) gone(a *dcm.Backend) {
 	if !c.caps.Pooled() {
 		c.reasons = append(c.reasons, dcm.ReasonRouteRemoved)
 		return
 	}
-	r := retire(a)
+	r := retire(*a)
 	c.remap = c.remap || !a.Retiring
 	c.retired = append(c.retired, withSlot(r.ops, a.Slot)...)
 	c.waiting += r.waiting
@@ -97,14 +168,17 @@ func (c *computation) gone(a dcm.Backend) {
 		// A retiring backend keeps its allowlist entry until it is a
 		// free spare again.
 		c.remap = c.remap || len(a.Route.Allowlist) > 0
-		c.spares.release(a)
+		c.spares.release(*a)
+		c.touch(a, nil)
 		return
 	}
-	c.next = append(c.next, r.next)
+	n := kept(a, r)
+	c.touch(a, n)
+	c.next = append(c.next, n)
 }
 
 // arrived plans a new route: on a free spare.
-func (c *computation) arrived(d dcm.DesiredBackend) {
+func (c *computation) arrived(d *dcm.DesiredBackend) {
 	if !c.caps.Pooled() {
 		c.reasons = append(c.reasons, dcm.ReasonRouteAdded)
 		return
@@ -118,16 +192,18 @@ func (c *computation) arrived(d dcm.DesiredBackend) {
 }
 
 // carry plans route d on a spare it took.
-func (c *computation) carry(d dcm.DesiredBackend, slot string) {
-	r := added(d, slot)
+func (c *computation) carry(d *dcm.DesiredBackend, slot string) {
+	r := added(*d, slot)
 	c.remap = true
-	c.next = append(c.next, r.next)
+	c.touch(nil, &r.next)
+	c.next = append(c.next, &r.next)
 	c.ops = append(c.ops, r.ops...)
 	c.waiting += r.waiting
 }
 
 // kept plans a route that keeps its backend.
-func (c *computation) kept(a dcm.Backend, d dcm.DesiredBackend) {
+func (c *computation) kept(actual *dcm.Backend, d *dcm.DesiredBackend) {
+	a := *actual
 	if a.Retiring { // the route came back before its backend was empty
 		a.Retiring = false
 		c.remap = true
@@ -142,12 +218,14 @@ func (c *computation) kept(a dcm.Backend, d dcm.DesiredBackend) {
 		return
 	}
 	c.remap = c.remap || rekeyed
-	r := planBackend(a, d, c.caps)
+	r := planBackend(a, *d, c.caps)
 	if r.reason != "" {
 		c.reasons = append(c.reasons, r.reason)
 		return
 	}
-	c.next = append(c.next, r.next)
+	n := kept(actual, r)
+	c.touch(actual, n)
+	c.next = append(c.next, n)
 	c.ops = append(c.ops, withSlot(r.ops, a.Slot)...)
 	c.waiting += r.waiting
 }
@@ -159,7 +237,7 @@ func (c *computation) kept(a dcm.Backend, d dcm.DesiredBackend) {
 // (MovedName): in-flight requests finish where they are, the next ones
 // go to the new spare, and no reload. Without a spare that fits, it
 // reloads: for an empty pool, else for why.
-func (c *computation) move(a dcm.Backend, d dcm.DesiredBackend, why dcm.ReloadReason) {
+func (c *computation) move(a dcm.Backend, d *dcm.DesiredBackend, why dcm.ReloadReason) {
 	slot, reason := c.spares.take(d)
 	if reason != "" {
 		if reason != dcm.ReasonPoolExhausted {
@@ -170,7 +248,7 @@ func (c *computation) move(a dcm.Backend, d dcm.DesiredBackend, why dcm.ReloadRe
 	}
 	old := a
 	old.Name, old.Slot = dcm.MovedName(a.ProxyName()), a.ProxyName()
-	c.gone(old)
+	c.gone(&old)
 	c.carry(d, slot)
 	c.moved = true
 }
@@ -268,9 +346,9 @@ func Reload(desired dcm.Desired, caps dcm.Caps, reasons ...dcm.ReloadReason) dcm
 // while every route has a backend of its own name.
 func Fresh(desired dcm.Desired, caps dcm.Caps) dcm.State {
 	desired = servable(desired)
-	backends := make([]dcm.Backend, 0, len(desired.Backends))
+	backends := make([]*dcm.Backend, 0, len(desired.Backends))
 	for _, d := range desired.Backends {
-		b := dcm.Backend{Name: d.Name, Kind: d.Route.Kind, Route: d.Route}
+		b := &dcm.Backend{Name: d.Name, Kind: d.Route.Kind, Route: d.Route}
 		if caps.Mode == dcm.ModeSlots {
 			b.Slots = len(d.Endpoints) + max(caps.Slots, 1)
 			b.Servers = make([]dcm.Server, 0, b.Slots)
@@ -297,8 +375,9 @@ func Fresh(desired dcm.Desired, caps dcm.Caps) dcm.State {
 // configuration: every server now comes from the file, a drained server was
 // rendered disabled, and the new worker has seen no traffic yet.
 func AfterReload(st dcm.State) dcm.State {
-	backends := make([]dcm.Backend, len(st.Backends))
-	for i, b := range st.Backends {
+	backends := make([]*dcm.Backend, len(st.Backends))
+	for i, sb := range st.Backends {
+		b := *sb
 		servers := make([]dcm.Server, len(b.Servers))
 		for k, s := range b.Servers {
 			s.Origin = dcm.OriginCfg
@@ -311,7 +390,7 @@ func AfterReload(st dcm.State) dcm.State {
 			servers[k] = s
 		}
 		b.Servers = servers
-		backends[i] = b
+		backends[i] = &b
 	}
 	return dcm.State{Backends: backends, Pool: st.Pool, DefaultCert: st.DefaultCert}
 }
@@ -328,7 +407,7 @@ func serverFor(e dcm.Endpoint, r dcm.Route, origin dcm.Origin) dcm.Server {
 // without TLS would talk in clear text to them. The sources give such
 // routes no endpoints already; this keeps the planner safe on its own.
 func servable(d dcm.Desired) dcm.Desired {
-	var out []dcm.DesiredBackend
+	var out []*dcm.DesiredBackend
 	for i, b := range d.Backends {
 		if b.Route.Kind != dcm.KindReencrypt || upstreamOf(b.Route) != nil || len(b.Endpoints) == 0 {
 			continue
@@ -336,7 +415,9 @@ func servable(d dcm.Desired) dcm.Desired {
 		if out == nil {
 			out = slices.Clone(d.Backends)
 		}
-		out[i].Endpoints = nil
+		nb := *b // a copy: d shares its backends
+		nb.Endpoints = nil
+		out[i] = &nb
 	}
 	if out == nil {
 		return d

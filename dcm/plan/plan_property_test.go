@@ -160,20 +160,22 @@ func (g gen) desired() dcm.Desired {
 				b.Endpoints[i].Proto = dcm.ProtoH2
 			}
 		}
-		d.Backends = append(d.Backends, b.WithProtoNames().WithUpstreamNames())
+		nb := b.WithProtoNames().WithUpstreamNames()
+		d.Backends = append(d.Backends, &nb)
 	}
 	// The default certificate: dcm's self-signed one, or a Secret's
 	// rotated now and then.
 	d.DefaultCert = []dcm.Cert{{}, {Secret: "ingress/default", Version: "aa"}, {Secret: "ingress/default", Version: "bb"}}[g.r.IntN(3)]
 	// Edge backends (be_edge:…) sort before HTTP ones.
-	slices.SortFunc(d.Backends, func(a, b dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(d.Backends, func(a, b *dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
 	return d
 }
 
 // observe plays HAProxy reporting on the state: random traffic on some servers.
 func (g gen) observe(st dcm.State) dcm.State {
 	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool}
-	for i, b := range out.Backends {
+	for i, sb := range out.Backends {
+		b := *sb // a copy: st shares its backends
 		b.Servers = slices.Clone(b.Servers)
 		for k := range b.Servers {
 			s := &b.Servers[k]
@@ -183,7 +185,7 @@ func (g gen) observe(st dcm.State) dcm.State {
 				s.Sessions = 1 + g.r.IntN(3)
 			}
 		}
-		out.Backends[i] = b
+		out.Backends[i] = &b
 	}
 	return out
 }
@@ -230,7 +232,7 @@ func serversOf(dp DataPlane) map[string][]dcm.Server {
 // takes no traffic.
 func servesDesired(t *testing.T, next dcm.State, d dcm.Desired) {
 	t.Helper()
-	var routed []dcm.Backend
+	var routed []*dcm.Backend
 	for _, b := range next.Backends {
 		if !b.Retiring {
 			routed = append(routed, b)
@@ -318,7 +320,16 @@ func TestComputeProperties(t *testing.T) {
 // for what HAProxy cannot do at runtime.
 func checkPlan(t *testing.T, what string, actual dcm.State, desired dcm.Desired, caps dcm.Caps) {
 	t.Helper()
+	actualBefore, _ := json.Marshal(actual)
+	desiredBefore, _ := json.Marshal(desired)
 	p := Compute(actual, desired, caps)
+	// Compute shares backends with its inputs and must never write them.
+	if a, _ := json.Marshal(actual); string(a) != string(actualBefore) {
+		t.Fatalf("%s: Compute modified actual", what)
+	}
+	if d, _ := json.Marshal(desired); string(d) != string(desiredBefore) {
+		t.Fatalf("%s: Compute modified desired", what)
+	}
 
 	// Applying the ops yields Next: the same servers in every
 	// HAProxy backend and the same maps, in the renderer's order.
@@ -375,7 +386,7 @@ func checkPlan(t *testing.T, what string, actual dcm.State, desired dcm.Desired,
 			if relistedForH2(actual, p.Next, op) {
 				continue // another host started or stopped sharing its certificate
 			}
-			alone := Compute(dcm.State{Backends: []dcm.Backend{ab}}, dcm.Desired{Backends: []dcm.DesiredBackend{db}}, caps)
+			alone := Compute(dcm.State{Backends: []*dcm.Backend{ab}}, dcm.Desired{Backends: []*dcm.DesiredBackend{db}}, caps)
 			if alone.Empty() {
 				t.Fatalf("%s: op %s touches a backend that needs nothing", what, op)
 			}

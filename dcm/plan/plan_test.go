@@ -20,7 +20,7 @@ func ep(pod string, ip string, st dcm.AdminState) dcm.Endpoint {
 }
 
 func desiredOf(r dcm.Route, eps ...dcm.Endpoint) dcm.Desired {
-	return dcm.Desired{Backends: []dcm.DesiredBackend{{Name: r.BackendName(), Route: r, Endpoints: eps}}}
+	return dcm.Desired{Backends: []*dcm.DesiredBackend{{Name: r.BackendName(), Route: r, Endpoints: eps}}}
 }
 
 func opStrings(ops []dcm.Op) []string {

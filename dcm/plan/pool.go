@@ -44,7 +44,7 @@ func newPool(st dcm.State, caps dcm.Caps) *pool {
 
 // take returns the spare that carries the new route d ("" when it is d's
 // own backend, back from the pool), or why the route needs a reload.
-func (p *pool) take(d dcm.DesiredBackend) (string, dcm.ReloadReason) {
+func (p *pool) take(d *dcm.DesiredBackend) (string, dcm.ReloadReason) {
 	if !slices.Contains(routing.PoolKinds, routing.PoolKind(d.Route.Kind)) || !poolBalanced(d.Route) {
 		return "", dcm.ReasonRouteAdded // spares are rendered for this kind and balance only
 	}
@@ -111,6 +111,9 @@ func (p *pool) release(b dcm.Backend) {
 func (p *pool) names() []string {
 	if len(p.free)+len(p.released) == 0 {
 		return nil
+	}
+	if len(p.released) == 0 {
+		return p.free // what is left of a sorted pool is sorted
 	}
 	out := append(slices.Clone(p.free), p.released...)
 	routing.SortPool(out)

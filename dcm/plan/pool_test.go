@@ -20,7 +20,16 @@ func desiredAll(bs ...dcm.DesiredBackend) dcm.Desired {
 		}
 		return 0
 	})
-	return dcm.Desired{Backends: bs}
+	return dcm.Desired{Backends: dcm.DesiredList(bs...)}
+}
+
+// derefAll copies desired backends out of a Desired.
+func derefAll(bs []*dcm.DesiredBackend) []dcm.DesiredBackend {
+	out := make([]dcm.DesiredBackend, len(bs))
+	for i, b := range bs {
+		out[i] = *b
+	}
+	return out
 }
 
 func desiredBackend(r dcm.Route, eps ...dcm.Endpoint) dcm.DesiredBackend {
@@ -241,14 +250,14 @@ func TestPoolRecyclesRenderedBackends(t *testing.T) {
 
 	// shop comes back while its backend carries y: it needs a spare, and
 	// there is none left.
-	if p := Compute(st, desiredAll(append(slices.Clone(withXY.Backends), desiredBackend(shop, s1))...), caps); !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonPoolExhausted}) {
+	if p := Compute(st, desiredAll(append(derefAll(withXY.Backends), desiredBackend(shop, s1))...), caps); !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonPoolExhausted}) {
 		t.Fatalf("shop back with the pool empty: reasons %v", p.Reasons)
 	}
 	// y goes, and shop comes back afterwards: into its own backend.
 	withX := desiredAll(desiredBackend(web, a), desiredBackend(x, ep("x-1", "127.0.4.1", dcm.StateReady)))
 	apply("delete y", withX)
 	apply("y's server goes", withX)
-	apply("shop back", desiredAll(append(slices.Clone(withX.Backends), desiredBackend(shop, s1))...))
+	apply("shop back", desiredAll(append(derefAll(withX.Backends), desiredBackend(shop, s1))...))
 	if b, _ := st.Backend(shop.BackendName()); b.Slot != "" || b.ProxyName() != "be_http:demo:shop" || !slices.Equal(st.Pool, []string{"be_passthrough:_pool:1", "be_reencrypt:_pool:1"}) {
 		t.Fatalf("shop back in %q, pool %v", b.ProxyName(), st.Pool)
 	}

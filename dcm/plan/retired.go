@@ -9,7 +9,7 @@ import (
 
 // HasEndpoint reports whether Kubernetes still has the endpoint name in b
 // (b's endpoints are sorted by name).
-func HasEndpoint(b dcm.DesiredBackend, name string) bool {
+func HasEndpoint(b *dcm.DesiredBackend, name string) bool {
 	_, ok := slices.BinarySearchFunc(b.Endpoints, name, func(e dcm.Endpoint, n string) int { return strings.Compare(e.Name, n) })
 	return ok
 }
@@ -17,13 +17,16 @@ func HasEndpoint(b dcm.DesiredBackend, name string) bool {
 // retired says whether s stands for an endpoint Kubernetes no longer has;
 // db and ok are the desired backend of s's backend, as Desired.Backend
 // returns them.
-func retired(s dcm.Server, db dcm.DesiredBackend, ok bool) bool {
+func retired(s dcm.Server, db *dcm.DesiredBackend, ok bool) bool {
 	return s.Endpoint != "" && (!ok || !HasEndpoint(db, s.Endpoint))
 }
 
 // terminating says whether Kubernetes has s's endpoint as serving while
 // terminating (dcm.Endpoint.Terminating).
-func terminating(s dcm.Server, db dcm.DesiredBackend) bool {
+func terminating(s dcm.Server, db *dcm.DesiredBackend) bool {
+	if db == nil {
+		return false
+	}
 	i, ok := slices.BinarySearchFunc(db.Endpoints, s.Endpoint, func(e dcm.Endpoint, n string) int { return strings.Compare(e.Name, n) })
 	return ok && s.Endpoint != "" && db.Endpoints[i].Terminating
 }
@@ -34,7 +37,7 @@ func terminating(s dcm.Server, db dcm.DesiredBackend) bool {
 // snapshot alone (a terminating server that is ready because its service
 // has no other, dcm.ServeTerminating, drains once one is). Backends are
 // copied only when a flag changes.
-func MarkRetired(backends []dcm.Backend, d dcm.Desired) []dcm.Backend {
+func MarkRetired(backends []*dcm.Backend, d dcm.Desired) []*dcm.Backend {
 	out := backends
 	copied := false
 	for i, b := range backends {
@@ -56,8 +59,9 @@ func MarkRetired(backends []dcm.Backend, d dcm.Desired) []dcm.Backend {
 		if !copied {
 			out, copied = slices.Clone(backends), true
 		}
-		b.Servers = servers
-		out[i] = b
+		nb := *b // a copy: backends are shared
+		nb.Servers = servers
+		out[i] = &nb
 	}
 	return out
 }
@@ -70,13 +74,21 @@ func MarkRetired(backends []dcm.Backend, d dcm.Desired) []dcm.Backend {
 func WaitingBackends(st dcm.State, d dcm.Desired) []string {
 	var names []string
 	for _, b := range st.Backends {
-		db, desired := d.Backend(b.Name)
-		for _, s := range b.Servers {
-			if retired(s, db, desired) && s.State == dcm.StateMaint && !s.Deletable() {
-				names = append(names, b.ProxyName())
-				break
-			}
+		if Waiting(b, d) {
+			names = append(names, b.ProxyName())
 		}
 	}
 	return names
+}
+
+// Waiting reports whether b has a retired server (its endpoint gone from
+// d, in maint) that HAProxy has not yet reported idle.
+func Waiting(b *dcm.Backend, d dcm.Desired) bool {
+	db, desired := d.Backend(b.Name)
+	for _, s := range b.Servers {
+		if retired(s, db, desired) && s.State == dcm.StateMaint && !s.Deletable() {
+			return true
+		}
+	}
+	return false
 }

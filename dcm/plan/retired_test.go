@@ -8,7 +8,7 @@ import (
 )
 
 func TestMarkRetired(t *testing.T) {
-	desired := dcm.Desired{Backends: []dcm.DesiredBackend{
+	desired := dcm.Desired{Backends: []*dcm.DesiredBackend{
 		{Name: "be_http:ns:a", Endpoints: []dcm.Endpoint{{Name: "a-1"}, {Name: "a-3"}}},
 	}}
 	srv := func(name, endpoint string, retired bool) dcm.Server {
@@ -16,28 +16,28 @@ func TestMarkRetired(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		backends []dcm.Backend
+		backends []*dcm.Backend
 		want     map[string][]string // backend → retired servers
 		shared   bool                // the input comes back as it was, uncopied
 	}{
 		{
 			name:     "an endpoint Kubernetes dropped is retired",
-			backends: []dcm.Backend{{Name: "be_http:ns:a", Servers: []dcm.Server{srv("a-1", "a-1", false), srv("a-2", "a-2", false)}}},
+			backends: []*dcm.Backend{{Name: "be_http:ns:a", Servers: []dcm.Server{srv("a-1", "a-1", false), srv("a-2", "a-2", false)}}},
 			want:     map[string][]string{"be_http:ns:a": {"a-2"}},
 		},
 		{
 			name:     "a backend Kubernetes dropped has every endpoint's server retired",
-			backends: []dcm.Backend{{Name: "be_http:ns:gone", Servers: []dcm.Server{srv("g-1", "g-1", false), srv("slot1", "", false)}}},
+			backends: []*dcm.Backend{{Name: "be_http:ns:gone", Servers: []dcm.Server{srv("g-1", "g-1", false), srv("slot1", "", false)}}},
 			want:     map[string][]string{"be_http:ns:gone": {"g-1"}},
 		},
 		{
 			name:     "a flag Kubernetes no longer warrants is cleared",
-			backends: []dcm.Backend{{Name: "be_http:ns:a", Servers: []dcm.Server{srv("a-3", "a-3", true)}}},
+			backends: []*dcm.Backend{{Name: "be_http:ns:a", Servers: []dcm.Server{srv("a-3", "a-3", true)}}},
 			want:     map[string][]string{},
 		},
 		{
 			name:     "nothing to change: the input itself",
-			backends: []dcm.Backend{{Name: "be_http:ns:a", Servers: []dcm.Server{srv("a-1", "a-1", false), srv("a-2", "a-2", true)}}},
+			backends: []*dcm.Backend{{Name: "be_http:ns:a", Servers: []dcm.Server{srv("a-1", "a-1", false), srv("a-2", "a-2", true)}}},
 			want:     map[string][]string{"be_http:ns:a": {"a-2"}},
 			shared:   true,
 		},
@@ -65,7 +65,7 @@ func TestMarkRetired(t *testing.T) {
 			if !slices.Equal(tt.backends[0].Servers, before) {
 				t.Error("MarkRetired modified its input")
 			}
-			if shared := &got[0] == &tt.backends[0]; shared != tt.shared {
+			if shared := got[0] == tt.backends[0]; shared != tt.shared {
 				t.Errorf("result shares the input: %v, want %v", shared, tt.shared)
 			}
 		})
@@ -73,7 +73,7 @@ func TestMarkRetired(t *testing.T) {
 }
 
 func TestWaitingBackends(t *testing.T) {
-	desired := dcm.Desired{Backends: []dcm.DesiredBackend{
+	desired := dcm.Desired{Backends: []*dcm.DesiredBackend{
 		{Name: "be_http:ns:a", Endpoints: []dcm.Endpoint{{Name: "a-1"}}},
 		{Name: "be_http:ns:b", Endpoints: []dcm.Endpoint{{Name: "b-1"}}},
 	}}
@@ -94,7 +94,7 @@ func TestWaitingBackends(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := dcm.State{Backends: []dcm.Backend{
+			st := dcm.State{Backends: []*dcm.Backend{
 				{Name: "be_http:ns:a", Slot: tt.slot, Servers: []dcm.Server{{Name: "a-1", Endpoint: "a-1", State: dcm.StateReady}, tt.server}},
 				{Name: "be_http:ns:b", Servers: []dcm.Server{{Name: "b-1", Endpoint: "b-1", State: dcm.StateMaint, Sessions: 3}}},
 			}}
@@ -112,7 +112,7 @@ func TestWaitingBackends(t *testing.T) {
 func TestHasEndpoint(t *testing.T) {
 	b := dcm.DesiredBackend{Endpoints: []dcm.Endpoint{{Name: "a"}, {Name: "c"}, {Name: "e"}}}
 	for name, want := range map[string]bool{"a": true, "c": true, "e": true, "b": false, "": false, "f": false} {
-		if got := HasEndpoint(b, name); got != want {
+		if got := HasEndpoint(&b, name); got != want {
 			t.Errorf("HasEndpoint(%q) = %v, want %v", name, got, want)
 		}
 	}

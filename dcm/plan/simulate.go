@@ -26,7 +26,7 @@ func DesiredOf(st dcm.State) dcm.Desired {
 	// preview, over thousands of servers. Backends get capped sub-slices, so
 	// an append to one never writes into the next.
 	slab := make([]dcm.Endpoint, 0, n)
-	d := dcm.Desired{Backends: make([]dcm.DesiredBackend, 0, len(st.Backends)), DefaultCert: st.DefaultCert}
+	d := dcm.Desired{Backends: make([]*dcm.DesiredBackend, 0, len(st.Backends)), DefaultCert: st.DefaultCert}
 	for _, b := range st.Backends {
 		if b.Retiring {
 			continue // its route is gone
@@ -39,7 +39,7 @@ func DesiredOf(st dcm.State) dcm.Desired {
 			slab = append(slab, dcm.Endpoint{Name: s.Endpoint, Addr: s.Addr, Port: s.Port,
 				Weight: s.Weight, State: s.State, Pod: s.Pod, Service: s.Service, Terminating: s.Terminating, Proto: s.Proto})
 		}
-		db := dcm.DesiredBackend{Name: b.Name, Route: b.Route}
+		db := &dcm.DesiredBackend{Name: b.Name, Route: b.Route}
 		if len(slab) > start {
 			db.Endpoints = slab[start:len(slab):len(slab)]
 			if !slices.IsSortedFunc(db.Endpoints, byEndpointName) {
@@ -154,7 +154,7 @@ func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) 
 	if p.Reload || slices.ContainsFunc(p.Ops, func(o dcm.Op) bool { return o.Server == "" }) {
 		return Compute(st, d, caps)
 	}
-	next := make([]dcm.Backend, 0, len(st.Backends)+len(p.Next.Backends))
+	next := make([]*dcm.Backend, 0, len(st.Backends)+len(p.Next.Backends))
 	for _, b := range st.Backends {
 		if !slices.Contains(names, b.Name) {
 			next = append(next, b)
@@ -169,26 +169,27 @@ func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) 
 // idleBackends is HAProxy reporting every server of the named backends
 // idle: nothing in flight.
 func idleBackends(st dcm.State, names []string) dcm.State {
-	return idleWhere(st, func(b dcm.Backend) bool { return slices.Contains(names, b.Name) })
+	return idleWhere(st, func(b *dcm.Backend) bool { return slices.Contains(names, b.Name) })
 }
 
 // idle is HAProxy reporting every server idle: nothing in flight.
 func idle(st dcm.State) dcm.State {
-	return idleWhere(st, func(dcm.Backend) bool { return true })
+	return idleWhere(st, func(*dcm.Backend) bool { return true })
 }
 
-func idleWhere(st dcm.State, which func(dcm.Backend) bool) dcm.State {
+func idleWhere(st dcm.State, which func(*dcm.Backend) bool) dcm.State {
 	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool, DefaultCert: st.DefaultCert}
-	for i, b := range out.Backends {
-		if !which(b) {
+	for i, sb := range out.Backends {
+		if !which(sb) {
 			continue
 		}
+		b := *sb // a copy: st shares its backends
 		b.Servers = slices.Clone(b.Servers)
 		for k := range b.Servers {
 			s := &b.Servers[k]
 			s.Unobserved, s.Sessions, s.Queued, s.UsedConn, s.IdleConn = false, 0, 0, 0, 0
 		}
-		out.Backends[i] = b
+		out.Backends[i] = &b
 	}
 	return out
 }
@@ -212,7 +213,7 @@ func phasesFor(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 		if _, ok := d.Backend(name); ok {
 			return nil, nil, fmt.Errorf("add-route: %s exists already", name)
 		}
-		nb := dcm.DesiredBackend{Name: name, Route: r, Endpoints: serviceEndpoints(d, r)}
+		nb := &dcm.DesiredBackend{Name: name, Route: r, Endpoints: serviceEndpoints(d, r)}
 		next := dcm.Desired{Backends: append(slices.Clone(d.Backends), nb), DefaultCert: d.DefaultCert}
 		sort.Slice(next.Backends, func(i, j int) bool { return next.Backends[i].Name < next.Backends[j].Name })
 		return []phase{{name: "route created", desired: next}}, []string{name}, nil
@@ -220,7 +221,7 @@ func phasesFor(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 		if _, ok := d.Backend(w.Backend); !ok {
 			return nil, nil, fmt.Errorf("delete-route: no backend %s", w.Backend)
 		}
-		next := dcm.Desired{Backends: slices.DeleteFunc(slices.Clone(d.Backends), func(b dcm.DesiredBackend) bool { return b.Name == w.Backend }), DefaultCert: d.DefaultCert}
+		next := dcm.Desired{Backends: slices.DeleteFunc(slices.Clone(d.Backends), func(b *dcm.DesiredBackend) bool { return b.Name == w.Backend }), DefaultCert: d.DefaultCert}
 		return []phase{{name: "route deleted", desired: next}}, []string{w.Backend}, nil
 	case dcm.WhatIfUpdateRoute:
 		return updateRoutePhases(w, d)
@@ -243,7 +244,7 @@ func updateRoutePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 		return nil, nil, fmt.Errorf("update-route: %w", err)
 	}
 	name := r.BackendName()
-	i := slices.IndexFunc(d.Backends, func(b dcm.DesiredBackend) bool { return b.Name == name })
+	i := slices.IndexFunc(d.Backends, func(b *dcm.DesiredBackend) bool { return b.Name == name })
 	if i < 0 {
 		return nil, nil, fmt.Errorf("update-route: no backend %s (a new kind is delete-route, then add-route)", name)
 	}
@@ -254,7 +255,7 @@ func updateRoutePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 		nb.Endpoints = dcm.DesiredBackend{Route: r, Endpoints: serviceEndpoints(d, r)}.WithUpstreamNames().Endpoints
 	}
 	nb.Route = r
-	next.Backends[i] = nb
+	next.Backends[i] = &nb
 	return []phase{{name: "route updated", desired: next}}, []string{name}, nil
 }
 
@@ -274,7 +275,8 @@ func rotatePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 		h.Write([]byte(v + "/rotated"))
 		return fmt.Sprintf("%016x", h.Sum64())
 	}
-	for i, b := range next.Backends {
+	for i, sb := range next.Backends {
+		b := *sb // a copy: d shares its backends
 		changed := false
 		if b.Route.TLS != nil && b.Route.TLS.Secret == w.Secret {
 			tls := *b.Route.TLS
@@ -289,7 +291,7 @@ func rotatePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 			changed = true
 		}
 		if changed {
-			next.Backends[i] = b
+			next.Backends[i] = &b
 			names = append(names, b.Name)
 		}
 	}
@@ -435,7 +437,7 @@ func withPods(d dcm.Desired, idx []int, pods []string, st dcm.AdminState) dcm.De
 	}
 	out := dcm.Desired{Backends: slices.Clone(d.Backends), DefaultCert: d.DefaultCert}
 	for _, i := range idx {
-		b := out.Backends[i]
+		b := *out.Backends[i] // a copy: d shares its backends
 		portName, port, weight, proto := "http", 0, 1, dcm.ProtoDefault
 		if len(b.Endpoints) > 0 {
 			e := b.Endpoints[0]
@@ -454,7 +456,8 @@ func withPods(d dcm.Desired, idx []int, pods []string, st dcm.AdminState) dcm.De
 		}
 		sort.Slice(eps, func(i, j int) bool { return eps[i].Name < eps[j].Name })
 		b.Endpoints = eps
-		out.Backends[i] = b.ServeTerminating().Reweigh()
+		nb := b.ServeTerminating().Reweigh()
+		out.Backends[i] = &nb
 	}
 	return out
 }
@@ -464,14 +467,15 @@ func withPods(d dcm.Desired, idx []int, pods []string, st dcm.AdminState) dcm.De
 func terminatePods(d dcm.Desired, idx []int, pods []string) dcm.Desired {
 	out := dcm.Desired{Backends: slices.Clone(d.Backends), DefaultCert: d.DefaultCert}
 	for _, i := range idx {
-		b := out.Backends[i]
+		b := *out.Backends[i] // a copy: d shares its backends
 		b.Endpoints = slices.Clone(b.Endpoints)
 		for k, e := range b.Endpoints {
 			if slices.Contains(pods, e.Pod) {
 				b.Endpoints[k].State, b.Endpoints[k].Terminating = dcm.StateDrain, true
 			}
 		}
-		out.Backends[i] = b.ServeTerminating().Reweigh()
+		nb := b.ServeTerminating().Reweigh()
+		out.Backends[i] = &nb
 	}
 	return out
 }
@@ -479,9 +483,10 @@ func terminatePods(d dcm.Desired, idx []int, pods []string) dcm.Desired {
 func withoutPods(d dcm.Desired, idx []int, pods []string) dcm.Desired {
 	out := dcm.Desired{Backends: slices.Clone(d.Backends), DefaultCert: d.DefaultCert}
 	for _, i := range idx {
-		b := out.Backends[i]
+		b := *out.Backends[i] // a copy: d shares its backends
 		b.Endpoints = slices.DeleteFunc(slices.Clone(b.Endpoints), func(e dcm.Endpoint) bool { return slices.Contains(pods, e.Pod) })
-		out.Backends[i] = b.ServeTerminating().Reweigh()
+		nb := b.ServeTerminating().Reweigh()
+		out.Backends[i] = &nb
 	}
 	return out
 }
@@ -506,8 +511,11 @@ func totals(st dcm.State, d dcm.Desired, costs dcm.MemoryCosts) dcm.SimTotals {
 			}
 			if strings.HasPrefix(s.Name, slotPrefix) && s.State == dcm.StateMaint {
 				if db == nil {
-					found, _ := d.Backend(b.Name)
-					db = &found
+					found, ok := d.Backend(b.Name)
+					if !ok {
+						found = &dcm.DesiredBackend{}
+					}
+					db = found
 				}
 				if !carries(*db, s.Endpoint) {
 					t.SlotsFree++
@@ -562,9 +570,13 @@ func draining(before, after dcm.State, backends []string) []dcm.Draining {
 		if !ok {
 			continue
 		}
-		a, _ := after.Backend(name)
+		a, kept := after.Backend(name)
 		for _, s := range b.Servers {
 			if s.State != dcm.StateReady {
+				continue
+			}
+			if !kept {
+				out = append(out, dcm.Draining{Backend: name, Server: s.Name, Pod: s.Pod, Sessions: s.Sessions})
 				continue
 			}
 			if n, ok := a.Server(s.Name); ok && n.State == dcm.StateReady && n.Endpoint == s.Endpoint {
@@ -598,11 +610,11 @@ func Follow(snap dcm.Snapshot, ev dcm.Event) (dcm.Snapshot, bool) {
 	}
 	backends := slices.Clone(snap.Backends)
 	// A backend the event touched but does not carry is gone.
-	backends = slices.DeleteFunc(backends, func(b dcm.Backend) bool {
-		return slices.Contains(ev.Backends, b.Name) && !slices.ContainsFunc(ev.State, func(s dcm.Backend) bool { return s.Name == b.Name })
+	backends = slices.DeleteFunc(backends, func(b *dcm.Backend) bool {
+		return slices.Contains(ev.Backends, b.Name) && !slices.ContainsFunc(ev.State, func(s *dcm.Backend) bool { return s.Name == b.Name })
 	})
 	for _, nb := range ev.State {
-		i, found := slices.BinarySearchFunc(backends, nb.Name, func(b dcm.Backend, n string) int { return strings.Compare(b.Name, n) })
+		i, found := slices.BinarySearchFunc(backends, nb.Name, func(b *dcm.Backend, n string) int { return strings.Compare(b.Name, n) })
 		if found {
 			backends[i] = nb
 		} else {
@@ -622,7 +634,7 @@ func movesPool(ev dcm.Event) bool {
 		return true
 	}
 	for _, name := range ev.Backends {
-		if !slices.ContainsFunc(ev.State, func(b dcm.Backend) bool { return b.Name == name }) {
+		if !slices.ContainsFunc(ev.State, func(b *dcm.Backend) bool { return b.Name == name }) {
 			return true
 		}
 	}

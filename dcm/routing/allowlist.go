@@ -17,7 +17,7 @@ import (
 // chunk ids, resolved in the order of backends, which a State keeps by
 // name); only that attribution, which HAProxy never sees, depends on the
 // order.
-func allowlistEntries(backends []dcm.Backend) []dcm.MapEntry {
+func allowlistEntries(backends []*dcm.Backend) []dcm.MapEntry {
 	var out []dcm.MapEntry
 	chunks := map[string]string{} // id → text
 	for _, b := range backends {

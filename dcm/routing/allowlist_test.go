@@ -36,7 +36,7 @@ func TestAllowlistEntries(t *testing.T) {
 	spared.Slot = "be_http:_pool:1"
 	a, b, c := backend("a", long("127.0.0.2")), backend("b", long("127.0.0.2")), backend("c", long("127.0.0.3"))
 
-	entries := Tables([]dcm.Backend{short, open, retiring, spared, a, b, c})[dcm.MapAllowlist]
+	entries := Tables(dcm.BackendList(short, open, retiring, spared, a, b, c))[dcm.MapAllowlist]
 	values := map[string]string{}
 	chunks := map[string]string{}
 	for i, e := range entries {
@@ -76,7 +76,7 @@ func TestAllowlistEntries(t *testing.T) {
 			}
 		}))
 	}
-	for _, bk := range []dcm.Backend{a, b, c} {
+	for _, bk := range dcm.BackendList(a, b, c) {
 		ids, ok := strings.CutPrefix(values[bk.ProxyName()], "@")
 		var joined []string
 		for _, id := range strings.Split(ids, ",") {

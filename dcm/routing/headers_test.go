@@ -41,7 +41,7 @@ func TestTablesHeaders(t *testing.T) {
 	r := dcm.Route{Namespace: "ns", Name: "a", Kind: dcm.KindHTTP, Host: "a.example", Path: "/", PathType: dcm.PathPrefix,
 		Headers: &dcm.HeaderActions{Request: []dcm.HeaderAction{{Name: "X-B", Type: dcm.HeaderDelete}}}}
 	b := dcm.Backend{Name: r.BackendName(), Route: r, Slot: "be_http:_pool:3"}
-	es := Tables([]dcm.Backend{b})[dcm.MapHeaders]
+	es := Tables(dcm.BackendList(b))[dcm.MapHeaders]
 	if len(es) != 1 || es[0].Key != "be_http:_pool:3" || es[0].Value() != "qd-582D42" {
 		t.Errorf("headers map %+v", es)
 	}

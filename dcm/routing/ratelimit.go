@@ -5,7 +5,7 @@ import "github.com/dcm-router/dcm/dcm"
 // rateLimitEntry is a routed backend's entry in the rate-limit map: keyed
 // by the HAProxy backend's name (be_name in its rules), its limits as the
 // value; false for a route without limits.
-func rateLimitEntry(b dcm.Backend) (dcm.MapEntry, bool) {
+func rateLimitEntry(b *dcm.Backend) (dcm.MapEntry, bool) {
 	v := b.Route.RateLimitValue()
 	if v == "" {
 		return dcm.MapEntry{}, false

@@ -73,8 +73,8 @@ func pathKeys(r dcm.Route, exact, prefix dcm.MapTable, host string) []key {
 // same key: the first in route order (State.Routes) wins, the other is
 // skipped (the kube layer rejects such conflicts anyway). It does not
 // validate: the renderer does, before anything reaches HAProxy.
-func Tables(backends []dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
-	routed := make([]dcm.Backend, 0, len(backends))
+func Tables(backends []*dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
+	routed := make([]*dcm.Backend, 0, len(backends))
 	for _, b := range backends {
 		if b.Routed() {
 			routed = append(routed, b)

@@ -14,12 +14,12 @@ func TestTables(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		backends []dcm.Backend
+		backends []*dcm.Backend
 		want     map[dcm.MapTable][]string // table → "key value" in file order
 	}{
 		{
 			name:     "a prefix route has an exact and a prefix key",
-			backends: []dcm.Backend{route("a", "a.test", "/api", dcm.PathPrefix, dcm.KindHTTP)},
+			backends: dcm.BackendList(route("a", "a.test", "/api", dcm.PathPrefix, dcm.KindHTTP)),
 			want: map[dcm.MapTable][]string{
 				dcm.MapHostExact:  {"a.test/api be_http:ns:a"},
 				dcm.MapHostPrefix: {"a.test/api/ be_http:ns:a"},
@@ -27,11 +27,11 @@ func TestTables(t *testing.T) {
 		},
 		{
 			name: "longer prefixes first; any host in its own maps",
-			backends: []dcm.Backend{
+			backends: dcm.BackendList(
 				route("root", "a.test", "/", dcm.PathPrefix, dcm.KindHTTP),
 				route("deep", "a.test", "/x/y", dcm.PathPrefix, dcm.KindHTTP),
 				route("any", "", "/z", dcm.PathExact, dcm.KindHTTP),
-			},
+			),
 			want: map[dcm.MapTable][]string{
 				dcm.MapHostExact:  {"a.test/x/y be_http:ns:deep"},
 				dcm.MapHostPrefix: {"a.test/x/y/ be_http:ns:deep", "a.test/ be_http:ns:root"},
@@ -40,7 +40,7 @@ func TestTables(t *testing.T) {
 		},
 		{
 			name:     "a passthrough route is found by SNI",
-			backends: []dcm.Backend{route("p", "p.test", "", dcm.PathPrefix, dcm.KindPassthrough)},
+			backends: dcm.BackendList(route("p", "p.test", "", dcm.PathPrefix, dcm.KindPassthrough)),
 			want: map[dcm.MapTable][]string{
 				dcm.MapSNI:          {"p.test be_passthrough:ns:p"},
 				dcm.MapInsecureHost: {}, // None: no HTTP map names the host
@@ -48,10 +48,10 @@ func TestTables(t *testing.T) {
 		},
 		{
 			name: "a wildcard route is keyed by its domain in the wildcard maps; an exact host stays exact",
-			backends: []dcm.Backend{
+			backends: dcm.BackendList(
 				route("wild", "*.w.test", "/api", dcm.PathPrefix, dcm.KindHTTP),
 				route("www", "www.w.test", "/", dcm.PathPrefix, dcm.KindHTTP),
-			},
+			),
 			want: map[dcm.MapTable][]string{
 				dcm.MapHostPrefix: {"www.w.test/ be_http:ns:www"},
 				dcm.MapWildExact:  {".w.test/api be_http:ns:wild"},
@@ -60,7 +60,7 @@ func TestTables(t *testing.T) {
 		},
 		{
 			name:     "a wildcard passthrough route is found by the SNI's domain",
-			backends: []dcm.Backend{route("p", "*.p.test", "", dcm.PathPrefix, dcm.KindPassthrough)},
+			backends: dcm.BackendList(route("p", "*.p.test", "", dcm.PathPrefix, dcm.KindPassthrough)),
 			want: map[dcm.MapTable][]string{
 				dcm.MapSNIWild:      {".p.test be_passthrough:ns:p"},
 				dcm.MapInsecureHost: {},
@@ -68,10 +68,10 @@ func TestTables(t *testing.T) {
 		},
 		{
 			name: "two routes with one key: the first in route order wins",
-			backends: []dcm.Backend{
+			backends: dcm.BackendList(
 				route("b", "a.test", "/", dcm.PathPrefix, dcm.KindHTTP),
 				route("a", "a.test", "/", dcm.PathPrefix, dcm.KindHTTP),
-			},
+			),
 			want: map[dcm.MapTable][]string{dcm.MapHostPrefix: {"a.test/ be_http:ns:a"}},
 		},
 	}

@@ -270,7 +270,7 @@ func (c *cluster) deleteRoute(route string, grace time.Duration) {
 func (c *cluster) desired() dcm.Desired {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d := dcm.Desired{Backends: make([]dcm.DesiredBackend, 0, len(c.routes))}
+	d := dcm.Desired{Backends: make([]*dcm.DesiredBackend, 0, len(c.routes))}
 	for name, pods := range c.routes {
 		r := route(name)
 		if vs := c.certs.versions[name]; len(vs) > 0 {
@@ -285,9 +285,9 @@ func (c *cluster) desired() dcm.Desired {
 			b.Endpoints = append(b.Endpoints, dcm.Endpoint{Name: p.name + ":http", Addr: p.addr, Port: podPort, Weight: 1, State: st, Pod: p.name})
 		}
 		slices.SortFunc(b.Endpoints, func(x, y dcm.Endpoint) int { return strings.Compare(x.Name, y.Name) })
-		d.Backends = append(d.Backends, b)
+		d.Backends = append(d.Backends, &b)
 	}
-	slices.SortFunc(d.Backends, func(x, y dcm.DesiredBackend) int { return strings.Compare(x.Name, y.Name) })
+	slices.SortFunc(d.Backends, func(x, y *dcm.DesiredBackend) int { return strings.Compare(x.Name, y.Name) })
 	return d
 }
 

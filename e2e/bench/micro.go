@@ -37,7 +37,7 @@ type MicroReload struct {
 // microState is n backends of perBackend servers each, at addresses nothing
 // listens on (health checks are off), or free slots when slots is set.
 func microState(n, perBackend int, slots bool) dcm.State {
-	st := dcm.State{Backends: make([]dcm.Backend, 0, n)}
+	st := dcm.State{Backends: make([]*dcm.Backend, 0, n)}
 	for i := range n {
 		r := route(fmt.Sprintf("m%05d", i))
 		b := dcm.Backend{Name: r.BackendName(), Kind: r.Kind, Route: r}
@@ -54,7 +54,7 @@ func microState(n, perBackend int, slots bool) dcm.State {
 		if slots {
 			b.Slots = perBackend
 		}
-		st.Backends = append(st.Backends, b)
+		st.Backends = append(st.Backends, &b)
 	}
 	dcm.SortBackends(st.Backends)
 	return st

@@ -72,7 +72,7 @@ func edgeWeb(t *testing.T, p portal) (rotate func()) {
 	serves("web served over HTTPS with the Secret's certificate", first)
 	p.Eventually("the snapshot shows web as an edge route with its certificate", 10*time.Second, func() error {
 		backends := p.Engine.Snapshot().Backends
-		i := slices.IndexFunc(backends, func(b dcm.Backend) bool { return b.Name == edgeBackend })
+		i := slices.IndexFunc(backends, func(b *dcm.Backend) bool { return b.Name == edgeBackend })
 		if i < 0 {
 			return fmt.Errorf("no backend %s yet", edgeBackend)
 		}

@@ -31,9 +31,9 @@ func bigDesired(n, m int) dcm.Desired {
 				Port: 20000 + j, Weight: 1, State: dcm.StateReady, Pod: pod})
 		}
 		sort.Slice(b.Endpoints, func(x, y int) bool { return b.Endpoints[x].Name < b.Endpoints[y].Name })
-		d.Backends = append(d.Backends, b)
+		d.Backends = append(d.Backends, &b)
 	}
-	slices.SortFunc(d.Backends, func(a, b dcm.DesiredBackend) int {
+	slices.SortFunc(d.Backends, func(a, b *dcm.DesiredBackend) int {
 		if a.Name < b.Name {
 			return -1
 		}

@@ -35,7 +35,7 @@ func TestAddressGuard(t *testing.T) {
 		{"an IPv6 address", netip.Prefix{}, func(g *AddressGuard) { g.Command("add server be/s [fd00::1]:80 weight 1") }, true},
 		{"other commands", netip.Prefix{}, func(g *AddressGuard) { g.Command("set server be/s state ready") }, false},
 		{"a state", netip.Prefix{}, func(g *AddressGuard) {
-			g.Snapshot(dcm.Snapshot{Backends: []dcm.Backend{{Name: "b", Servers: []dcm.Server{{Name: "s", Addr: "8.8.8.8", Port: 53}}}}})
+			g.Snapshot(dcm.Snapshot{Backends: []*dcm.Backend{{Name: "b", Servers: []dcm.Server{{Name: "s", Addr: "8.8.8.8", Port: 53}}}}})
 		}, true},
 		{"a slot placeholder", netip.Prefix{}, func(g *AddressGuard) {
 			g.ConfigText(bufio.NewScanner(strings.NewReader("backend b\n    server slot1 0.0.0.0:0 disabled\n")))

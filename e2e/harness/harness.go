@@ -349,11 +349,21 @@ func (s *Stack) Backend(name string) dcm.Backend {
 	s.t.Helper()
 	for _, b := range s.Engine.Snapshot().Backends {
 		if b.Name == name {
-			return b
+			return *b
 		}
 	}
 	s.t.Fatalf("no backend %s in the snapshot", name)
 	return dcm.Backend{}
+}
+
+// SnapshotBackend finds a backend in the engine's snapshot.
+func (s *Stack) SnapshotBackend(name string) (dcm.Backend, bool) {
+	for _, b := range s.Engine.Snapshot().Backends {
+		if b.Name == name {
+			return *b, true
+		}
+	}
+	return dcm.Backend{}, false
 }
 
 // Scale scales a demo Deployment through the scale subresource.

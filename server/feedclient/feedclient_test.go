@@ -87,7 +87,7 @@ func publish(srv *feedtest.Server, n int) {
 	}
 }
 
-var twoBackends = dcm.Snapshot{Mode: dcm.ModeDynamic, Backends: []dcm.Backend{
+var twoBackends = dcm.Snapshot{Mode: dcm.ModeDynamic, Backends: []*dcm.Backend{
 	{Name: "be_http:demo:web", Kind: dcm.KindHTTP, Route: dcm.Route{Namespace: "demo", Name: "web", Kind: dcm.KindHTTP}},
 	{Name: "be_http:other:app", Kind: dcm.KindHTTP, Route: dcm.Route{Namespace: "other", Name: "app", Kind: dcm.KindHTTP}},
 }}

@@ -129,7 +129,7 @@ func decSnapshot(d *decoder, v *dcm.Snapshot) {
 		case 6:
 			decSliceRoute(d, &v.Routes)
 		case 7:
-			decSliceBackend(d, &v.Backends)
+			decSlicePtrBackend(d, &v.Backends)
 		case 8:
 			decSliceString(d, &v.Pool)
 		case 9:
@@ -153,7 +153,7 @@ func encSnapshot(e *encoder, k string, v *dcm.Snapshot) {
 		encPtrReloadInfo(e, "\"lastReload\":", &v.LastReload)
 	}
 	encSliceRoute(e, "\"routes\":", &v.Routes)
-	encSliceBackend(e, "\"backends\":", &v.Backends)
+	encSlicePtrBackend(e, "\"backends\":", &v.Backends)
 	if len(v.Pool) != 0 {
 		encSliceString(e, "\"pool\":", &v.Pool)
 	}
@@ -557,7 +557,7 @@ func encSliceRoute(e *encoder, k string, v *[]dcm.Route) {
 	e.end(']')
 }
 
-func decSliceBackend(d *decoder, v *[]dcm.Backend) {
+func decSlicePtrBackend(d *decoder, v *[]*dcm.Backend) {
 	if d.null() {
 		*v = nil
 		return
@@ -571,18 +571,18 @@ func decSliceBackend(d *decoder, v *[]dcm.Backend) {
 			if i < cap(s) {
 				s = s[:i+1]
 			} else {
-				s = append(s, dcm.Backend{})
+				s = append(s, nil)
 			}
 		}
-		decBackend(d, &s[i])
+		decPtrBackend(d, &s[i])
 	}
 	if i == 0 {
-		s = []dcm.Backend{}
+		s = []*dcm.Backend{}
 	}
 	*v = s[:i]
 }
 
-func encSliceBackend(e *encoder, k string, v *[]dcm.Backend) {
+func encSlicePtrBackend(e *encoder, k string, v *[]*dcm.Backend) {
 	if *v == nil {
 		e.null(k)
 		return
@@ -590,7 +590,7 @@ func encSliceBackend(e *encoder, k string, v *[]dcm.Backend) {
 	e.array(k)
 	for i := range *v {
 		e.comma(i)
-		encBackend(e, "", &(*v)[i])
+		encPtrBackend(e, "", &(*v)[i])
 	}
 	e.end(']')
 }
@@ -824,7 +824,7 @@ func decState(d *decoder, v *dcm.State) {
 	for d.more('}') {
 		switch c.find(d.key(), "backends,pool,defaultCert") {
 		case 0:
-			decSliceBackend(d, &v.Backends)
+			decSlicePtrBackend(d, &v.Backends)
 		case 1:
 			decSliceString(d, &v.Pool)
 		case 2:
@@ -837,7 +837,7 @@ func decState(d *decoder, v *dcm.State) {
 
 func encState(e *encoder, k string, v *dcm.State) {
 	e.open(k)
-	encSliceBackend(e, "\"backends\":", &v.Backends)
+	encSlicePtrBackend(e, "\"backends\":", &v.Backends)
 	if len(v.Pool) != 0 {
 		encSliceString(e, "\"pool\":", &v.Pool)
 	}
@@ -855,7 +855,7 @@ func decDesired(d *decoder, v *dcm.Desired) {
 	for d.more('}') {
 		switch c.find(d.key(), "backends,defaultCert") {
 		case 0:
-			decSliceDesiredBackend(d, &v.Backends)
+			decSlicePtrDesiredBackend(d, &v.Backends)
 		case 1:
 			decCert(d, &v.DefaultCert)
 		default:
@@ -866,7 +866,7 @@ func decDesired(d *decoder, v *dcm.Desired) {
 
 func encDesired(e *encoder, k string, v *dcm.Desired) {
 	e.open(k)
-	encSliceDesiredBackend(e, "\"backends\":", &v.Backends)
+	encSlicePtrDesiredBackend(e, "\"backends\":", &v.Backends)
 	if v.DefaultCert != (dcm.Cert{}) {
 		encCert(e, "\"defaultCert\":", &v.DefaultCert)
 	}
@@ -1261,49 +1261,23 @@ func encRoute(e *encoder, k string, v *dcm.Route) {
 	e.end('}')
 }
 
-func decBackend(d *decoder, v *dcm.Backend) {
-	if !d.open('{') {
+func decPtrBackend(d *decoder, v **dcm.Backend) {
+	if d.null() {
+		*v = nil
 		return
 	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "name,kind,route,slot,retiring,slots,servers") {
-		case 0:
-			d.str(&v.Name)
-		case 1:
-			d.str((*string)(&v.Kind))
-		case 2:
-			decRoute(d, &v.Route)
-		case 3:
-			d.str(&v.Slot)
-		case 4:
-			d.boolean(&v.Retiring)
-		case 5:
-			d.int(&v.Slots)
-		case 6:
-			decSliceServer(d, &v.Servers)
-		default:
-			d.skip()
-		}
+	if *v == nil {
+		*v = new(dcm.Backend)
 	}
+	decBackend(d, *v)
 }
 
-func encBackend(e *encoder, k string, v *dcm.Backend) {
-	e.open(k)
-	e.str("\"name\":", v.Name)
-	e.str("\"kind\":", string(v.Kind))
-	encRoute(e, "\"route\":", &v.Route)
-	if v.Slot != "" {
-		e.str("\"slot\":", v.Slot)
+func encPtrBackend(e *encoder, k string, v **dcm.Backend) {
+	if *v == nil {
+		e.null(k)
+		return
 	}
-	if v.Retiring {
-		e.boolean("\"retiring\":", v.Retiring)
-	}
-	if v.Slots != 0 {
-		e.int64("\"slots\":", int64(v.Slots))
-	}
-	encSliceServer(e, "\"servers\":", &v.Servers)
-	e.end('}')
+	encBackend(e, k, *v)
 }
 
 func decRejection(d *decoder, v *dcm.Rejection) {
@@ -1398,7 +1372,7 @@ func decEvent(d *decoder, v *dcm.Event) {
 		case 9:
 			decSliceString(d, &v.Backends)
 		case 10:
-			decSliceBackend(d, &v.State)
+			decSlicePtrBackend(d, &v.State)
 		case 11:
 			decPtrPredictionCheck(d, &v.Prediction)
 		default:
@@ -1432,7 +1406,7 @@ func encEvent(e *encoder, k string, v *dcm.Event) {
 		encSliceString(e, "\"backends\":", &v.Backends)
 	}
 	if len(v.State) != 0 {
-		encSliceBackend(e, "\"state\":", &v.State)
+		encSlicePtrBackend(e, "\"state\":", &v.State)
 	}
 	if v.Prediction != nil {
 		encPtrPredictionCheck(e, "\"prediction\":", &v.Prediction)
@@ -1478,7 +1452,7 @@ func encPtrRoute(e *encoder, k string, v **dcm.Route) {
 	encRoute(e, k, *v)
 }
 
-func decSliceDesiredBackend(d *decoder, v *[]dcm.DesiredBackend) {
+func decSlicePtrDesiredBackend(d *decoder, v *[]*dcm.DesiredBackend) {
 	if d.null() {
 		*v = nil
 		return
@@ -1492,18 +1466,18 @@ func decSliceDesiredBackend(d *decoder, v *[]dcm.DesiredBackend) {
 			if i < cap(s) {
 				s = s[:i+1]
 			} else {
-				s = append(s, dcm.DesiredBackend{})
+				s = append(s, nil)
 			}
 		}
-		decDesiredBackend(d, &s[i])
+		decPtrDesiredBackend(d, &s[i])
 	}
 	if i == 0 {
-		s = []dcm.DesiredBackend{}
+		s = []*dcm.DesiredBackend{}
 	}
 	*v = s[:i]
 }
 
-func encSliceDesiredBackend(e *encoder, k string, v *[]dcm.DesiredBackend) {
+func encSlicePtrDesiredBackend(e *encoder, k string, v *[]*dcm.DesiredBackend) {
 	if *v == nil {
 		e.null(k)
 		return
@@ -1511,7 +1485,7 @@ func encSliceDesiredBackend(e *encoder, k string, v *[]dcm.DesiredBackend) {
 	e.array(k)
 	for i := range *v {
 		e.comma(i)
-		encDesiredBackend(e, "", &(*v)[i])
+		encPtrDesiredBackend(e, "", &(*v)[i])
 	}
 	e.end(']')
 }
@@ -1889,42 +1863,49 @@ func encPtrHeaderActions(e *encoder, k string, v **dcm.HeaderActions) {
 	encHeaderActions(e, k, *v)
 }
 
-func decSliceServer(d *decoder, v *[]dcm.Server) {
-	if d.null() {
-		*v = nil
+func decBackend(d *decoder, v *dcm.Backend) {
+	if !d.open('{') {
 		return
 	}
-	if !d.open('[') {
-		return
-	}
-	s, i := *v, 0
-	for ; d.more(']'); i++ {
-		if i == len(s) {
-			if i < cap(s) {
-				s = s[:i+1]
-			} else {
-				s = append(s, dcm.Server{})
-			}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "name,kind,route,slot,retiring,slots,servers") {
+		case 0:
+			d.str(&v.Name)
+		case 1:
+			d.str((*string)(&v.Kind))
+		case 2:
+			decRoute(d, &v.Route)
+		case 3:
+			d.str(&v.Slot)
+		case 4:
+			d.boolean(&v.Retiring)
+		case 5:
+			d.int(&v.Slots)
+		case 6:
+			decSliceServer(d, &v.Servers)
+		default:
+			d.skip()
 		}
-		decServer(d, &s[i])
 	}
-	if i == 0 {
-		s = []dcm.Server{}
-	}
-	*v = s[:i]
 }
 
-func encSliceServer(e *encoder, k string, v *[]dcm.Server) {
-	if *v == nil {
-		e.null(k)
-		return
+func encBackend(e *encoder, k string, v *dcm.Backend) {
+	e.open(k)
+	e.str("\"name\":", v.Name)
+	e.str("\"kind\":", string(v.Kind))
+	encRoute(e, "\"route\":", &v.Route)
+	if v.Slot != "" {
+		e.str("\"slot\":", v.Slot)
 	}
-	e.array(k)
-	for i := range *v {
-		e.comma(i)
-		encServer(e, "", &(*v)[i])
+	if v.Retiring {
+		e.boolean("\"retiring\":", v.Retiring)
 	}
-	e.end(']')
+	if v.Slots != 0 {
+		e.int64("\"slots\":", int64(v.Slots))
+	}
+	encSliceServer(e, "\"servers\":", &v.Servers)
+	e.end('}')
 }
 
 func decObjectRef(d *decoder, v *dcm.ObjectRef) {
@@ -2016,31 +1997,23 @@ func encWorkloadRef(e *encoder, k string, v *dcm.WorkloadRef) {
 	e.end('}')
 }
 
-func decDesiredBackend(d *decoder, v *dcm.DesiredBackend) {
-	if !d.open('{') {
+func decPtrDesiredBackend(d *decoder, v **dcm.DesiredBackend) {
+	if d.null() {
+		*v = nil
 		return
 	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "name,route,endpoints") {
-		case 0:
-			d.str(&v.Name)
-		case 1:
-			decRoute(d, &v.Route)
-		case 2:
-			decSliceEndpoint(d, &v.Endpoints)
-		default:
-			d.skip()
-		}
+	if *v == nil {
+		*v = new(dcm.DesiredBackend)
 	}
+	decDesiredBackend(d, *v)
 }
 
-func encDesiredBackend(e *encoder, k string, v *dcm.DesiredBackend) {
-	e.open(k)
-	e.str("\"name\":", v.Name)
-	encRoute(e, "\"route\":", &v.Route)
-	encSliceEndpoint(e, "\"endpoints\":", &v.Endpoints)
-	e.end('}')
+func encPtrDesiredBackend(e *encoder, k string, v **dcm.DesiredBackend) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	encDesiredBackend(e, k, *v)
 }
 
 func decSliceMapEntry(d *decoder, v *[]dcm.MapEntry) {
@@ -2246,6 +2219,176 @@ func encHeaderActions(e *encoder, k string, v *dcm.HeaderActions) {
 	e.end('}')
 }
 
+func decSliceServer(d *decoder, v *[]dcm.Server) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if !d.open('[') {
+		return
+	}
+	s, i := *v, 0
+	for ; d.more(']'); i++ {
+		if i == len(s) {
+			if i < cap(s) {
+				s = s[:i+1]
+			} else {
+				s = append(s, dcm.Server{})
+			}
+		}
+		decServer(d, &s[i])
+	}
+	if i == 0 {
+		s = []dcm.Server{}
+	}
+	*v = s[:i]
+}
+
+func encSliceServer(e *encoder, k string, v *[]dcm.Server) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	e.array(k)
+	for i := range *v {
+		e.comma(i)
+		encServer(e, "", &(*v)[i])
+	}
+	e.end(']')
+}
+
+func decPredictionCheck(d *decoder, v *dcm.PredictionCheck) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "whatifs,seq,predicted,actual,match") {
+		case 0:
+			decSliceWhatIf(d, &v.WhatIfs)
+		case 1:
+			d.uint64(&v.Seq)
+		case 2:
+			decMapStringInt(d, &v.Predicted)
+		case 3:
+			decMapStringInt(d, &v.Actual)
+		case 4:
+			d.boolean(&v.Match)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encPredictionCheck(e *encoder, k string, v *dcm.PredictionCheck) {
+	e.open(k)
+	encSliceWhatIf(e, "\"whatifs\":", &v.WhatIfs)
+	e.uint64("\"seq\":", v.Seq)
+	encMapStringInt(e, "\"predicted\":", &v.Predicted)
+	encMapStringInt(e, "\"actual\":", &v.Actual)
+	e.boolean("\"match\":", v.Match)
+	e.end('}')
+}
+
+func decDesiredBackend(d *decoder, v *dcm.DesiredBackend) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "name,route,endpoints") {
+		case 0:
+			d.str(&v.Name)
+		case 1:
+			decRoute(d, &v.Route)
+		case 2:
+			decSliceEndpoint(d, &v.Endpoints)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encDesiredBackend(e *encoder, k string, v *dcm.DesiredBackend) {
+	e.open(k)
+	e.str("\"name\":", v.Name)
+	encRoute(e, "\"route\":", &v.Route)
+	encSliceEndpoint(e, "\"endpoints\":", &v.Endpoints)
+	e.end('}')
+}
+
+func decMapEntry(d *decoder, v *dcm.MapEntry) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "key,backend,slot,action") {
+		case 0:
+			d.str(&v.Key)
+		case 1:
+			d.str(&v.Backend)
+		case 2:
+			d.str(&v.Slot)
+		case 3:
+			d.str(&v.Action)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encMapEntry(e *encoder, k string, v *dcm.MapEntry) {
+	e.open(k)
+	e.str("\"key\":", v.Key)
+	e.str("\"backend\":", v.Backend)
+	if v.Slot != "" {
+		e.str("\"slot\":", v.Slot)
+	}
+	if v.Action != "" {
+		e.str("\"action\":", v.Action)
+	}
+	e.end('}')
+}
+
+func decSliceHeaderAction(d *decoder, v *[]dcm.HeaderAction) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if !d.open('[') {
+		return
+	}
+	s, i := *v, 0
+	for ; d.more(']'); i++ {
+		if i == len(s) {
+			if i < cap(s) {
+				s = s[:i+1]
+			} else {
+				s = append(s, dcm.HeaderAction{})
+			}
+		}
+		decHeaderAction(d, &s[i])
+	}
+	if i == 0 {
+		s = []dcm.HeaderAction{}
+	}
+	*v = s[:i]
+}
+
+func encSliceHeaderAction(e *encoder, k string, v *[]dcm.HeaderAction) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	e.array(k)
+	for i := range *v {
+		e.comma(i)
+		encHeaderAction(e, "", &(*v)[i])
+	}
+	e.end(']')
+}
+
 func decServer(d *decoder, v *dcm.Server) {
 	if !d.open('{') {
 		return
@@ -2354,37 +2497,12 @@ func encServer(e *encoder, k string, v *dcm.Server) {
 	e.end('}')
 }
 
-func decPredictionCheck(d *decoder, v *dcm.PredictionCheck) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "whatifs,seq,predicted,actual,match") {
-		case 0:
-			decSliceWhatIf(d, &v.WhatIfs)
-		case 1:
-			d.uint64(&v.Seq)
-		case 2:
-			decMapStringInt(d, &v.Predicted)
-		case 3:
-			decMapStringInt(d, &v.Actual)
-		case 4:
-			d.boolean(&v.Match)
-		default:
-			d.skip()
-		}
-	}
+func decMapStringInt(d *decoder, v *map[string]int) {
+	decMap(d, v, decInt[int])
 }
 
-func encPredictionCheck(e *encoder, k string, v *dcm.PredictionCheck) {
-	e.open(k)
-	encSliceWhatIf(e, "\"whatifs\":", &v.WhatIfs)
-	e.uint64("\"seq\":", v.Seq)
-	encMapStringInt(e, "\"predicted\":", &v.Predicted)
-	encMapStringInt(e, "\"actual\":", &v.Actual)
-	e.boolean("\"match\":", v.Match)
-	e.end('}')
+func encMapStringInt(e *encoder, k string, v *map[string]int) {
+	encMap(e, k, v, encInt[int])
 }
 
 func decSliceEndpoint(d *decoder, v *[]dcm.Endpoint) {
@@ -2425,84 +2543,33 @@ func encSliceEndpoint(e *encoder, k string, v *[]dcm.Endpoint) {
 	e.end(']')
 }
 
-func decMapEntry(d *decoder, v *dcm.MapEntry) {
+func decHeaderAction(d *decoder, v *dcm.HeaderAction) {
 	if !d.open('{') {
 		return
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "key,backend,slot,action") {
+		switch c.find(d.key(), "name,type,value") {
 		case 0:
-			d.str(&v.Key)
+			d.str(&v.Name)
 		case 1:
-			d.str(&v.Backend)
+			d.str(&v.Type)
 		case 2:
-			d.str(&v.Slot)
-		case 3:
-			d.str(&v.Action)
+			d.str(&v.Value)
 		default:
 			d.skip()
 		}
 	}
 }
 
-func encMapEntry(e *encoder, k string, v *dcm.MapEntry) {
+func encHeaderAction(e *encoder, k string, v *dcm.HeaderAction) {
 	e.open(k)
-	e.str("\"key\":", v.Key)
-	e.str("\"backend\":", v.Backend)
-	if v.Slot != "" {
-		e.str("\"slot\":", v.Slot)
-	}
-	if v.Action != "" {
-		e.str("\"action\":", v.Action)
+	e.str("\"name\":", v.Name)
+	e.str("\"type\":", v.Type)
+	if v.Value != "" {
+		e.str("\"value\":", v.Value)
 	}
 	e.end('}')
-}
-
-func decSliceHeaderAction(d *decoder, v *[]dcm.HeaderAction) {
-	if d.null() {
-		*v = nil
-		return
-	}
-	if !d.open('[') {
-		return
-	}
-	s, i := *v, 0
-	for ; d.more(']'); i++ {
-		if i == len(s) {
-			if i < cap(s) {
-				s = s[:i+1]
-			} else {
-				s = append(s, dcm.HeaderAction{})
-			}
-		}
-		decHeaderAction(d, &s[i])
-	}
-	if i == 0 {
-		s = []dcm.HeaderAction{}
-	}
-	*v = s[:i]
-}
-
-func encSliceHeaderAction(e *encoder, k string, v *[]dcm.HeaderAction) {
-	if *v == nil {
-		e.null(k)
-		return
-	}
-	e.array(k)
-	for i := range *v {
-		e.comma(i)
-		encHeaderAction(e, "", &(*v)[i])
-	}
-	e.end(']')
-}
-
-func decMapStringInt(d *decoder, v *map[string]int) {
-	decMap(d, v, decInt[int])
-}
-
-func encMapStringInt(e *encoder, k string, v *map[string]int) {
-	encMap(e, k, v, encInt[int])
 }
 
 func decEndpoint(d *decoder, v *dcm.Endpoint) {
@@ -2554,35 +2621,6 @@ func encEndpoint(e *encoder, k string, v *dcm.Endpoint) {
 	}
 	if v.Proto != "" {
 		e.str("\"proto\":", string(v.Proto))
-	}
-	e.end('}')
-}
-
-func decHeaderAction(d *decoder, v *dcm.HeaderAction) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "name,type,value") {
-		case 0:
-			d.str(&v.Name)
-		case 1:
-			d.str(&v.Type)
-		case 2:
-			d.str(&v.Value)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encHeaderAction(e *encoder, k string, v *dcm.HeaderAction) {
-	e.open(k)
-	e.str("\"name\":", v.Name)
-	e.str("\"type\":", v.Type)
-	if v.Value != "" {
-		e.str("\"value\":", v.Value)
 	}
 	e.end('}')
 }

@@ -29,7 +29,7 @@ func (g *gen) scenario(i int) Scenario {
 	case 0:
 		actual = dcm.State{} // nothing rendered yet: backends null
 	case 1:
-		actual = dcm.State{Backends: []dcm.Backend{}}
+		actual = dcm.State{Backends: []*dcm.Backend{}}
 	}
 	s.Compute = text(bridge.ComputeInput{Actual: actual, Desired: g.desired(c), Caps: ccaps})
 

@@ -102,9 +102,10 @@ func (g *gen) desiredChurn(c *cluster, churn bool) dcm.Desired {
 		slices.SortFunc(b.Endpoints, func(x, y dcm.Endpoint) int { return strings.Compare(x.Name, y.Name) })
 		// Named as the kube layer names them: after an h2c port, a
 		// reencrypt route's CA and a route's check interval.
-		d.Backends = append(d.Backends, b.WithProtoNames().WithUpstreamNames().ServeTerminating())
+		nb := b.WithProtoNames().WithUpstreamNames().ServeTerminating()
+		d.Backends = append(d.Backends, &nb)
 	}
-	slices.SortFunc(d.Backends, func(x, y dcm.DesiredBackend) int { return strings.Compare(x.Name, y.Name) })
+	slices.SortFunc(d.Backends, func(x, y *dcm.DesiredBackend) int { return strings.Compare(x.Name, y.Name) })
 	if g.moments++; g.tls {
 		// The default certificate: the self-signed one, or a Secret's
 		// (--default-ssl-certificate) in one of its versions.
@@ -126,7 +127,8 @@ var healthOf = map[dcm.AdminState][]string{
 // health, and most servers observed since dcm last changed them.
 func (g *gen) observe(st dcm.State) dcm.State {
 	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool, DefaultCert: st.DefaultCert}
-	for i, b := range out.Backends {
+	for i, sb := range out.Backends {
+		b := *sb // a copy: st shares its backends
 		b.Servers = slices.Clone(b.Servers)
 		for k := range b.Servers {
 			s := &b.Servers[k]
@@ -148,7 +150,7 @@ func (g *gen) observe(st dcm.State) dcm.State {
 				s.Health = "no check"
 			}
 		}
-		out.Backends[i] = b
+		out.Backends[i] = &b
 	}
 	return out
 }
@@ -168,15 +170,16 @@ func (g *gen) history(c *cluster, caps dcm.Caps) (dcm.State, dcm.Desired) {
 
 // markRetired flags the servers whose endpoint Kubernetes no longer has,
 // as the engine does for snapshots and events.
-func markRetired(backends []dcm.Backend, d dcm.Desired) []dcm.Backend {
+func markRetired(backends []*dcm.Backend, d dcm.Desired) []*dcm.Backend {
 	out := slices.Clone(backends)
-	for i, b := range out {
+	for i, sb := range out {
+		b := *sb // a copy: backends are shared
 		db, ok := d.Backend(b.Name)
 		b.Servers = slices.Clone(b.Servers)
 		for k, s := range b.Servers {
 			b.Servers[k].Retired = s.Endpoint != "" && (!ok || !slices.ContainsFunc(db.Endpoints, func(e dcm.Endpoint) bool { return e.Name == s.Endpoint }))
 		}
-		out[i] = b
+		out[i] = &b
 	}
 	return out
 }
