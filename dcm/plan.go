@@ -1,6 +1,9 @@
 package dcm
 
-import "fmt"
+import (
+	"errors"
+	"strconv"
+)
 
 // Mode is the strategy dcm uses to bring HAProxy in step (DESIGN §6).
 type Mode string
@@ -20,7 +23,7 @@ func ParseMode(s string) (Mode, error) {
 	case ModeDynamic, ModeSlots, ModeReload:
 		return m, nil
 	}
-	return "", fmt.Errorf("unknown mode %q: want dynamic, slots or reload", s)
+	return "", errors.New("unknown mode " + strconv.Quote(s) + ": want dynamic, slots or reload")
 }
 
 // Caps says what the running HAProxy and the chosen mode allow the planner to do.
@@ -166,32 +169,35 @@ func (o Op) ProxyName() string {
 
 func (o Op) String() string {
 	target := o.Backend + "/" + o.Server
+	kind := string(o.Kind)
+	addr := o.Addr + ":" + strconv.Itoa(o.Port)
 	switch o.Kind {
 	case OpMapReplace:
-		return fmt.Sprintf("%s %s +%d -%d", o.Kind, o.Map, len(o.Set), len(o.Del))
+		return kind + " " + string(o.Map) + " +" + strconv.Itoa(len(o.Set)) + " -" + strconv.Itoa(len(o.Del))
 	case OpCertAdd, OpCertUpdate, OpCertDel:
 		if o.Cert == nil {
-			return string(o.Kind)
+			return kind
 		}
-		return fmt.Sprintf("%s %s %s@%.12s", o.Kind, o.Cert.Host, o.Cert.Secret, o.Cert.Version)
+		return kind + " " + o.Cert.Host + " " + o.Cert.Secret + "@" + Short(o.Cert.Version, 12)
 	case OpCAAdd, OpCADel:
 		if o.Upstream == nil {
-			return string(o.Kind)
+			return kind
 		}
-		return fmt.Sprintf("%s %s@%.12s", o.Kind, o.Upstream.CA, o.Upstream.Version)
+		return kind + " " + o.Upstream.CA + "@" + Short(o.Upstream.Version, 12)
 	case OpAddServer:
+		s := kind + " " + target + " " + addr + " weight " + strconv.Itoa(o.Weight)
 		if o.Upstream != nil {
-			return fmt.Sprintf("%s %s %s:%d weight %d ssl ca %.12s sni %s", o.Kind, target, o.Addr, o.Port, o.Weight, o.Upstream.Version, o.Upstream.ServerName)
+			s += " ssl ca " + Short(o.Upstream.Version, 12) + " sni " + o.Upstream.ServerName
 		}
-		return fmt.Sprintf("%s %s %s:%d weight %d", o.Kind, target, o.Addr, o.Port, o.Weight)
+		return s
 	case OpSetAddr:
-		return fmt.Sprintf("%s %s %s:%d", o.Kind, target, o.Addr, o.Port)
+		return kind + " " + target + " " + addr
 	case OpSetState:
-		return fmt.Sprintf("%s %s %s", o.Kind, target, o.State)
+		return kind + " " + target + " " + string(o.State)
 	case OpSetWeight:
-		return fmt.Sprintf("%s %s %d", o.Kind, target, o.Weight)
+		return kind + " " + target + " " + strconv.Itoa(o.Weight)
 	case OpSetMaxConn:
-		return fmt.Sprintf("%s %s %d", o.Kind, target, o.MaxConn)
+		return kind + " " + target + " " + strconv.Itoa(o.MaxConn)
 	}
 	return string(o.Kind) + " " + target
 }

@@ -1,7 +1,6 @@
 package dcm
 
 import (
-	"encoding/hex"
 	"hash/fnv"
 )
 
@@ -40,7 +39,7 @@ const MaxCookieNameLen = 128
 func DefaultCookieName(r Route) string {
 	h := fnv.New128a()
 	h.Write([]byte(r.Namespace + "/" + r.Name))
-	return hex.EncodeToString(h.Sum(nil))
+	return Hex(h.Sum(nil))
 }
 
 // CookieNameOf is the name of a sticky route's cookie.

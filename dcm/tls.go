@@ -1,7 +1,6 @@
 package dcm
 
 import (
-	"fmt"
 	"hash/fnv"
 	"slices"
 	"sort"
@@ -103,7 +102,7 @@ func UpstreamTag(u *UpstreamTLS) string {
 	if u.PerService {
 		h.Write([]byte{0, 's'}) // only then: the tags of other routes stay
 	}
-	return fmt.Sprintf("%08x", h.Sum32())
+	return HexUint(uint64(h.Sum32()), 8)
 }
 
 // WithUpstreamNames names the endpoints of a reencrypt route's backend

@@ -1,7 +1,6 @@
 package dcm
 
 import (
-	"fmt"
 	"net/netip"
 	"strconv"
 )
@@ -27,7 +26,7 @@ type InvalidError struct {
 }
 
 func (e *InvalidError) Error() string {
-	return fmt.Sprintf("%s: %s %q", e.Reason, e.Field, e.Value)
+	return e.Reason + ": " + e.Field + " " + strconv.Quote(e.Value)
 }
 
 func invalid(reason, field, value string) error {

@@ -1,9 +1,10 @@
 package plan
 
 import (
-	"fmt"
+	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -59,25 +60,25 @@ func Apply(dp DataPlane, ops []dcm.Op) (DataPlane, error) {
 	for n, op := range ops {
 		if op.Kind == dcm.OpCAAdd || op.Kind == dcm.OpCADel {
 			if err := applyCAOp(out.CAs, op); err != nil {
-				return DataPlane{}, fmt.Errorf("op %d (%s): %w", n, op, err)
+				return DataPlane{}, dcm.Wrap("op "+strconv.Itoa(n)+" ("+op.String()+")", err)
 			}
 			continue
 		}
 		if op.Kind == dcm.OpAddServer && op.Upstream != nil && !out.CAs[op.Upstream.Version] {
 			// HAProxy looks for the file on disk, which is written only
 			// after the batch: the CA must have been added first.
-			return DataPlane{}, fmt.Errorf("op %d (%s): no CA file %.12s", n, op, op.Upstream.Version)
+			return DataPlane{}, errors.New("op " + strconv.Itoa(n) + " (" + op.String() + "): no CA file " + dcm.Short(op.Upstream.Version, 12))
 		}
 		if IsCertOp(op) {
 			if err := applyCertOp(out.Certs, op); err != nil {
-				return DataPlane{}, fmt.Errorf("op %d (%s): %w", n, op, err)
+				return DataPlane{}, dcm.Wrap("op "+strconv.Itoa(n)+" ("+op.String()+")", err)
 			}
 			continue
 		}
 		if op.Kind == dcm.OpMapReplace {
 			entries, err := replaceMap(out.Maps[op.Map], op)
 			if err != nil {
-				return DataPlane{}, fmt.Errorf("op %d (%s): %w", n, op, err)
+				return DataPlane{}, dcm.Wrap("op "+strconv.Itoa(n)+" ("+op.String()+")", err)
 			}
 			out.Maps[op.Map] = entries
 			continue
@@ -85,7 +86,7 @@ func Apply(dp DataPlane, ops []dcm.Op) (DataPlane, error) {
 		name := op.ProxyName()
 		servers, ok := out.Servers[name]
 		if !ok {
-			return DataPlane{}, fmt.Errorf("op %d (%s): no such backend %s", n, op, name)
+			return DataPlane{}, errors.New("op " + strconv.Itoa(n) + " (" + op.String() + "): no such backend " + name)
 		}
 		if op.Kind == dcm.OpCookieKey {
 			// A backend's key: nothing dcm models changes.
@@ -97,7 +98,7 @@ func Apply(dp DataPlane, ops []dcm.Op) (DataPlane, error) {
 		}
 		servers, err := applyServerOp(servers, op)
 		if err != nil {
-			return DataPlane{}, fmt.Errorf("op %d (%s): %w", n, op, err)
+			return DataPlane{}, dcm.Wrap("op "+strconv.Itoa(n)+" ("+op.String()+")", err)
 		}
 		out.Servers[name] = servers
 	}
@@ -108,7 +109,7 @@ func Apply(dp DataPlane, ops []dcm.Op) (DataPlane, error) {
 // renderer does.
 func replaceMap(entries []dcm.MapEntry, op dcm.Op) ([]dcm.MapEntry, error) {
 	if !slices.Contains(dcm.MapTables, op.Map) {
-		return nil, fmt.Errorf("unknown map %q", op.Map)
+		return nil, errors.New("unknown map " + strconv.Quote(string(op.Map)))
 	}
 	byKey := make(map[string]dcm.MapEntry, len(entries))
 	for _, e := range entries {
@@ -116,7 +117,7 @@ func replaceMap(entries []dcm.MapEntry, op dcm.Op) ([]dcm.MapEntry, error) {
 	}
 	for _, e := range op.Del {
 		if byKey[e.Key] != e {
-			return nil, fmt.Errorf("map %s has no entry %+v to delete", op.Map, e)
+			return nil, errors.New("map " + string(op.Map) + " has no entry " + e.Key + " to delete")
 		}
 		delete(byKey, e.Key)
 	}
@@ -132,7 +133,7 @@ func applyServerOp(servers []dcm.Server, op dcm.Op) ([]dcm.Server, error) {
 	si, exists := slices.BinarySearchFunc(servers, op.Server, func(s dcm.Server, name string) int { return strings.Compare(s.Name, name) })
 	if op.Kind == dcm.OpAddServer {
 		if exists {
-			return nil, fmt.Errorf("server already exists")
+			return nil, errors.New("server already exists")
 		}
 		s := dcm.Server{
 			Name: op.Server, Addr: op.Addr, Port: op.Port, Weight: op.Weight, State: dcm.StateMaint,
@@ -141,13 +142,13 @@ func applyServerOp(servers []dcm.Server, op dcm.Op) ([]dcm.Server, error) {
 		return slices.Insert(servers, si, s), nil
 	}
 	if !exists {
-		return nil, fmt.Errorf("no such server")
+		return nil, errors.New("no such server")
 	}
 	s := &servers[si]
 	switch op.Kind {
 	case dcm.OpDelServer:
 		if s.State != dcm.StateMaint {
-			return nil, fmt.Errorf("only servers in maint can be deleted")
+			return nil, errors.New("only servers in maint can be deleted")
 		}
 		return slices.Delete(servers, si, si+1), nil
 	case dcm.OpSetAddr:
@@ -165,10 +166,10 @@ func applyServerOp(servers []dcm.Server, op dcm.Op) ([]dcm.Server, error) {
 		// address: nothing dcm models changes.
 	case dcm.OpEnableHealth:
 		if !s.Check {
-			return nil, fmt.Errorf("server has no health check")
+			return nil, errors.New("server has no health check")
 		}
 	default:
-		return nil, fmt.Errorf("unknown op %q", op.Kind)
+		return nil, errors.New("unknown op " + strconv.Quote(string(op.Kind)))
 	}
 	return servers, nil
 }
@@ -177,18 +178,18 @@ func applyServerOp(servers []dcm.Server, op dcm.Op) ([]dcm.Server, error) {
 // deleting one that does not.
 func applyCAOp(cas map[string]bool, op dcm.Op) error {
 	if op.Upstream == nil || op.Upstream.Version == "" {
-		return fmt.Errorf("no CA")
+		return errors.New("no CA")
 	}
 	v := op.Upstream.Version
 	switch op.Kind {
 	case dcm.OpCAAdd:
 		if cas[v] {
-			return fmt.Errorf("CA file %.12s already exists", v)
+			return errors.New("CA file " + dcm.Short(v, 12) + " already exists")
 		}
 		cas[v] = true
 	case dcm.OpCADel:
 		if !cas[v] {
-			return fmt.Errorf("no CA file %.12s to delete", v)
+			return errors.New("no CA file " + dcm.Short(v, 12) + " to delete")
 		}
 		delete(cas, v)
 	}
@@ -199,26 +200,26 @@ func applyCAOp(cas map[string]bool, op dcm.Op) error {
 // update or a deletion of one that does not.
 func applyCertOp(certs map[string]dcm.Cert, op dcm.Op) error {
 	if op.Cert == nil {
-		return fmt.Errorf("no certificate")
+		return errors.New("no certificate")
 	}
 	_, exists := certs[op.Cert.Host]
 	if op.Cert.IsDefault() && op.Kind != dcm.OpCertUpdate {
-		return fmt.Errorf("the default certificate is only updated")
+		return errors.New("the default certificate is only updated")
 	}
 	switch op.Kind {
 	case dcm.OpCertAdd:
 		if exists {
-			return fmt.Errorf("certificate of %s already exists", op.Cert.Host)
+			return errors.New("certificate of " + op.Cert.Host + " already exists")
 		}
 		certs[op.Cert.Host] = *op.Cert
 	case dcm.OpCertUpdate:
 		if !exists {
-			return fmt.Errorf("no certificate of %s to update", op.Cert.Host)
+			return errors.New("no certificate of " + op.Cert.Host + " to update")
 		}
 		certs[op.Cert.Host] = *op.Cert
 	case dcm.OpCertDel:
 		if !exists {
-			return fmt.Errorf("no certificate of %s to delete", op.Cert.Host)
+			return errors.New("no certificate of " + op.Cert.Host + " to delete")
 		}
 		delete(certs, op.Cert.Host)
 	}

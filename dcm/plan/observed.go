@@ -1,8 +1,8 @@
 package plan
 
 import (
-	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -57,8 +57,8 @@ func Merge(st dcm.State, obs map[string][]dcm.Server, names []string, traffic bo
 			}
 			delete(known, o.Name)
 			if s.Addr != o.Addr && o.Addr != "" && s.Addr != "" || s.Port != o.Port && s.Addr != "" || s.Weight != o.Weight || s.State != o.State {
-				drift = append(drift, fmt.Sprintf("%s/%s: dcm has %s:%d w%d %s, HAProxy %s:%d w%d %s", b.Name, s.Name,
-					s.Addr, s.Port, s.Weight, s.State, o.Addr, o.Port, o.Weight, o.State))
+				drift = append(drift, b.Name+"/"+s.Name+": dcm has "+s.Addr+":"+strconv.Itoa(s.Port)+" w"+strconv.Itoa(s.Weight)+" "+string(s.State)+
+					", HAProxy "+o.Addr+":"+strconv.Itoa(o.Port)+" w"+strconv.Itoa(o.Weight)+" "+string(o.State))
 			}
 			if s.Addr != "" || o.Addr != "0.0.0.0" {
 				s.Addr, s.Port = o.Addr, o.Port

@@ -1,7 +1,7 @@
 package plan
 
 import (
-	"fmt"
+	"errors"
 	"hash/fnv"
 	"slices"
 	"sort"
@@ -203,15 +203,15 @@ func phasesFor(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 		return deletePodPhases(w, d)
 	case dcm.WhatIfAddRoute:
 		if w.Route == nil {
-			return nil, nil, fmt.Errorf("add-route: no route given")
+			return nil, nil, errors.New("add-route: no route given")
 		}
 		r := *w.Route
 		if err := dcm.ValidateRoute(r); err != nil {
-			return nil, nil, fmt.Errorf("add-route: %w", err)
+			return nil, nil, dcm.Wrap("add-route", err)
 		}
 		name := r.BackendName()
 		if _, ok := d.Backend(name); ok {
-			return nil, nil, fmt.Errorf("add-route: %s exists already", name)
+			return nil, nil, errors.New("add-route: " + name + " exists already")
 		}
 		nb := &dcm.DesiredBackend{Name: name, Route: r, Endpoints: serviceEndpoints(d, r)}
 		next := dcm.Desired{Backends: append(slices.Clone(d.Backends), nb), DefaultCert: d.DefaultCert}
@@ -219,7 +219,7 @@ func phasesFor(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 		return []phase{{name: "route created", desired: next}}, []string{name}, nil
 	case dcm.WhatIfDeleteRoute:
 		if _, ok := d.Backend(w.Backend); !ok {
-			return nil, nil, fmt.Errorf("delete-route: no backend %s", w.Backend)
+			return nil, nil, errors.New("delete-route: no backend " + w.Backend)
 		}
 		next := dcm.Desired{Backends: slices.DeleteFunc(slices.Clone(d.Backends), func(b *dcm.DesiredBackend) bool { return b.Name == w.Backend }), DefaultCert: d.DefaultCert}
 		return []phase{{name: "route deleted", desired: next}}, []string{w.Backend}, nil
@@ -228,7 +228,7 @@ func phasesFor(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 	case dcm.WhatIfRotateCert:
 		return rotatePhases(w, d)
 	}
-	return nil, nil, fmt.Errorf("unknown what-if %q", w.Kind)
+	return nil, nil, errors.New("unknown what-if " + strconv.Quote(string(w.Kind)))
 }
 
 // updateRoutePhases serves a route's backend as the new version of its
@@ -237,16 +237,16 @@ func phasesFor(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 // itself. The endpoints follow the route's services.
 func updateRoutePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 	if w.Route == nil {
-		return nil, nil, fmt.Errorf("update-route: no route given")
+		return nil, nil, errors.New("update-route: no route given")
 	}
 	r := *w.Route
 	if err := dcm.ValidateRoute(r); err != nil {
-		return nil, nil, fmt.Errorf("update-route: %w", err)
+		return nil, nil, dcm.Wrap("update-route", err)
 	}
 	name := r.BackendName()
 	i := slices.IndexFunc(d.Backends, func(b *dcm.DesiredBackend) bool { return b.Name == name })
 	if i < 0 {
-		return nil, nil, fmt.Errorf("update-route: no backend %s (a new kind is delete-route, then add-route)", name)
+		return nil, nil, errors.New("update-route: no backend " + name + " (a new kind is delete-route, then add-route)")
 	}
 	next := dcm.Desired{Backends: slices.Clone(d.Backends), DefaultCert: d.DefaultCert}
 	// Endpoint names follow a new CA and a new check interval.
@@ -266,14 +266,14 @@ func updateRoutePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 // from the old, deterministically: the ops read the same on every run.
 func rotatePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 	if err := dcm.ValidateSecretRef("secret", w.Secret); err != nil {
-		return nil, nil, fmt.Errorf("rotate-cert: %w", err)
+		return nil, nil, dcm.Wrap("rotate-cert", err)
 	}
 	next := dcm.Desired{Backends: slices.Clone(d.Backends), DefaultCert: d.DefaultCert}
 	var names []string
 	rotated := func(v string) string {
 		h := fnv.New64a()
 		h.Write([]byte(v + "/rotated"))
-		return fmt.Sprintf("%016x", h.Sum64())
+		return dcm.HexUint(h.Sum64(), 16)
 	}
 	for i, sb := range next.Backends {
 		b := *sb // a copy: d shares its backends
@@ -299,7 +299,7 @@ func rotatePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 		// The default certificate: the hosts without one of their own.
 		next.DefaultCert.Version = rotated(next.DefaultCert.Version)
 	} else if len(names) == 0 {
-		return nil, nil, fmt.Errorf("rotate-cert: no edge or reencrypt route uses Secret %s", w.Secret)
+		return nil, nil, errors.New("rotate-cert: no edge or reencrypt route uses Secret " + w.Secret)
 	}
 	return []phase{{name: "certificate rotated", desired: next}}, names, nil
 }
@@ -333,11 +333,11 @@ func workloadBackends(w dcm.WhatIf, d dcm.Desired) []int {
 
 func scalePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 	if w.Workload == nil || w.Replicas < 0 {
-		return nil, nil, fmt.Errorf("scale: a workload and a replica count of 0 or more are needed")
+		return nil, nil, errors.New("scale: a workload and a replica count of 0 or more are needed")
 	}
 	idx := workloadBackends(w, d)
 	if len(idx) == 0 {
-		return nil, nil, fmt.Errorf("scale: no route is served by %s %s/%s", w.Workload.Kind, w.Namespace, w.Workload.Name)
+		return nil, nil, errors.New("scale: no route is served by " + w.Workload.Kind + " " + w.Namespace + "/" + w.Workload.Name)
 	}
 	names := make([]string, len(idx))
 	for k, i := range idx {
@@ -405,7 +405,7 @@ func deletePodPhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 		}
 	}
 	if len(idx) == 0 {
-		return nil, nil, fmt.Errorf("delete-pod: no route reaches pod %s/%s", w.Namespace, w.Pod)
+		return nil, nil, errors.New("delete-pod: no route reaches pod " + w.Namespace + "/" + w.Pod)
 	}
 	// Its workload replaces it: a new pod starts as the old one terminates.
 	replacement := []string{w.Pod + "-replacement"}

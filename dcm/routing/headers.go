@@ -1,10 +1,8 @@
 package routing
 
 import (
-	"encoding/hex"
-	"strings"
-
 	"github.com/dcm-router/dcm/dcm"
+	"strings"
 )
 
 // HeaderValue encodes a route's header actions as the value of its
@@ -43,7 +41,7 @@ func HeaderValue(r dcm.Route) string {
 }
 
 func encodeAction(phase string, a dcm.HeaderAction, request bool) (string, bool) {
-	up := func(s string) string { return strings.ToUpper(hex.EncodeToString([]byte(s))) }
+	up := func(s string) string { return strings.ToUpper(dcm.Hex([]byte(s))) }
 	if a.Type == dcm.HeaderDelete {
 		return phase + "d-" + up(a.Name), true
 	}

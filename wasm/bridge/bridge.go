@@ -5,7 +5,7 @@
 package bridge
 
 import (
-	"fmt"
+	"errors"
 	"slices"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -38,19 +38,19 @@ type FeedResult = wire.FeedResult
 func (p *Planner) Feed(raw []byte) (FeedResult, error) {
 	var m dcm.FeedMessage
 	if err := codec.DecodeFeedMessage(string(raw), &m); err != nil {
-		return FeedResult{}, fmt.Errorf("feed message: %w", err)
+		return FeedResult{}, dcm.Wrap("feed message", err)
 	}
 	r := FeedResult{Type: m.Type, Seq: p.snap.Seq}
 	switch m.Type {
 	case dcm.FeedTypeSnapshot:
 		if m.Snapshot == nil {
-			return r, fmt.Errorf("feed snapshot message without a snapshot")
+			return r, errors.New("feed snapshot message without a snapshot")
 		}
 		p.load(*m.Snapshot)
 		r.Seq, r.Changed = p.snap.Seq, true
 	case dcm.FeedTypeEvent:
 		if m.Event == nil {
-			return r, fmt.Errorf("feed event message without an event")
+			return r, errors.New("feed event message without an event")
 		}
 		if !p.loaded {
 			r.NeedSnapshot = true
@@ -72,7 +72,7 @@ func (p *Planner) Feed(raw []byte) (FeedResult, error) {
 func (p *Planner) Load(raw []byte) (FeedResult, error) {
 	var s dcm.Snapshot
 	if err := codec.DecodeSnapshot(string(raw), &s); err != nil {
-		return FeedResult{}, fmt.Errorf("snapshot: %w", err)
+		return FeedResult{}, dcm.Wrap("snapshot", err)
 	}
 	r := FeedResult{Type: dcm.FeedTypeSnapshot}
 	if !p.loaded || s.Seq >= p.snap.Seq {
@@ -98,11 +98,11 @@ func (p *Planner) Seq() uint64 { return p.snap.Seq }
 // returns the dcm.Simulation as JSON.
 func (p *Planner) Simulate(whatifs []byte) ([]byte, error) {
 	if !p.loaded {
-		return nil, fmt.Errorf("no snapshot yet")
+		return nil, errors.New("no snapshot yet")
 	}
 	var ws []dcm.WhatIf
 	if err := codec.DecodeWhatIfs(string(whatifs), &ws); err != nil {
-		return nil, fmt.Errorf("what-ifs: %w", err)
+		return nil, dcm.Wrap("what-ifs", err)
 	}
 	if p.desired == nil {
 		d := plan.DesiredOf(dcm.State{Backends: p.snap.Backends, Pool: p.snap.Pool, DefaultCert: p.snap.DefaultCert})
@@ -134,7 +134,7 @@ type ComputeInput = wire.ComputeInput
 func Compute(input []byte) ([]byte, error) {
 	var in ComputeInput
 	if err := codec.DecodeComputeInput(string(input), &in); err != nil {
-		return nil, fmt.Errorf("compute input: %w", err)
+		return nil, dcm.Wrap("compute input", err)
 	}
 	pl := plan.Compute(in.Actual, in.Desired, in.Caps)
 	return codec.AppendPlan(nil, &pl)
