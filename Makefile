@@ -189,7 +189,7 @@ SCALE_CMD ?= $(if $(BENCH_QUICK),BENCH_QUICK=1 )$(if $(BENCH_SCALE_ROUTES),BENCH
 bench-scale: deps
 	BENCH_QUICK=$(BENCH_QUICK) BENCH_SCALE_ROUTES=$(BENCH_SCALE_ROUTES) DCM_BENCH_CMD="$(SCALE_CMD)" \
 		$(GO) test -tags bench -count=1 -timeout 30m -run '^TestScale$$' ./e2e/bench/
-	@sed -n '/^Goals met today/,/^### Per size/p' docs/bench.md
+	@sed -n '/^Goals met today/,/^### Per size/p' "$${DCM_BENCH_OUT:-docs}/bench.md"
 
 ## soak: the dcm binary against the real control plane (e2e/kapi) and the test kubelet for
 ## SOAK_DURATION (default 10m) of continuous churn under load through HAProxy; fails on any failed

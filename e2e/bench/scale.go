@@ -169,8 +169,8 @@ func startScale(t *testing.T, cfg ScaleConfig, k *KubeCluster, farm *podFarm, re
 	src := k.Source(t)
 	s, err := harness.TryStart(t, harness.Options{Source: src, ReadyWithin: cfg.ReadyWithin})
 	if err != nil {
-		res.StartErr = err.Error()
-		t.Logf("%d routes: %v", res.Routes, err)
+		res.StartErr = fmt.Sprintf("after %s, %v", time.Since(began).Round(100*time.Millisecond), err)
+		t.Logf("%d routes: %s", res.Routes, res.StartErr)
 		return scaleStack{}, false
 	}
 	res.Ready = time.Since(began)

@@ -263,7 +263,7 @@ func (rep ScaleReport) mdScaleGoals(b *strings.Builder, rows []*scaleRow, sizes 
 			met = append(met, item)
 		case strings.Contains(v, "not met"):
 			not = append(not, item+": "+v)
-		default:
+		default: // met at one size, not measured (or measured nowhere)
 			unmeasured = append(unmeasured, item+": "+v)
 		}
 	}
@@ -276,7 +276,7 @@ func (rep ScaleReport) mdScaleGoals(b *strings.Builder, rows []*scaleRow, sizes 
 	list(fmt.Sprintf("Goals met today at both sizes (%s and %s routes):", thousands(sizes[0]), thousands(sizes[1])), met)
 	list("Goals **not met** today:", not)
 	if len(unmeasured) > 0 {
-		list("Goals not measured in this run:", unmeasured)
+		list("Goals met where measured, but not measured at both sizes:", unmeasured)
 	}
 }
 
@@ -288,7 +288,7 @@ func (rep ScaleReport) mdScaleDetails(b *strings.Builder) {
 	for _, r := range rep.Results {
 		w("- **%s routes**: ", thousands(r.Routes))
 		if r.StartErr != "" {
-			w("dcm did not start: %s. Nothing else was measured at this size.\n", r.StartErr)
+			w("dcm did not start (%s). Nothing else was measured at this size.\n", r.StartErr)
 			continue
 		}
 		w("live heap before dcm started (the fake clientset's objects, the pods, the bench) %.0f MB; ", r.BaseHeapMB)
