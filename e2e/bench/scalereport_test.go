@@ -50,6 +50,7 @@ func TestScaleMarkdown(t *testing.T) {
 		"| 6 | full resync: last write → HAProxy acknowledged all | < 100 ms | 60.0 ms | — | — | met at 1,000, not measured at 10,000 |\n",
 		"(writing the 1,000 slices took 200.0 ms)",
 		"gave a median round of 1.00 (middle\nhalf 0.90–1.10)",
+		"when it is more than 10 %, the throughput goal is not judged.\n",
 		"Goals met today at both sizes (1,000 and 10,000 routes):\n\n- none\n",
 		"- **10,000 routes**: dcm did not start (after 65.2s, dcm stopped before it was ready: engine: start haproxy: initial configuration: validate: run haproxy -c: signal: killed).",
 		"Goals met where measured, but not measured at both sizes:\n\n- route delete: commands that change HAProxy, per route (≤ 50): met at 1,000, not measured at 10,000\n",
@@ -58,6 +59,25 @@ func TestScaleMarkdown(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("no %q in:\n%s", want, md)
 		}
+	}
+}
+
+// TestScaleThroughputUnjudged: when two equal stacks read more than 10 %
+// apart, the throughput's goal is left unjudged, and the page says why.
+func TestScaleThroughputUnjudged(t *testing.T) {
+	rep := scaleRun()
+	rep.Control.Ratios = []float64{1.2, 1.38, 1.5}
+	md := rep.Markdown()
+	for _, want := range []string{
+		"(middle half of 4 rounds 0.60–0.90) | — | — | not judged: two equal stacks read 1.38 in this run |\n",
+		"Goals this run cannot judge:\n\n- throughput at the size ÷ at 10 routes, median round (≥ 0.90 (within 10 %)): not judged: two equal stacks read 1.38 in this run\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "- throughput at the size ÷ at 10 routes, median round (≥ 0.90 (within 10 %)): **not met**") {
+		t.Error("the throughput listed as not met")
 	}
 }
 
