@@ -2,7 +2,13 @@ package haproxy
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 
 	"github.com/dcm-router/dcm/dcm"
 )
@@ -166,4 +172,37 @@ func validateAllowlistEntry(key, value string) error {
 		}
 	}
 	return dcm.ValidateAllowlistValue("allowlist", value, chunk)
+}
+
+// legacyACLsDir held a file per backend in dcm before the allowlist map.
+const legacyACLsDir = "acls"
+
+// removeLegacyACLs removes the allowlist files an older dcm left in dir:
+// no cfg dcm writes reads them (a running HAProxy that did has them in
+// memory), and a stale copy of a client list beside the live files only
+// misleads whoever reads the work directory. Only *.acl files go, and the
+// directory if that empties it.
+func removeLegacyACLs(dir string) error {
+	acls := filepath.Join(dir, legacyACLsDir)
+	entries, err := os.ReadDir(acls)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list old allowlist files: %w", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".acl") {
+			continue
+		}
+		if err := os.Remove(filepath.Join(acls, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove old allowlist file: %w", err)
+		}
+	}
+	// Something else living there is not dcm's to remove: the directory
+	// stays then.
+	if err := os.Remove(acls); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) {
+		return fmt.Errorf("remove old allowlist directory: %w", err)
+	}
+	return nil
 }

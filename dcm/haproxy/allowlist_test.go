@@ -183,3 +183,41 @@ func allowlistMap(t *testing.T, d *Driver) string {
 	mustf(t, err, "runtime maps")
 	return string(runtime[MapFile(dcm.MapAllowlist)])
 }
+
+// TestLegacyACLsRemoved: the allowlist files an older dcm left in the
+// work directory are removed at start; the directory stays when it holds
+// something else.
+func TestLegacyACLsRemoved(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		files []string
+		left  []string
+	}{
+		{"only allowlists", []string{"be_http:ns:a.acl", "be_http:_pool:1.acl"}, nil},
+		{"something else", []string{"be_http:ns:a.acl", "notes.txt"}, []string{"notes.txt"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var dir string
+			startDriver(t, dcm.State{}, func(c *DriverConfig) {
+				dir = filepath.Join(c.WorkDir, legacyACLsDir)
+				mustf(t, os.MkdirAll(dir, 0o755), "mkdir")
+				for _, f := range tt.files {
+					mustf(t, os.WriteFile(filepath.Join(dir, f), []byte("0.0.0.0/0\n"), 0o644), "write")
+				}
+			})
+			entries, err := os.ReadDir(dir)
+			var left []string
+			for _, e := range entries {
+				left = append(left, e.Name())
+			}
+			switch {
+			case tt.left == nil && !os.IsNotExist(err):
+				t.Errorf("acls/ still there: %v %v", left, err)
+			case tt.left != nil && strings.Join(left, " ") != strings.Join(tt.left, " "):
+				t.Errorf("acls/ holds %v (%v), want %v", left, err, tt.left)
+			}
+		})
+	}
+}
