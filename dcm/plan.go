@@ -108,10 +108,6 @@ const (
 	OpCAAdd OpKind = "ca-add"
 	// OpCADel drops a CA file (del ssl ca-file) once no server uses it.
 	OpCADel OpKind = "ca-del"
-	// OpACLReplace replaces the allowlist file of one HAProxy backend
-	// atomically (prepare acl, add acl for every source, commit acl) with
-	// the route's Allowlist, or AllowEveryone when it has none.
-	OpACLReplace OpKind = "acl-replace"
 )
 
 // Op is one runtime change to one server, or one atomic replace of a routing
@@ -158,8 +154,6 @@ type Op struct {
 	Upstream *UpstreamTLS `json:"upstream,omitempty"`
 	// Proto is, for add-server, the protocol the server speaks to its pod.
 	Proto Proto `json:"proto,omitempty"`
-	// Allowlist is, for acl-replace, the route's new list (nil: everyone).
-	Allowlist []string `json:"allowlist,omitempty"`
 }
 
 // ProxyName is the HAProxy backend a server op's command names.
@@ -190,11 +184,6 @@ func (o Op) String() string {
 			return fmt.Sprintf("%s %s %s:%d weight %d ssl ca %.12s sni %s", o.Kind, target, o.Addr, o.Port, o.Weight, o.Upstream.Version, o.Upstream.ServerName)
 		}
 		return fmt.Sprintf("%s %s %s:%d weight %d", o.Kind, target, o.Addr, o.Port, o.Weight)
-	case OpACLReplace:
-		if len(o.Allowlist) == 0 {
-			return fmt.Sprintf("%s %s allow everyone", o.Kind, o.Backend)
-		}
-		return fmt.Sprintf("%s %s allow %d", o.Kind, o.Backend, len(o.Allowlist))
 	case OpSetAddr:
 		return fmt.Sprintf("%s %s %s:%d", o.Kind, target, o.Addr, o.Port)
 	case OpSetState:

@@ -10,12 +10,13 @@ import (
 // networks whose connections its backend serves; any other client's
 // connection is closed without an answer, as OpenShift's router closes it
 // (tcp-request content reject). Empty serves everyone. HAProxy reads the
-// list from a file of the backend's own, replaced at runtime, so a list
-// that comes, changes or goes never reloads and never re-renders the
+// lists from one map, MapAllowlist, keyed by the HAProxy backend's name,
+// through a rule every backend has alike, so a list that comes, changes
+// or goes is a map replace: it never reloads and never re-renders a
 // backend.
 
-// MaxAllowlist bounds the entries of one allowlist: HAProxy holds a list
-// in a tree, but every change sends the whole list over the admin socket.
+// MaxAllowlist bounds the entries of one allowlist: every change of any
+// list sends the whole allowlist map over the admin socket.
 const MaxAllowlist = 1000
 
 // maxAllowlistText bounds the annotation's text before it is split.
@@ -92,16 +93,83 @@ func ValidateAllowlist(field string, list []string) error {
 	return nil
 }
 
-// AllowEveryone is what the file of a backend without a list holds: every
-// IPv4 and every IPv6 client. The backend's rule is the same either way,
-// so a list comes and goes by replacing the file's contents alone.
-var AllowEveryone = []string{"0.0.0.0/0", "::/0"}
+// MapAllowlist maps the HAProxy backend of a route with an allowlist to
+// its list, and the chunks of long lists (AllowlistChunkPrefix) to their
+// text. A backend without an entry serves everyone.
+const MapAllowlist MapTable = "allowlist"
 
-// Sources is what the backend's allowlist file holds: the route's list,
-// or AllowEveryone.
-func (r Route) Sources() []string {
-	if len(r.Allowlist) == 0 {
-		return AllowEveryone
+// A list's value is its entries joined by commas, when that fits in
+// MaxAllowlistChunk bytes; a longer one is cut, between entries, into
+// chunks of at most that, each stored under a key of its own
+// (AllowlistChunkPrefix and the 16 hex digits of its id), and the
+// backend's value is "@" and the chunks' ids joined by commas. A command
+// carries one entry, and HAProxy 2.6's CLI hangs on a line longer than
+// its buffer less the rewrite reserve (24,576 bytes as dcm tunes it:
+// measured, an add map of 24,036 bytes answers, one of 28,041 never
+// does), so chunks leave a margin of six.
+const (
+	MaxAllowlistChunk = 4096
+	// AllowlistChunkPrefix sorts before every backend's name (be_…): in
+	// the map file and in the replace that fills a new version of the
+	// map, the chunks come before the values that name them (the version
+	// is committed whole: no request sees one without the other).
+	AllowlistChunkPrefix = "_chunk."
+	allowlistIDLen       = 16
+)
+
+// AllowlistChunkKey is the key of the chunk with the given id.
+func AllowlistChunkKey(id string) string { return AllowlistChunkPrefix + id }
+
+// validChunkID reports whether id is 16 lower-case hex digits.
+func validChunkID(id string) bool {
+	if len(id) != allowlistIDLen {
+		return false
 	}
-	return r.Allowlist
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// IsAllowlistChunkKey reports whether a key of MapAllowlist names a chunk,
+// well formed.
+func IsAllowlistChunkKey(key string) bool {
+	id, ok := strings.CutPrefix(key, AllowlistChunkPrefix)
+	return ok && validChunkID(id)
+}
+
+// ValidateAllowlistValue checks a value of MapAllowlist as HAProxy gets
+// it: at most MaxAllowlistChunk bytes of canonical entries, in order and
+// each once, joined by commas; or, unless chunk (the value of a chunk's
+// key), "@" and chunk ids joined by commas.
+func ValidateAllowlistValue(field, value string, chunk bool) error {
+	if value == "" || len(value) > MaxAllowlistChunk {
+		return invalid(RejectInvalidValue, field, truncateValue(value))
+	}
+	if refs, ok := strings.CutPrefix(value, "@"); ok && !chunk {
+		for _, id := range strings.Split(refs, ",") {
+			if !validChunkID(id) {
+				return invalid(RejectInvalidValue, field, truncateValue(value))
+			}
+		}
+		return nil
+	}
+	prev := ""
+	for _, s := range strings.Split(value, ",") {
+		if c, ok := CanonicalSource(s); !ok || c != s || (prev != "" && prev >= s) {
+			return invalid(RejectInvalidValue, field, truncateValue(s))
+		}
+		prev = s
+	}
+	return nil
+}
+
+// truncateValue keeps a refusal's message short.
+func truncateValue(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }

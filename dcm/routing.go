@@ -38,12 +38,12 @@ const (
 // HTTPMapTables lists the maps of HTTP requests in the order HAProxy tries them.
 var HTTPMapTables = []MapTable{MapHostExact, MapHostPrefix, MapWildExact, MapWildPrefix, MapAnyExact, MapAnyPrefix}
 
-// MapTables lists every routing map: the rate limits, the setting maps and
-// the header actions first, so that a new route's limits and settings are
-// committed before the routing maps send it traffic, then the HTTP maps,
-// the SNI map and the insecure-policy maps.
+// MapTables lists every routing map: the rate limits, the setting maps,
+// the allowlists and the header actions first, so that a new route's
+// limits, settings and list are committed before the routing maps send it
+// traffic, then the HTTP maps, the SNI map and the insecure-policy maps.
 var MapTables = append(append([]MapTable{MapRateLimit}, SettingMapTables...),
-	MapHeaders, MapHostExact, MapHostPrefix, MapWildExact, MapWildPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapSNIWild,
+	MapAllowlist, MapHeaders, MapHostExact, MapHostPrefix, MapWildExact, MapWildPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapSNIWild,
 	MapInsecure, MapInsecureHost)
 
 // Setting maps hold a route's HTTPOptions, keyed by its HAProxy backend
@@ -85,8 +85,9 @@ type MapEntry struct {
 	Backend string `json:"backend"`
 	Slot    string `json:"slot,omitempty"`
 	// Action is the value of an insecure map's entry (routing.InsecureAction),
-	// of a setting map's (routing.SettingValue) or of the rate-limit map's
-	// (Route.RateLimitValue).
+	// of a setting map's (routing.SettingValue), of the rate-limit map's
+	// (Route.RateLimitValue) or of the allowlist map's (a list, a chunk of
+	// one, or the ids of its chunks).
 	Action string `json:"action,omitempty"`
 }
 

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/haproxy"
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/internal/testkit"
 )
@@ -49,29 +49,24 @@ func getAt(src, url, host string, pool *x509.CertPool) (int, string, error) {
 	return resp.StatusCode, strings.TrimSpace(string(b)), err
 }
 
-// allowlistsEqualRuntime checks that the allowlist of every HAProxy
-// backend dcm manages is the file's.
-func allowlistsEqualRuntime(t *testing.T, s *harness.Stack) {
+// listedBackends are the HAProxy backends the allowlist map HAProxy uses
+// has a list for, and how many chunks it holds.
+func listedBackends(t *testing.T, s *harness.Stack) (backends []string, chunks int) {
 	t.Helper()
-	snap := s.Engine.Snapshot()
-	var proxies []string
-	for _, b := range snap.Backends {
-		proxies = append(proxies, b.ProxyName())
-	}
-	proxies = append(proxies, snap.Pool...)
-	runtime, err := s.Driver.RuntimeACLs(context.Background(), proxies)
+	runtime, err := s.Driver.RuntimeMaps(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := s.Driver.ReadFiles()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, b := range runtime {
-		if !bytes.Equal(files.ACLs[name], b) {
-			t.Errorf("%s differs\nfile:\n%s\nruntime:\n%s", name, files.ACLs[name], b)
+	for _, line := range strings.Split(string(runtime[haproxy.MapFile(dcm.MapAllowlist)]), "\n") {
+		key, _, _ := strings.Cut(line, " ")
+		switch {
+		case dcm.IsAllowlistChunkKey(key):
+			chunks++
+		case key != "":
+			backends = append(backends, key)
 		}
 	}
+	return backends, chunks
 }
 
 // TestAllowlistAtRuntime: an HTTP, an edge and a passthrough route with a
@@ -79,9 +74,11 @@ func allowlistsEqualRuntime(t *testing.T, s *harness.Stack) {
 // list (200 from their pod) and close the connection of any other client
 // without an answer, as OpenShift's router does; the client's address is
 // the one it connected from on every frontend (fe_https gets it from
-// fe_tls's PROXY header). The lists change, the roles swap, then the
-// lists go and everyone is served: the worker and the reload count never
-// change, and HAProxy's lists equal the files after every step.
+// fe_tls's PROXY header). The lists change, the roles swap, a list too
+// long for one map value (in chunks) comes, then the lists go and
+// everyone is served: the worker and the reload count never change,
+// HAProxy's allowlist map equals its file after every step and lists
+// exactly the routes that have one (the spares they left none).
 func TestAllowlistAtRuntime(t *testing.T) {
 	ca := testkit.NewCA(t)
 	store := &testkit.CertStore{}
@@ -126,13 +123,20 @@ func TestAllowlistAtRuntime(t *testing.T) {
 			})
 		}
 	}
-	steady := func(step string) {
+	steady := func(step string, listed bool, long bool) {
 		t.Helper()
 		if s.WorkerPID() != pid || s.Reloads() != reloads {
 			t.Fatalf("%s: worker %d → %d, reloads %v → %v", step, pid, s.WorkerPID(), reloads, s.Reloads())
 		}
 		filesEqualRuntime(t, s)
-		allowlistsEqualRuntime(t, s)
+		backends, chunks := listedBackends(t, s)
+		want := 0
+		if listed {
+			want = 3 // the HTTP, edge and passthrough routes
+		}
+		if len(backends) != want || (chunks > 0) != long {
+			t.Errorf("%s: the allowlist map lists %v and %d chunks, want %d backends, chunks %v", step, backends, chunks, want, long)
+		}
 		answers(s, "app.test", "/", app.Name) // a route without a list serves everyone
 	}
 
@@ -145,6 +149,7 @@ func TestAllowlistAtRuntime(t *testing.T) {
 		{"new routes with 127.0.0.2", []string{"127.0.0.2"}, []string{"127.0.0.2"}, []string{"127.0.0.3"}},
 		{"the list swapped", []string{"127.0.0.3/32", "::1"}, []string{"127.0.0.3"}, []string{"127.0.0.2"}},
 		{"a network", []string{"127.0.0.0/30"}, []string{"127.0.0.2", "127.0.0.3"}, []string{"127.0.0.5"}},
+		{"a long list", longList(600, "127.0.0.5"), []string{"127.0.0.5"}, []string{"127.0.0.2"}},
 		{"no list", nil, []string{"127.0.0.2", "127.0.0.5"}, nil},
 	} {
 		src.Set(withRoutes(base, routes(canonical(t, step.list)), []pod{web, shop, db}))
@@ -154,11 +159,21 @@ func TestAllowlistAtRuntime(t *testing.T) {
 		for _, c := range step.denied {
 			served(step.name, c, false)
 		}
-		steady(step.name)
+		steady(step.name, step.list != nil, len(step.list) > 100)
 	}
 	if got := s.Counter("dcm_runtime_errors_total"); got != 0 {
 		t.Errorf("%v runtime errors", got)
 	}
+}
+
+// longList is n IPv6 networks and the given entries, too long for one
+// map value.
+func longList(n int, more ...string) []string {
+	list := append([]string{}, more...)
+	for i := range n {
+		list = append(list, fmt.Sprintf("2001:db8:%x::/48", i+1))
+	}
+	return list
 }
 
 // canonical writes a list as the sources write it.

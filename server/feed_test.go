@@ -957,7 +957,8 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 		Del: []dcm.MapEntry{{Key: "old.demo.example/", Backend: webName}}})
 	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpMapReplace, Map: dcm.MapInsecure,
 		Set: []dcm.MapEntry{{Key: "be_http:_pool:3", Backend: webName, Slot: "be_http:_pool:3", Action: "redirect-308"}}})
-	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpACLReplace, Backend: webName, Allowlist: []string{"10.0.0.0/8"}})
+	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpMapReplace, Map: dcm.MapAllowlist,
+		Set: []dcm.MapEntry{{Key: "be_http:_pool:3", Backend: webName, Slot: "be_http:_pool:3", Action: "10.0.0.0/8,::1"}}})
 	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpCertUpdate, Backend: webName, Cert: &dcm.Cert{Host: "web.demo.example", Secret: "demo/shop-tls", Version: "0123abcd", H2: true}})
 	full.Reload, full.Object, full.Reason, full.Actor = fullReload(), &dcm.ObjectRef{Kind: "Ingress", Namespace: "demo", Name: "web"}, "because", "alice"
 	route := fullRoute("demo", "new", dcm.KindHTTP)

@@ -7,7 +7,8 @@ type RouteChange struct {
 }
 
 // routeChanges are the annotation changes whose cost differs most: a
-// setting map's entry, an ACL file, a spare of another kind, a new backend.
+// setting map's entry, an allowlist (its map's entry too), a spare of
+// another kind, a new backend.
 func routeChanges() []RouteChange {
 	return []RouteChange{
 		{"timeout-5m", "server timeout 5 minutes (annotation timeout)"},

@@ -36,8 +36,6 @@ func OpWords() []OpWord {
 	cas := []dcm.OpKind{dcm.OpCAAdd, dcm.OpCADel}
 	return []OpWord{
 		{Kinds: []dcm.OpKind{dcm.OpMapReplace}, Text: "{op} {map} +{set#} -{del#}"},
-		{Kinds: []dcm.OpKind{dcm.OpACLReplace}, When: "allowlist", Text: "{op} {backend} allow {allowlist#}"},
-		{Kinds: []dcm.OpKind{dcm.OpACLReplace}, Text: "{op} {backend} allow everyone"},
 		{Kinds: certs, When: "cert", Text: "{op} {cert.host} {cert.secret}@{cert.version:12}"},
 		{Kinds: certs, Text: "{op}"},
 		{Kinds: cas, When: "upstream", Text: "{op} {upstream.ca}@{upstream.version:12}"},

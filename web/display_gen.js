@@ -8,8 +8,6 @@
 // its length (count), its first max characters, zero when it is absent.
 export const opLines = [
   {"kinds":["map-replace"],"parts":[{"field":["op"]},{"lit":" "},{"field":["map"]},{"lit":" +"},{"field":["set"],"count":true},{"lit":" -"},{"field":["del"],"count":true}]},
-  {"kinds":["acl-replace"],"when":"allowlist","parts":[{"field":["op"]},{"lit":" "},{"field":["backend"]},{"lit":" allow "},{"field":["allowlist"],"count":true}]},
-  {"kinds":["acl-replace"],"parts":[{"field":["op"]},{"lit":" "},{"field":["backend"]},{"lit":" allow everyone"}]},
   {"kinds":["cert-add","cert-update","cert-del"],"when":"cert","parts":[{"field":["op"]},{"lit":" "},{"field":["cert","host"]},{"lit":" "},{"field":["cert","secret"]},{"lit":"@"},{"field":["cert","version"],"max":12}]},
   {"kinds":["cert-add","cert-update","cert-del"],"parts":[{"field":["op"]}]},
   {"kinds":["ca-add","ca-del"],"when":"upstream","parts":[{"field":["op"]},{"lit":" "},{"field":["upstream","ca"]},{"lit":"@"},{"field":["upstream","version"],"max":12}]},

@@ -26,7 +26,6 @@ const (
 	replyBackends
 	replyPrepareMap
 	replyShowMap
-	replyShowACL
 	replyNewCert
 	replySetCert
 	replyCommitCert
@@ -176,9 +175,12 @@ func AddMapCommand(version uint32, t dcm.MapTable, key, value string) (Command, 
 }
 
 // validateMapValue checks a map value against its map's allow-list: a
-// backend name, an insecure action or a setting (routing.ValidateSetting).
+// backend name, an insecure action, a setting (routing.ValidateSetting),
+// limits, header actions or an allowlist.
 func validateMapValue(t dcm.MapTable, key, value string) error {
 	switch {
+	case t == dcm.MapAllowlist:
+		return validateAllowlistEntry(key, value)
 	case t == dcm.MapRateLimit:
 		return validateRateLimitEntry(key, value)
 	case t == dcm.MapHeaders:
@@ -336,9 +338,6 @@ func (c Command) succeeded(reply string) bool {
 		return prefixed && err == nil
 	case replyShowMap:
 		_, err := ParseShowMap(reply)
-		return !prefixed && err == nil
-	case replyShowACL:
-		_, err := ParseShowACL(reply)
 		return !prefixed && err == nil
 	}
 	return false

@@ -124,6 +124,9 @@ func (d *Driver) Start(ctx context.Context, initial dcm.State) error {
 	if err := WriteFiles(d.cfg.WorkDir, files, Files{}); err != nil {
 		return err
 	}
+	if err := removeLegacyACLs(d.cfg.WorkDir); err != nil {
+		return err
+	}
 	d.files, d.written = files, initial
 
 	master := d.cfg.MasterSocket

@@ -71,7 +71,7 @@ func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error 
 type serverBatch struct {
 	ops               int
 	preCmds, postCmds []Command
-	txs               []versionedTx // allowlists, then maps
+	txs               []mapTx
 }
 
 func (d *Driver) prepareServersAndMaps(ops []dcm.Op, next dcm.State) (serverBatch, error) {
@@ -87,17 +87,9 @@ func (d *Driver) prepareServersAndMaps(ops []dcm.Op, next dcm.State) (serverBatc
 	if err != nil {
 		return serverBatch{}, err
 	}
-	acls, maps := splitACLOps(maps)
-	txs, err := d.aclTransactions(acls, next)
+	txs, err := d.mapTransactions(maps, next)
 	if err != nil {
 		return serverBatch{}, err
-	}
-	mtxs, err := d.mapTransactions(maps, next)
-	if err != nil {
-		return serverBatch{}, err
-	}
-	for _, tx := range mtxs {
-		txs = append(txs, tx)
 	}
 	return serverBatch{ops: len(ops), preCmds: preCmds, postCmds: postCmds, txs: txs}, nil
 }
@@ -119,7 +111,7 @@ func (d *Driver) applyServersAndMaps(ctx context.Context, b serverBatch) error {
 	}
 	first := preCmds
 	for _, tx := range txs {
-		first = append(first, tx.prepareCommand())
+		first = append(first, tx.prepare)
 	}
 	replies, err := d.client.Exec(ctx, first)
 	if busy, err = splitBusy(err); err != nil {

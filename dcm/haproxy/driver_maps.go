@@ -10,8 +10,8 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 )
 
-// splitMapOps cuts ops into the server ops before the map and allowlist
-// replaces, those replaces, and the server ops after them.
+// splitMapOps cuts ops into the server ops before the map replaces, those
+// replaces, and the server ops after them.
 func splitMapOps(ops []dcm.Op) (pre, maps, post []dcm.Op, err error) {
 	first := slices.IndexFunc(ops, versioned)
 	if first < 0 {
@@ -27,22 +27,9 @@ func splitMapOps(ops []dcm.Op) (pre, maps, post []dcm.Op, err error) {
 	return ops[:first], ops[first:end], ops[end:], nil
 }
 
-// versioned reports whether an op is a versioned transaction: a map or
-// an allowlist replace.
-func versioned(o dcm.Op) bool { return o.Kind == dcm.OpMapReplace || o.Kind == dcm.OpACLReplace }
-
-// splitACLOps cuts the versioned ops into the allowlist replaces and the
-// map replaces, each in their order.
-func splitACLOps(ops []dcm.Op) (acls, maps []dcm.Op) {
-	for _, o := range ops {
-		if o.Kind == dcm.OpACLReplace {
-			acls = append(acls, o)
-		} else {
-			maps = append(maps, o)
-		}
-	}
-	return acls, maps
-}
+// versioned reports whether an op is a versioned transaction: a map
+// replace.
+func versioned(o dcm.Op) bool { return o.Kind == dcm.OpMapReplace }
 
 // mapTx is one map replace: its prepare, and the lines of the new map.
 type mapTx struct {

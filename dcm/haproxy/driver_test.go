@@ -341,7 +341,7 @@ func TestReloadRefusesInvalidConfig(t *testing.T) {
 
 	good, err := Render(d.cfg.Settings, st)
 	mustf(t, err, "render")
-	bad := Files{Config: append(slices.Clone(good.Config), "    bogus_keyword 1\n"...), Maps: good.Maps, ACLs: good.ACLs}
+	bad := Files{Config: append(slices.Clone(good.Config), "    bogus_keyword 1\n"...), Maps: good.Maps}
 	d.mu.Lock()
 	_, err = d.reloadLocked(ctx, bad)
 	d.mu.Unlock()

@@ -59,9 +59,6 @@ func WriteFiles(dir string, f Files, prev Files) (err error) {
 	if err := stageCAs(&st, dir, f, prev); err != nil {
 		return err
 	}
-	if err := stageACLs(&st, dir, f, prev); err != nil {
-		return err
-	}
 	for _, name := range names {
 		if old, ok := prev.Maps[name]; ok && bytes.Equal(old, f.Maps[name]) {
 			continue
@@ -76,6 +73,9 @@ func WriteFiles(dir string, f Files, prev Files) (err error) {
 		}
 		if err := st.add(filepath.Join(dir, RewriteLuaName), RewriteLua(), 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", RewriteLuaName, err)
+		}
+		if err := st.add(filepath.Join(dir, AllowlistLuaName), AllowlistLua(), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", AllowlistLuaName, err)
 		}
 	}
 	if !bytes.Equal(prev.Config, f.Config) {
@@ -92,9 +92,6 @@ func WriteFiles(dir string, f Files, prev Files) (err error) {
 		}
 	}
 	if err := removeStaleCAs(dir, f.CAs); err != nil {
-		return err
-	}
-	if err := removeStaleACLs(dir, f.ACLs); err != nil {
 		return err
 	}
 	return removeStaleMaps(dir, f.Maps)
@@ -401,9 +398,6 @@ func ReadFiles(dir string) (Files, error) {
 			return Files{}, fmt.Errorf("read map %s: %w", e.Name(), err)
 		}
 		f.Maps[MapsDir+"/"+e.Name()] = b
-	}
-	if f.ACLs, err = readACLs(dir); err != nil {
-		return Files{}, err
 	}
 	// The crt-list, not the certificates: what ReadFiles returns is shown.
 	switch b, err := os.ReadFile(filepath.Join(dir, CrtListName)); {

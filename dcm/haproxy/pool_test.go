@@ -276,7 +276,7 @@ func TestRenderPool(t *testing.T) {
 	recycled.Pool = []string{"be_http:ns:x"}
 	f, err = Render(testSettings, recycled)
 	mustf(t, err, "render a recycled spare")
-	if _, last, _ := strings.Cut(string(f.Config), "\nbackend be_http:ns:x\n    balance roundrobin\n    acl allowlist src -f acls/be_http:ns:x.acl\n"); last == "" ||
+	if _, last, _ := strings.Cut(string(f.Config), "\nbackend be_http:ns:x\n    balance roundrobin\n"+allowlistRule); last == "" ||
 		strings.Contains(last, "\n    server ") || strings.Contains(last, "\nbackend ") || !strings.HasSuffix(last, routeTimeoutLines+rewriteRule+headerRules) {
 		t.Errorf("the recycled spare is not rendered empty, last:\n%s", f.Config)
 	}

@@ -81,8 +81,6 @@ type Files struct {
 	// path relative to the cfg (CAFile); filled by the driver from its
 	// CASource, like Certs.
 	CAs map[string][]byte
-	// ACLs holds the allowlist files (ACLFile) of every HAProxy backend.
-	ACLs map[string][]byte
 }
 
 // File names relative to the work directory. Maps are referenced relatively
@@ -195,7 +193,6 @@ type Renderer struct {
 	backends map[string]renderedBackend
 	routes   []routeKey
 	maps     map[string][]byte
-	acls     aclCache
 }
 
 // renderedBackend is a backend's text and the fields it was rendered from.
@@ -214,6 +211,7 @@ type routeKey struct {
 	rateLimit                                  string // dcm.Route.RateLimitValue
 	http                                       dcm.HTTPOptions
 	headers                                    string // routing.HeaderValue
+	allowlist                                  string // dcm.Route.Allowlist, joined
 	kind                                       dcm.RouteKind
 	pathType                                   dcm.PathType
 	balance                                    string
@@ -301,7 +299,8 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 		rt := b.Route
 		keys[i] = routeKey{backend: b.Name, slot: b.Slot, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
 			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: routing.InsecureAction(rt),
-			rateLimit: rt.RateLimitValue(), http: rt.HTTP, headers: routing.HeaderValue(rt), sticky: rt.Sticky}
+			rateLimit: rt.RateLimitValue(), http: rt.HTTP, headers: routing.HeaderValue(rt), sticky: rt.Sticky,
+			allowlist: strings.Join(rt.Allowlist, ",")}
 	}
 	maps := r.maps
 	if maps == nil || !slices.Equal(keys, r.routes) {
@@ -310,12 +309,8 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 			return Files{}, err
 		}
 	}
-	acls, err := renderACLs(all, r.acls)
-	if err != nil {
-		return Files{}, err
-	}
-	r.backends, r.routes, r.maps, r.acls = next, keys, maps, acls
-	out := Files{Config: cfg, Maps: maps, ACLs: acls.files}
+	r.backends, r.routes, r.maps = next, keys, maps
+	out := Files{Config: cfg, Maps: maps}
 	if r.settings.HTTPSBind != "" {
 		list, err := renderCrtList(backends, r.settings.HTTP2)
 		if err != nil {
@@ -474,7 +469,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string, h2 HTTP2
 		}
 		fmt.Fprintf(w, "    server %s %s\n", srv.Name, args)
 	}
-	renderAllowlistRule(w, b.ProxyName())
+	renderAllowlistRule(w)
 	renderRateLimitRules(w)
 	if b.Route.Sticky {
 		renderCookieRules(w) // after the tcp-request rules, which run first anyway
@@ -620,7 +615,7 @@ func renderMaps(backends []dcm.Backend) (map[string][]byte, error) {
 	for _, t := range dcm.MapTables {
 		var buf bytes.Buffer
 		for _, e := range tables[t] {
-			if t.Insecure() || t.Setting() {
+			if t.Insecure() || t.Setting() || t == dcm.MapAllowlist {
 				if err := dcm.ValidateMapKey("map key", e.Key); err != nil {
 					return nil, fmt.Errorf("map %s: %w", t, err)
 				}

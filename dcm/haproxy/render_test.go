@@ -56,6 +56,7 @@ func TestRenderMaps(t *testing.T) {
 		MapFile(dcm.MapInsecureHost): "",
 		MapFile(dcm.MapRateLimit):    "",
 		MapFile(dcm.MapHeaders):      "",
+		MapFile(dcm.MapAllowlist):    "",
 	}
 	for _, t := range dcm.SettingMapTables {
 		want[MapFile(t)] = ""
@@ -195,8 +196,7 @@ var lineShapes = []*regexp.Regexp{
 	regexp.MustCompile(`^    http-(request|response) lua\.dcm_(request|response)_headers if \{ be_name,map_str\(maps/headers\.map\) -m found \}$`),
 	regexp.MustCompile(`^    http-request lua\.dcm_rewrite if \{ be_name,map_str\(maps/rewrite\.map\) -m found \}$`),
 	regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter (\d+ms|5s))?( maxconn \d{1,7})?( disabled)?$`),
-	regexp.MustCompile(`^    acl allowlist src -f acls/be_[A-Za-z0-9._:-]+\.acl$`),
-	regexp.MustCompile(`^    tcp-request content reject if !allowlist$`),
+	regexp.MustCompile(`^    tcp-request content reject if \{ be_name,map_str\(maps/allowlist\.map\) -m found \} !\{ lua\.dcm_allowed -m bool \}$`),
 	regexp.MustCompile(`^    stick-table type ip size 100k expire 30s store conn_cur,conn_rate\(3s\),http_req_rate\(10s\)$`),
 	regexp.MustCompile(`^    tcp-request content (set-var\(txn\.rl\) be_name,map_str\(maps/rate_limit\.map\)|track-sc2 src if \{ var\(txn\.rl\) -m found \})$`),
 	regexp.MustCompile(`^    tcp-request content set-var\(txn\.rl_(cur|tcp|http)\) var\(txn\.rl\),field\([123],:\)$`),

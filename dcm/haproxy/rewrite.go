@@ -46,6 +46,7 @@ func RewriteLua() []byte { return []byte(rewriteLua) }
 func renderLuaGlobal(w *bytes.Buffer) {
 	renderHeadersGlobal(w)
 	fmt.Fprintf(w, "    lua-load %s\n", RewriteLuaName)
+	fmt.Fprintf(w, "    lua-load %s\n", AllowlistLuaName)
 }
 
 // renderHTTPBackendRules are the rules every HTTP backend ends with: the

@@ -21,8 +21,6 @@ type DataPlane struct {
 	Certs map[string]dcm.Cert
 	// CAs are the destination CA files of reencrypt routes, by version.
 	CAs map[string]bool
-	// ACLs are the allowlist files' sources by HAProxy backend.
-	ACLs map[string][]string
 }
 
 // DataPlaneOf is the data plane a state describes.
@@ -42,7 +40,6 @@ func DataPlaneOf(st dcm.State) DataPlane {
 	for _, c := range dcm.CAsOf(st.Backends) {
 		dp.CAs[c.Version] = true
 	}
-	dp.ACLs = aclsOf(st)
 	return dp
 }
 
@@ -51,15 +48,12 @@ func DataPlaneOf(st dcm.State) DataPlane {
 // is not in maint, touching one or a backend that does not exist). The
 // planner's properties are stated with it.
 func Apply(dp DataPlane, ops []dcm.Op) (DataPlane, error) {
-	out := DataPlane{Servers: maps.Clone(dp.Servers), Maps: maps.Clone(dp.Maps), Certs: maps.Clone(dp.Certs), CAs: maps.Clone(dp.CAs), ACLs: maps.Clone(dp.ACLs)}
+	out := DataPlane{Servers: maps.Clone(dp.Servers), Maps: maps.Clone(dp.Maps), Certs: maps.Clone(dp.Certs), CAs: maps.Clone(dp.CAs)}
 	if out.Certs == nil {
 		out.Certs = map[string]dcm.Cert{}
 	}
 	if out.CAs == nil {
 		out.CAs = map[string]bool{}
-	}
-	if out.ACLs == nil {
-		out.ACLs = map[string][]string{}
 	}
 	copied := make(map[string]bool)
 	for n, op := range ops {
@@ -76,12 +70,6 @@ func Apply(dp DataPlane, ops []dcm.Op) (DataPlane, error) {
 		}
 		if IsCertOp(op) {
 			if err := applyCertOp(out.Certs, op); err != nil {
-				return DataPlane{}, fmt.Errorf("op %d (%s): %w", n, op, err)
-			}
-			continue
-		}
-		if op.Kind == dcm.OpACLReplace {
-			if err := applyACLOp(out, op); err != nil {
 				return DataPlane{}, fmt.Errorf("op %d (%s): %w", n, op, err)
 			}
 			continue

@@ -54,7 +54,6 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 	if len(certFirst)+len(certLast) > 0 && !caps.RuntimeCerts {
 		return Reload(desired, caps, dcm.ReasonCertChanged)
 	}
-	ops = append(ops, aclOps(actual, st)...) // before the maps (access.go)
 	if remap {
 		// New routes' servers are in place before the maps send them
 		// traffic; retired ones get none before they are taken out.
@@ -95,6 +94,9 @@ func (c *computation) gone(a dcm.Backend) {
 	c.retired = append(c.retired, withSlot(r.ops, a.Slot)...)
 	c.waiting += r.waiting
 	if len(r.next.Servers) == 0 {
+		// A retiring backend keeps its allowlist entry until it is a
+		// free spare again.
+		c.remap = c.remap || len(a.Route.Allowlist) > 0
 		c.spares.release(a)
 		return
 	}
@@ -196,14 +198,12 @@ func routeChange(a, d dcm.Route, caps dcm.Caps) (rekeyed bool, reason dcm.Reload
 		// old ones, need add server and runtime CA files.
 		return false, dcm.ReasonCertChanged
 	}
-	if reason := allowlistReason(a, d, caps); reason != "" {
-		return false, reason
-	}
 	if !sameTCPTimeouts(a, d) {
 		return false, dcm.ReasonPassthroughTimeout
 	}
-	if !dcm.SameRateLimit(a, d) {
-		// The rate-limit map's entry: a map replace but in reload mode.
+	if !dcm.SameRateLimit(a, d) || !slices.Equal(a.Allowlist, d.Allowlist) {
+		// The rate-limit map's entry, the allowlist map's: a map
+		// replace but in reload mode.
 		if caps.Mode == dcm.ModeReload {
 			return false, dcm.ReasonRouteChanged
 		}

@@ -232,7 +232,7 @@ func phasesFor(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 
 // updateRoutePhases serves a route's backend as the new version of its
 // route says: the planner then tells a setting that changes at runtime (a
-// map or ACL replace) from one that reloads, as it does for the change
+// map replace) from one that reloads, as it does for the change
 // itself. The endpoints follow the route's services.
 func updateRoutePhases(w dcm.WhatIf, d dcm.Desired) ([]phase, []string, error) {
 	if w.Route == nil {

@@ -18,6 +18,7 @@ func TestSimulateUpdateRoute(t *testing.T) {
 		kind       func(*dcm.Route)
 		change     func(*dcm.Route)
 		wantOps    []dcm.OpKind
+		wantMap    dcm.MapTable // the map replaced, when one is
 		wantReason dcm.ReloadReason
 	}{
 		{name: "a route timeout", change: func(r *dcm.Route) { r.HTTP.TimeoutMillis = 2000 },
@@ -25,9 +26,9 @@ func TestSimulateUpdateRoute(t *testing.T) {
 		{name: "a forwarded-headers policy", change: func(r *dcm.Route) { r.HTTP.Forwarded = dcm.ForwardNever },
 			wantOps: []dcm.OpKind{dcm.OpMapReplace}},
 		{name: "an allowlist", change: func(r *dcm.Route) { r.Allowlist = []string{"10.0.0.0/8"} },
-			wantOps: []dcm.OpKind{dcm.OpACLReplace}},
+			wantOps: []dcm.OpKind{dcm.OpMapReplace}, wantMap: dcm.MapAllowlist},
 		{name: "rate limits", change: func(r *dcm.Route) { r.RateLimit = &dcm.RateLimit{RateHTTP: 10} },
-			wantOps: []dcm.OpKind{dcm.OpMapReplace}},
+			wantOps: []dcm.OpKind{dcm.OpMapReplace}, wantMap: dcm.MapRateLimit},
 		{name: "a passthrough timeout", kind: passthrough, change: func(r *dcm.Route) { r.HTTP.TimeoutMillis = 2000 },
 			wantReason: dcm.ReasonPassthroughTimeout},
 	}
@@ -49,6 +50,9 @@ func TestSimulateUpdateRoute(t *testing.T) {
 			for _, st := range sim.Steps {
 				for _, o := range st.Ops {
 					kinds = append(kinds, o.Kind)
+					if tt.wantMap != "" && o.Map != tt.wantMap {
+						t.Errorf("replaces map %q, want %q", o.Map, tt.wantMap)
+					}
 				}
 				reasons = append(reasons, st.Reasons...)
 			}

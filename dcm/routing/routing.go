@@ -14,8 +14,9 @@
 // routes by the ClientHello's server name to their TCP backends, before
 // any TLS is terminated. Two more, insecure
 // and insecure_host, say what plain HTTP for a TLS route gets
-// (dcm.Route.Insecure), and the setting maps hold each route's
-// dcm.HTTPOptions (settings.go). The maps are derived from the routes alone.
+// (dcm.Route.Insecure), the setting maps hold each route's
+// dcm.HTTPOptions (settings.go), and the allowlist map each backend's
+// client allowlist (allowlist.go). The maps are derived from the routes alone.
 package routing
 
 import (
@@ -66,8 +67,9 @@ func pathKeys(r dcm.Route, exact, prefix dcm.MapTable, host string) []key {
 	return []key{{exact, host + p}, {prefix, host + p + "/"}}
 }
 
-// Tables builds the routing maps of the routed backends, each in the
-// order its file lists it and the runtime receives it. Two routes with the
+// Tables builds the routing maps of the routed backends (and the
+// allowlist map of every backend, retiring ones too), each in the order
+// its file lists it and the runtime receives it. Two routes with the
 // same key: the first in route order (State.Routes) wins, the other is
 // skipped (the kube layer rejects such conflicts anyway). It does not
 // validate: the renderer does, before anything reaches HAProxy.
@@ -122,6 +124,7 @@ func Tables(backends []dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
 			out[dcm.MapHeaders] = append(out[dcm.MapHeaders], dcm.MapEntry{Key: b.ProxyName(), Backend: b.Name, Slot: b.Slot, Action: v})
 		}
 	}
+	out[dcm.MapAllowlist] = append(out[dcm.MapAllowlist], allowlistEntries(backends)...)
 	for t, es := range out {
 		SortEntries(t, es)
 	}
@@ -130,8 +133,10 @@ func Tables(backends []dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
 
 // SortEntries puts a map's entries in file order. map_beg scans a list and
 // takes the first match, so prefix maps list longer keys first; exact maps
-// are sorted by key. The order depends on the keys alone, so a map changed
-// entry by entry sorts back to the map rendered from scratch.
+// are sorted by key (the allowlist map's chunks, dcm.AllowlistChunkPrefix,
+// before the backends' lists that name them). The order depends on the
+// keys alone, so a map changed entry by entry sorts back to the map
+// rendered from scratch.
 func SortEntries(t dcm.MapTable, es []dcm.MapEntry) {
 	if t.Prefix() {
 		sort.Slice(es, func(i, j int) bool {

@@ -11,7 +11,7 @@ import (
 
 // TestWhatIfChangeRoute: a route's annotation change, stacked from the
 // form, previews as what the change does: a server timeout is one setting
-// map's replace and no reload; an allowlist is its ACL file's replace.
+// map's replace and no reload; an allowlist is the allowlist map's.
 func TestWhatIfChangeRoute(t *testing.T) {
 	p := startPortal(t)
 	tab := openWhatIf(t, p)
@@ -43,11 +43,11 @@ func TestWhatIfChangeRoute(t *testing.T) {
 	// Remove it, and allow only loopback clients instead.
 	do(t, tab.Context, chromedp.Click(chromedp.CSS(`#wi-stack li:nth-child(1) button`)))
 	stack("allow-loopback")
-	waitFor(t, tab.Context, "the allowlist previewed as an ACL replace", 10*time.Second, fmt.Sprintf(`(() => {
+	waitFor(t, tab.Context, "the allowlist previewed as its map's replace", 10*time.Second, fmt.Sprintf(`(() => {
 		const s = %s;
 		const last = s.steps[s.steps.length - 1];
 		return document.querySelectorAll('#wi-stack li').length === 1 && s.reloads === 0 && !s.errors &&
-			last.phase === 'route updated' && last.ops.some((o) => o.op === 'acl-replace') &&
-			!last.ops.some((o) => o.op === 'map-replace');
+			last.phase === 'route updated' && last.ops.length === 1 && last.ops[0].op === 'map-replace' &&
+			last.ops[0].map === 'allowlist' && last.ops[0].set.length === 1 && last.ops[0].set[0].action === '127.0.0.0/8';
 	})()`, sim), `window.dcmWhatIf.lastSim`)
 }

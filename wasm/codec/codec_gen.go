@@ -1621,7 +1621,7 @@ func decOp(d *decoder, v *dcm.Op) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "op,backend,slot,server,addr,port,weight,state,check,maxConn,checkInterMs,endpoint,pod,map,set,del,cert,upstream,proto,allowlist") {
+		switch c.find(d.key(), "op,backend,slot,server,addr,port,weight,state,check,maxConn,checkInterMs,endpoint,pod,map,set,del,cert,upstream,proto") {
 		case 0:
 			d.str((*string)(&v.Kind))
 		case 1:
@@ -1660,8 +1660,6 @@ func decOp(d *decoder, v *dcm.Op) {
 			decPtrUpstreamTLS(d, &v.Upstream)
 		case 18:
 			d.str((*string)(&v.Proto))
-		case 19:
-			decSliceString(d, &v.Allowlist)
 		default:
 			d.skip()
 		}
@@ -1720,9 +1718,6 @@ func encOp(e *encoder, k string, v *dcm.Op) {
 	}
 	if v.Proto != "" {
 		e.str("\"proto\":", string(v.Proto))
-	}
-	if len(v.Allowlist) != 0 {
-		encSliceString(e, "\"allowlist\":", &v.Allowlist)
 	}
 	e.end('}')
 }

@@ -1,16 +1,24 @@
 package corpus
 
-import "github.com/dcm-router/dcm/dcm"
+import (
+	"fmt"
+	"slices"
+
+	"github.com/dcm-router/dcm/dcm"
+)
 
 // withAccess gives some routes a client allowlist and rate limits, picked
 // by name (pickBy) so that no other draw of the corpus moves: previews
-// then carry acl-replace ops and replaces of the rate-limit map.
+// then carry replaces of the allowlist map, some with the chunks of a
+// long list, and of the rate-limit map.
 func withAccess(r *dcm.Route) {
-	switch pickBy(r.Name+"/allow", []string{"", "", "one", "two"}) {
+	switch pickBy(r.Name+"/allow", []string{"", "", "one", "two", "long"}) {
 	case "one":
 		r.Allowlist = []string{"10.0.0.0/8"}
 	case "two":
 		r.Allowlist = []string{"10.0.0.0/8", "2001:db8::/32"}
+	case "long":
+		r.Allowlist = longAllowlist("127.0.0.2")
 	}
 	switch pickBy(r.Name+"/rate", []string{"", "", "track", "limits"}) {
 	case "track":
@@ -36,4 +44,16 @@ func withHeaders(r *dcm.Route) {
 			Response: []dcm.HeaderAction{{Name: "X-Powered-By", Type: dcm.HeaderDelete}},
 		}
 	}
+}
+
+// longAllowlist is a list too long for one map value (400 networks and
+// the given address, about 6 KB): two chunks, the second the same
+// whatever the address, so lists share it.
+func longAllowlist(addr string) []string {
+	list := []string{addr}
+	for i := range 400 {
+		list = append(list, fmt.Sprintf("10.%d.%d.0/24", i/250, i%250))
+	}
+	slices.Sort(list)
+	return list
 }

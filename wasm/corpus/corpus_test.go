@@ -60,25 +60,29 @@ func TestCorpusCoversInsecureMaps(t *testing.T) {
 	}
 }
 
-// TestCorpusCoversAccess: the parity corpus previews allowlist replaces
-// and rate-limit map replaces, so the parity tests compare them.
+// TestCorpusCoversAccess: the parity corpus previews allowlist map
+// replaces, some with the chunks of long lists, and rate-limit map
+// replaces, so the parity tests compare them.
 func TestCorpusCoversAccess(t *testing.T) {
-	var acls, rates int
+	var acls, chunks, rates int
 	for _, s := range corpus.Generate(wasmtest.Scenarios, wasmtest.Seed) {
 		out, err := corpus.Expected(s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(out, `"op":"acl-replace"`) {
+		if strings.Contains(out, `"map":"allowlist"`) {
 			acls++
+		}
+		if strings.Contains(out, `"key":"_chunk.`) {
+			chunks++
 		}
 		if strings.Contains(out, `"map":"rate_limit"`) {
 			rates++
 		}
 	}
-	t.Logf("%d of %d scenarios preview an allowlist replace, %d a rate-limit map replace", acls, wasmtest.Scenarios, rates)
-	if acls < 10 || rates < 10 {
-		t.Errorf("%d scenarios with an allowlist replace, %d with a rate-limit map replace; want 10 or more of each", acls, rates)
+	t.Logf("%d of %d scenarios preview an allowlist map replace, %d with chunks, %d a rate-limit map replace", acls, wasmtest.Scenarios, chunks, rates)
+	if acls < 10 || chunks < 10 || rates < 10 {
+		t.Errorf("%d scenarios with an allowlist map replace, %d with chunks, %d with a rate-limit map replace; want 10 or more of each", acls, chunks, rates)
 	}
 }
 

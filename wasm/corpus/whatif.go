@@ -208,7 +208,7 @@ func (g *gen) updateRoute(d dcm.Desired, wl *workload) dcm.WhatIf {
 			r.HTTP.RewriteTarget = pickBy(r.Name+"/rewrite-update", []string{"", "/", "/api"})
 		}
 	case 2:
-		r.Allowlist = [][]string{nil, {"10.1.0.0/16"}, {"10.0.0.0/8", "2001:db8::/32"}}[g.r.IntN(3)]
+		r.Allowlist = [][]string{nil, {"10.1.0.0/16"}, {"10.0.0.0/8", "2001:db8::/32"}, longAllowlist("127.0.0.3")}[g.r.IntN(4)]
 	case 3:
 		r.RateLimit = []*dcm.RateLimit{nil, {}, {RateTCP: 20}}[g.r.IntN(3)]
 		r.MaxConn = toggledMaxConn(r.MaxConn)
