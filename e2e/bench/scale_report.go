@@ -147,7 +147,7 @@ func (rep ScaleReport) rows() []*scaleRow {
 			tr.extra[i] = fmt.Sprintf("(middle half of %d rounds %.2f–%.2f)", len(q), quantile(q, 0.25), quantile(q, 0.75))
 		}
 		if !math.IsNaN(m.vals[i]) {
-			m.extra[i] = fmt.Sprintf("(%d × %s bytes of %.0f MB)", r.Spares, thousands(int(dcm.HAProxy26MemoryCosts().PerBackend)), r.HAProxyPSSMB)
+			m.extra[i] = fmt.Sprintf("(%s × %s bytes of %.0f MB)", thousands(r.Spares), thousands(int(dcm.HAProxy26MemoryCosts().PerBackend)), r.HAProxyPSSMB)
 		}
 		if !math.IsNaN(w.vals[i]) {
 			w.extra[i] = fmt.Sprintf("(writing the %s slices took %s)", thousands(r.Routes), fmtMS(durMS(r.ResyncWrite)))
