@@ -16,7 +16,7 @@ APT_PACKAGES := haproxy curl chromium nodejs
 # make wasm writes the planner here; static/ embeds it into the binary.
 WASM_DIR := static/dist
 
-.PHONY: all deps build wasm run test vet lint sizes fmt-check generate generate-check bench soak kapi clean fuzz fuzz-quick
+.PHONY: all deps build wasm run test vet lint sizes fmt-check generate generate-check bench bench-scale soak kapi clean fuzz fuzz-quick
 
 all: build
 
@@ -164,19 +164,32 @@ fuzz:
 	@$(call fuzz-run,$(FUZZTIME),$(FUZZ_TARGETS))
 
 ## bench: the modes side by side on one churn workload (e2e/bench: writes docs/bench.md, its
-## SVGs and README's headline), then planner, renderer, runtime API round trip, event to
-## HAProxy reply at 1,000 routes, and the what-if preview in Chromium at 1,000 backends.
-## BENCH_QUICK=1: the comparison only, on 200 routes and a 6 s churn (about a minute on the
-## shared 2-core machine, most of it starting the pods and HAProxy four times).
+## SVGs and README's headline), then the scale section (bench-scale), then planner, renderer,
+## runtime API round trip, event to HAProxy reply at 1,000 routes, and the what-if preview in
+## Chromium at 1,000 backends.
+## BENCH_QUICK=1: the comparison on 200 routes and a 6 s churn (about a minute on the
+## shared 2-core machine, most of it starting the pods and HAProxy four times) and the scale
+## section's quick run; the other benchmarks are skipped.
 bench: deps wasm
 	BENCH_QUICK=$(BENCH_QUICK) DCM_BENCH_CMD="$(if $(BENCH_QUICK),BENCH_QUICK=1 )make bench" \
 		$(GO) test -tags bench -count=1 -timeout 30m -run '^TestCompareModes$$' ./e2e/bench/
 	@sed -n '/^## Headline/,/^Ratios/p' docs/bench.md
+	@$(MAKE) --no-print-directory bench-scale SCALE_CMD="$(if $(BENCH_QUICK),BENCH_QUICK=1 )$(if $(BENCH_SCALE_ROUTES),BENCH_SCALE_ROUTES=$(BENCH_SCALE_ROUTES) )make bench"
 	@if [ -n "$(BENCH_QUICK)" ]; then echo "BENCH_QUICK: the other benchmarks are skipped"; exit 0; fi; set -e; \
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./dcm/plan/; \
 	$(GO) test -run '^$$' -bench . ./dcm/haproxy/; \
 	$(GO) test -run '^$$' -bench EventToHAProxy -benchtime 500x ./e2e/; \
 	$(GO) test -run '^$$' -bench WhatIfPreview -benchtime 30x ./e2e/browser/
+
+## bench-scale: the scale section of docs/bench.md alone (e2e/bench TestScale): 1,000 and
+## 10,000 routes of 10 endpoints each, the figures of issue 18 with their goals and the ratio
+## of the sizes; BENCH_QUICK=1: 200 and 2,000 routes (about a minute and a half here);
+## BENCH_SCALE_ROUTES=a,b: other sizes. Writes only between the page's scale markers.
+SCALE_CMD ?= $(if $(BENCH_QUICK),BENCH_QUICK=1 )$(if $(BENCH_SCALE_ROUTES),BENCH_SCALE_ROUTES=$(BENCH_SCALE_ROUTES) )make bench-scale
+bench-scale: deps
+	BENCH_QUICK=$(BENCH_QUICK) BENCH_SCALE_ROUTES=$(BENCH_SCALE_ROUTES) DCM_BENCH_CMD="$(SCALE_CMD)" \
+		$(GO) test -tags bench -count=1 -timeout 30m -run '^TestScale$$' ./e2e/bench/
+	@sed -n '/^Goals met today/,/^### Per size/p' "$${DCM_BENCH_OUT:-docs}/bench.md"
 
 ## soak: the dcm binary against the real control plane (e2e/kapi) and the test kubelet for
 ## SOAK_DURATION (default 10m) of continuous churn under load through HAProxy; fails on any failed

@@ -25,3 +25,18 @@ func configFor(quick bool) Config {
 	}
 	return c
 }
+
+// scaleConfigFor sizes the scale section (TestScale): the 1,000 and
+// 10,000 routes, or 200 and 2,000 in a quick run (BENCH_QUICK=1).
+func scaleConfigFor(quick bool) ScaleConfig {
+	c := ScaleConfig{Sizes: [2]int{1000, 10000}, Endpoints: 10, Changes: 200, RouteOps: 30, Grow: 1000, GrowStep: 10,
+		Conns: 8, Window: 500 * time.Millisecond, Rounds: 30, MaxRequests: 200000, ReadyWithin: 3 * time.Minute, Listeners: 32}
+	if quick {
+		c.Quick = true
+		c.Sizes = [2]int{200, 2000}
+		c.Changes, c.RouteOps, c.Grow = 100, 15, 200
+		c.Rounds = 16
+		c.ReadyWithin = 90 * time.Second
+	}
+	return c
+}

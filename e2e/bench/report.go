@@ -2,7 +2,9 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -342,7 +344,15 @@ func (rep Report) Write(dir, readme string) error {
 	if err := rep.Plots(dir); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "bench.md"), []byte(rep.Markdown(Machine())), 0o644); err != nil {
+	// The scale section (TestScale) is written by a run of its own: the
+	// page keeps the last one.
+	path := filepath.Join(dir, "bench.md")
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read bench.md: %w", err)
+	}
+	page := rep.Markdown(Machine()) + "\n" + keptScale(string(old))
+	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
 		return fmt.Errorf("write bench.md: %w", err)
 	}
 	if readme == "" {

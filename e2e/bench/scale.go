@@ -1,0 +1,250 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dcm-router/dcm/e2e/harness"
+)
+
+// ScaleConfig sizes make bench's scale section: one run at two cluster
+// sizes, each route with Endpoints endpoints, the figures compared as the
+// large size against the small one.
+type ScaleConfig struct {
+	Quick     bool
+	Sizes     [2]int // routes, small then large
+	Endpoints int    // per route
+	Changes   int    // endpoint changes timed from informer to HAProxy
+	RouteOps  int    // routes added, then deleted, one after the other
+	Grow      int    // routes the cluster grows by
+	GrowStep  int    // routes created at once while it grows
+	// Conns keep-alive connections send the throughput load, in Rounds
+	// windows of Window per stack, the two stacks alternating.
+	Conns       int
+	Window      time.Duration
+	Rounds      int
+	MaxRequests int // per window: the load is bounded in count as in time
+	// ReadyWithin bounds a start, and each wait for HAProxy to serve.
+	ReadyWithin time.Duration
+	Listeners   int // real pod servers, shared by every route's endpoints
+}
+
+// ScaleSizes parses BENCH_SCALE_ROUTES ("1000,2000"): the two sizes a run
+// uses instead of the default ones.
+func ScaleSizes(s string) ([2]int, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) != 2 {
+		return [2]int{}, fmt.Errorf("BENCH_SCALE_ROUTES=%q: want two sizes, small,large", s)
+	}
+	var out [2]int
+	for i, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 20 {
+			return [2]int{}, fmt.Errorf("BENCH_SCALE_ROUTES=%q: %q is not a number of routes of at least 20", s, p)
+		}
+		out[i] = n
+	}
+	if out[0] >= out[1] {
+		return [2]int{}, fmt.Errorf("BENCH_SCALE_ROUTES=%q: the second size must be the larger", s)
+	}
+	return out, nil
+}
+
+// ScaleResult is what one size measured. A start that failed leaves
+// everything but StartErr empty; a phase that could not finish says why in
+// Notes and leaves its figures empty.
+type ScaleResult struct {
+	Routes   int
+	StartErr string
+	Notes    []string
+
+	// Startup: from the informers' start until dcm is ready, and until a
+	// request for every route's host reached its pods.
+	Ready, Served time.Duration
+	// DCMRSSMB is the growth of the bench process's RSS over dcm's start
+	// (dcm runs in it), DCMPeakMB the growth of its peak, DCMHeapMB of
+	// the Go heap's live objects after a collection.
+	DCMRSSMB, DCMPeakMB, DCMHeapMB float64
+	// BaseHeapMB is the live heap before dcm started: the fake clientset's
+	// objects, the pods, the bench. The collector lets the heap grow to
+	// twice what is live, so the RSS growth can exceed what dcm alone
+	// would hold by up to as much.
+	BaseHeapMB   float64
+	HAProxyPSSMB float64 // master and workers, once every route serves
+	Spares       int     // free spare backends at the start
+
+	Event []time.Duration // informer event → HAProxy acknowledged, sorted
+
+	Add, Delete               []time.Duration // API write → served / 503, sorted
+	AddChanges, DeleteChanges int             // admin commands that change HAProxy, all adds / deletes
+	AddVerbs, DeleteVerbs     map[string]int
+	RouteOpsReloads           int // reloads while routes were added and deleted
+
+	Throughput Throughput
+
+	Grown       int // routes the growth added
+	GrowTook    time.Duration
+	GrowReloads int
+	GrowReasons map[string]int
+
+	ResyncWrite   time.Duration // writing every EndpointSlice
+	ResyncFirst   time.Duration // first write → HAProxy acknowledged every change
+	ResyncLast    time.Duration // last write → the same
+	ResyncReloads int
+}
+
+// Median is the median round's ratio, NaN with none.
+func (tp Throughput) Median() float64 { return quantile(tp.Ratios, 0.5) }
+
+// quantile of sorted values, NaN for none.
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+// Throughput is requests through HAProxy at the size against 10 routes,
+// measured side by side.
+type Throughput struct {
+	RPS, BaseRPS        float64
+	Requests, BaseReqs  int
+	NewConns, BaseConns int // connections HAProxy opened to the pods meanwhile
+	// Ratios are each window's requests per second at the size over those
+	// at 10 routes, sorted. On two shared cores a window's ratio swings
+	// either way by half (two stacks of 10 routes measured so gave medians
+	// 0.97–1.05), so the figure is their median.
+	Ratios      []float64
+	Failed      int
+	FailReasons map[string]int
+}
+
+// RunScale measures one size: dcm on a fresh cluster of routes routes, then
+// each phase in turn. Goals that are not met are results, never failures;
+// a wrong answer through HAProxy fails the test.
+func RunScale(t *testing.T, cfg ScaleConfig, routes int, farm *podFarm) ScaleResult {
+	res := ScaleResult{Routes: routes}
+	ctx := context.Background()
+	farm.reset()
+	p := farm.shared(cfg.Listeners, cfg.Endpoints)
+	k := NewKubeCluster(routes, cfg.Endpoints, farm.port, p.addr)
+	s, ok := startScale(t, cfg, k, farm, &res)
+	if !ok {
+		return res
+	}
+	// The throughput first, while dcm is quiet: after the endpoint changes
+	// it would poll HAProxy for the removed servers until they are idle.
+	t.Run("throughput", func(t *testing.T) { res.Throughput = runThroughput(t, cfg, s.Stack, routes, farm) })
+	lat, err := k.EventToHAProxy(ctx, s.Engine, s.src, routes, cfg.Changes)
+	if err != nil {
+		res.note("event → HAProxy: %v after %d changes", err, len(lat))
+	}
+	res.Event = sorted(lat)
+	routeOps(t, cfg, k, s.Stack, farm, &res)
+	resync(t, cfg, k, s.Stack, &res)
+	grow(t, cfg, k, s.Stack, farm, &res)
+	return res
+}
+
+// scaleStack is a started stack and the kube source it reads.
+type scaleStack struct {
+	*harness.Stack
+	src *SeenSource
+}
+
+// startScale starts dcm on k and fills in the startup figures; false when
+// dcm did not start (res says why).
+func startScale(t *testing.T, cfg ScaleConfig, k *KubeCluster, farm *podFarm, res *ScaleResult) (scaleStack, bool) {
+	base := memBaseline()
+	began := time.Now()
+	src := k.Source(t)
+	s, err := harness.TryStart(t, harness.Options{Source: src, ReadyWithin: cfg.ReadyWithin})
+	if err != nil {
+		res.StartErr = fmt.Sprintf("after %s, %v", time.Since(began).Round(100*time.Millisecond), err)
+		t.Logf("%d routes: %s", res.Routes, res.StartErr)
+		return scaleStack{}, false
+	}
+	res.Ready = time.Since(began)
+	if err := servesAll(context.Background(), s.HTTPAddr, res.Routes, farm.shared(cfg.Listeners, cfg.Endpoints), began.Add(cfg.ReadyWithin)); err != nil {
+		t.Fatalf("%d routes: dcm ready after %s, but: %v", res.Routes, res.Ready, err)
+	}
+	res.Served = time.Since(began)
+	res.DCMRSSMB, res.DCMPeakMB, res.DCMHeapMB = base.growth()
+	res.BaseHeapMB = float64(base.heap) / (1 << 20)
+	procs, err := s.Driver.Procs(context.Background())
+	if err != nil {
+		t.Fatalf("show proc: %v", err)
+	}
+	hs, err := sampleHAProxy(procs.Master.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.HAProxyPSSMB = float64(hs.pssKB) / 1024
+	res.Spares = len(s.Engine.Snapshot().Pool)
+	return scaleStack{Stack: s, src: src}, true
+}
+
+func (r *ScaleResult) note(format string, a ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, a...))
+}
+
+// memStart is the bench process's memory just before dcm starts, after a
+// collection that returned what it could to the OS, with the peak reset.
+type memStart struct{ rssKB, heap int64 }
+
+func memBaseline() memStart {
+	runtime.GC()
+	debug.FreeOSMemory()
+	// 5 resets the process's peak RSS (VmHWM) to its current RSS.
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	rss, _ := selfStatus()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return memStart{rssKB: rss, heap: int64(ms.HeapAlloc)}
+}
+
+// growth is what dcm added to the process since the baseline: RSS now, the
+// peak RSS meanwhile, and the live heap after a collection (MB).
+func (m memStart) growth() (rss, peak, heap float64) {
+	rssKB, hwmKB := selfStatus()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return float64(rssKB-m.rssKB) / 1024, float64(hwmKB-m.rssKB) / 1024, float64(int64(ms.HeapAlloc)-m.heap) / (1 << 20)
+}
+
+// selfStatus reads VmRSS and VmHWM (kB) of this process; 0 when unreadable.
+func selfStatus() (rss, hwm int64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		key, val, ok := strings.Cut(line, ":")
+		if !ok || (key != "VmRSS" && key != "VmHWM") {
+			continue
+		}
+		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
+		if key == "VmRSS" {
+			rss = kb
+		} else {
+			hwm = kb
+		}
+	}
+	return rss, hwm
+}
+
+func sorted(d []time.Duration) []time.Duration {
+	out := slices.Clone(d)
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,336 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dcm-router/dcm/e2e/harness"
+)
+
+// farmPort is the port of every pod of the scale section.
+const farmPort = 18090
+
+// podFarm is the scale section's pods: a few real HTTP servers on loopback
+// addresses of their own, which the endpoints of every route share (HAProxy's
+// servers of many routes point at the same listeners), so that 100,000
+// endpoints need no 100,000 sockets. Each answers "<host> <its address>" and
+// records when a request for a host first reached it.
+type podFarm struct {
+	port  int32
+	addrs []string
+	srvs  []*http.Server
+	mu    sync.Mutex
+	first map[string]time.Time // host → its first request
+	conns []atomic.Int64       // connections accepted, by listener
+}
+
+// startPodFarm listens on n addresses of 127.230.0.0/16 (far from the
+// 127.0.x.y, 127.120–159 and 127.200+ other tests and benchmarks use; an
+// address someone else holds is skipped) until the test ends.
+func startPodFarm(tb testing.TB, n int) *podFarm {
+	f := &podFarm{port: farmPort, first: map[string]time.Time{}, conns: make([]atomic.Int64, n)}
+	tb.Cleanup(func() {
+		for _, s := range f.srvs {
+			_ = s.Close()
+		}
+	})
+	for i := 0; len(f.addrs) < n && i < 4*n; i++ {
+		addr := fmt.Sprintf("127.230.%d.%d", i/250, i%250+1)
+		ln, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(farmPort)))
+		if err != nil {
+			continue
+		}
+		conns := &f.conns[len(f.addrs)]
+		srv := &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second,
+			ConnState: func(_ net.Conn, st http.ConnState) {
+				if st == http.StateNew {
+					conns.Add(1)
+				}
+			}}
+		go func() { _ = srv.Serve(ln) }() // ErrServerClosed once closed
+		f.addrs = append(f.addrs, addr)
+		f.srvs = append(f.srvs, srv)
+	}
+	if len(f.addrs) < n {
+		tb.Fatalf("pod farm: %d of %d loopback addresses could be bound on port %d", len(f.addrs), n, farmPort)
+	}
+	return f
+}
+
+func (f *podFarm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	f.mu.Lock()
+	if _, ok := f.first[r.Host]; !ok {
+		f.first[r.Host] = now
+	}
+	f.mu.Unlock()
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	ip := ""
+	if local != nil {
+		ip, _, _ = net.SplitHostPort(local.String())
+	}
+	_, _ = io.WriteString(w, r.Host+" "+ip+"\n")
+}
+
+// reset forgets the first requests, for a new cluster.
+func (f *podFarm) reset() {
+	f.mu.Lock()
+	f.first = map[string]time.Time{}
+	f.mu.Unlock()
+}
+
+func (f *podFarm) firstRequest(host string) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.first[host]
+	return t, ok
+}
+
+// pods is a cluster's share of the farm: its endpoints are at listeners
+// first … first+n-1, consecutive ones for a route, so a route's endpoints
+// are at distinct addresses.
+type pods struct {
+	f                   *podFarm
+	first, n, endpoints int
+}
+
+// shared is the pods of the clusters measured: the first n listeners.
+func (f *podFarm) shared(n, endpoints int) pods { return pods{f: f, n: n, endpoints: endpoints} }
+
+// apart is the pods of the 10-route cluster the throughput is compared
+// with: the last endpoints listeners, after the first skip, so each side's
+// connections to its pods can be counted.
+func (f *podFarm) apart(skip, endpoints int) pods {
+	return pods{f: f, first: skip, n: endpoints, endpoints: endpoints}
+}
+
+func (p pods) addr(r, e int) string { return p.f.addrs[p.first+(r*p.endpoints+e)%p.n] }
+
+// conns counts the connections its listeners accepted so far.
+func (p pods) conns() int {
+	n := 0
+	for i := range p.n {
+		n += int(p.f.conns[p.first+i].Load())
+	}
+	return n
+}
+
+// check says whether an answer through HAProxy for route r's host came
+// from one of r's endpoints.
+func (p pods) check(r, code int, body string) error {
+	if code != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d", KubeHost(r), code)
+	}
+	host, addr, _ := strings.Cut(strings.TrimSpace(body), " ")
+	addrs := make([]string, p.endpoints)
+	for e := range addrs {
+		addrs[e] = p.addr(r, e)
+	}
+	if host != KubeHost(r) || !slices.Contains(addrs, addr) {
+		return fmt.Errorf("%s answered by %q, not one of its pods %v", KubeHost(r), body, addrs)
+	}
+	return nil
+}
+
+// servesAll sends a request for every route's host through HAProxy (eight
+// keep-alive connections) until each answered from its pods, or until
+// deadline; it returns when the last one did.
+func servesAll(ctx context.Context, addr string, routes int, p pods, deadline time.Time) error {
+	var next atomic.Int64
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			client := &http.Client{Timeout: 10 * time.Second}
+			defer client.CloseIdleConnections()
+			for r := int(next.Add(1) - 1); r < routes; r = int(next.Add(1) - 1) {
+				var err error
+				for {
+					code, body, gerr := get(ctx, client, addr, KubeHost(r), "/")
+					if err = errors.Join(gerr, p.check(r, code, body)); gerr == nil && err == nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						mu.Lock()
+						errs = append(errs, fmt.Errorf("route %d of %d not served in time: %w", r, routes, err))
+						mu.Unlock()
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// loader sends the throughput load to one HAProxy: conns keep-alive
+// connections, each request for a random route's host.
+type loader struct {
+	addr    string
+	routes  int
+	pods    pods
+	clients []*http.Client
+	rngs    []*rand.Rand
+}
+
+func newLoader(addr string, routes int, p pods, conns int, seed uint64) *loader {
+	l := &loader{addr: addr, routes: routes, pods: p}
+	for i := range conns {
+		// One connection per client: exactly conns connections to HAProxy.
+		tr := &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1}
+		l.clients = append(l.clients, &http.Client{Timeout: 10 * time.Second, Transport: tr})
+		l.rngs = append(l.rngs, rand.New(rand.NewPCG(seed, uint64(i))))
+	}
+	return l
+}
+
+func (l *loader) close() {
+	for _, c := range l.clients {
+		c.CloseIdleConnections()
+	}
+}
+
+// window is one measurement: requests until d passes or max were sent.
+type window struct {
+	requests, failed int
+	took             time.Duration
+	reasons          map[string]int
+}
+
+func (l *loader) window(d time.Duration, max int) window {
+	var sent atomic.Int64
+	var mu sync.Mutex
+	w := window{reasons: map[string]int{}}
+	begin := time.Now()
+	deadline := begin.Add(d)
+	var wg sync.WaitGroup
+	for i, c := range l.clients {
+		wg.Go(func() {
+			rng := l.rngs[i]
+			for time.Now().Before(deadline) && sent.Add(1) <= int64(max) {
+				r := rng.IntN(l.routes)
+				code, body, err := get(context.Background(), c, l.addr, KubeHost(r), "/")
+				if err == nil {
+					err = l.pods.check(r, code, body)
+				}
+				mu.Lock()
+				w.requests++
+				if err != nil {
+					w.failed++
+					w.reasons[reason(code, err)]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	w.took = time.Since(begin)
+	return w
+}
+
+// baseRoutes is the size the throughput at scale is compared with.
+const baseRoutes = 10
+
+// side is one HAProxy the throughput load goes to.
+type side struct {
+	addr   string
+	routes int
+	pods   pods
+}
+
+// startBase starts a second dcm and HAProxy of baseRoutes routes on the
+// given pods, serving once it returns; it ends with the test.
+func startBase(t *testing.T, cfg ScaleConfig, p pods) side {
+	k := NewKubeCluster(baseRoutes, cfg.Endpoints, p.f.port, p.addr)
+	s, err := harness.TryStart(t, harness.Options{Source: k.Source(t)})
+	if err != nil {
+		t.Fatalf("a %d-route stack: %v", baseRoutes, err)
+	}
+	if err := servesAll(context.Background(), s.HTTPAddr, baseRoutes, p, time.Now().Add(cfg.ReadyWithin)); err != nil {
+		t.Fatal(err)
+	}
+	return side{addr: s.HTTPAddr, routes: baseRoutes, pods: p}
+}
+
+// runThroughput measures requests per second through the stack's HAProxy
+// at its size against a second dcm and HAProxy of baseRoutes routes on
+// pods of their own.
+func runThroughput(t *testing.T, cfg ScaleConfig, s *harness.Stack, routes int, f *podFarm) Throughput {
+	base := startBase(t, cfg, f.apart(cfg.Listeners, cfg.Endpoints))
+	return compareThroughput(t, cfg, side{addr: s.HTTPAddr, routes: routes, pods: f.shared(cfg.Listeners, cfg.Endpoints)}, base)
+}
+
+// throughputControl is the same measurement between two stacks of
+// baseRoutes routes: how far apart the method puts two equal sides on
+// this machine.
+func throughputControl(t *testing.T, cfg ScaleConfig, f *podFarm) Throughput {
+	a := startBase(t, cfg, f.shared(cfg.Listeners, cfg.Endpoints))
+	b := startBase(t, cfg, f.apart(cfg.Listeners, cfg.Endpoints))
+	return compareThroughput(t, cfg, a, b)
+}
+
+// compareThroughput sends the load to a and to base in turns, after a
+// warm-up of each.
+func compareThroughput(t *testing.T, cfg ScaleConfig, a, base side) Throughput {
+	big, small := newLoader(a.addr, a.routes, a.pods, cfg.Conns, 1), newLoader(base.addr, base.routes, base.pods, cfg.Conns, 2)
+	defer big.close()
+	defer small.close()
+	tp := Throughput{FailReasons: map[string]int{}}
+	var took, baseTook time.Duration
+	// run is one window on l; a warm-up (connections open, caches warm)
+	// counts failures only.
+	run := func(l *loader, warm bool) float64 {
+		c0 := l.pods.conns()
+		w := l.window(cfg.Window, cfg.MaxRequests)
+		tp.Failed += w.failed
+		for k, v := range w.reasons {
+			tp.FailReasons[k] += v
+		}
+		switch {
+		case warm:
+		case l == big:
+			tp.Requests, tp.NewConns, took = tp.Requests+w.requests, tp.NewConns+l.pods.conns()-c0, took+w.took
+		default:
+			tp.BaseReqs, tp.BaseConns, baseTook = tp.BaseReqs+w.requests, tp.BaseConns+l.pods.conns()-c0, baseTook+w.took
+		}
+		return float64(w.requests) / w.took.Seconds()
+	}
+	run(small, true)
+	run(big, true)
+	// Short windows, one stack after the other and the order swapped each
+	// round, each round's ratio taken: what else the shared machine does
+	// falls on both sides of most rounds alike, and the median leaves out
+	// the rounds where it did not.
+	for round := range cfg.Rounds {
+		var rps, base float64
+		if round%2 == 0 {
+			base = run(small, false)
+			rps = run(big, false)
+		} else {
+			rps = run(big, false)
+			base = run(small, false)
+		}
+		tp.Ratios = append(tp.Ratios, rps/base)
+	}
+	slices.Sort(tp.Ratios)
+	tp.RPS, tp.BaseRPS = float64(tp.Requests)/took.Seconds(), float64(tp.BaseReqs)/baseTook.Seconds()
+	if tp.Failed > 0 {
+		t.Errorf("%d routes: %d requests of the throughput load failed: %v", a.routes, tp.Failed, tp.FailReasons)
+	}
+	return tp
+}
