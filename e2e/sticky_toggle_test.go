@@ -90,23 +90,27 @@ func TestStickyToggleWithoutReload(t *testing.T) {
 		t.Errorf("web had %d failures of %d requests through both moves (last: %s)", fail, ok+fail, last)
 	}
 	// Both old backends were retired beside the new ones: servers put in
-	// maint, then deleted.
-	retired := map[string][]dcm.OpKind{}
-	for _, ev := range rec.Events() {
-		for _, op := range ev.Ops {
-			if strings.HasSuffix(op.Backend, dcm.MovedName("")) {
-				retired[op.Slot] = append(retired[op.Slot], op.Kind)
+	// maint, then deleted. The engine records a change before it
+	// publishes it: wait for the events.
+	s.Eventually("the moved backends' events", 5*time.Second, func() error {
+		retired := map[string][]dcm.OpKind{}
+		for _, ev := range rec.Events() {
+			for _, op := range ev.Ops {
+				if strings.HasSuffix(op.Backend, dcm.MovedName("")) {
+					retired[op.Slot] = append(retired[op.Slot], op.Kind)
+				}
 			}
 		}
-	}
-	if len(retired) != 2 {
-		t.Errorf("ops on moved backends %v, want the route's own backend and the sticky spare retired", retired)
-	}
-	for slot, kinds := range retired {
-		if !slices.Contains(kinds, dcm.OpSetState) || !slices.Contains(kinds, dcm.OpDelServer) {
-			t.Errorf("%s: ops %v, want its servers in maint, then deleted", slot, kinds)
+		if len(retired) != 2 {
+			return fmt.Errorf("ops on moved backends %v, want the route's own backend and the sticky spare retired", retired)
 		}
-	}
+		for slot, kinds := range retired {
+			if !slices.Contains(kinds, dcm.OpSetState) || !slices.Contains(kinds, dcm.OpDelServer) {
+				return fmt.Errorf("%s: ops %v, want its servers in maint, then deleted", slot, kinds)
+			}
+		}
+		return nil
+	})
 	if s.WorkerPID() != pid || s.Reloads() != reloads {
 		t.Errorf("HAProxy reloaded: worker %d → %d, reloads %v → %v", pid, s.WorkerPID(), reloads, s.Reloads())
 	}
