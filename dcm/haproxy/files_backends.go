@@ -32,20 +32,20 @@ func (f Files) Text() []byte {
 	return out
 }
 
-// stageBackends stages the backend files that differ from prev's (a file
+// stageBackends stages the shard files that differ from prev's (a file
 // whose Text is prev's very slice is skipped without a look at its bytes),
 // and returns the names of prev's files that f no longer has: they are
 // removed before the new files are renamed into place, so that no moment
-// has two files defining one HAProxy backend (a free spare's and the
-// route's that took it). With prev unknown (no backends), every file is
+// has two files defining one HAProxy backend (a backend that moved to
+// another shard's file). With prev unknown (no backends), every file is
 // written and whatever else the directory holds is stale.
 func stageBackends(st *staged, dir string, f, prev Files) (gone []string, err error) {
 	if err := os.MkdirAll(filepath.Join(dir, BackendsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("write backends: %w", err)
 	}
 	write := func(b BackendFile) error {
-		if err := validateBackendName(b.Name); err != nil {
-			return fmt.Errorf("write backend file: %w", err)
+		if !validShardName(b.Name) {
+			return fmt.Errorf("write backends: shard name %q: want two hex digits", b.Name)
 		}
 		if err := st.add(filepath.Join(dir, filepath.FromSlash(BackendFileName(b.Name))), b.Text, 0o644); err != nil {
 			return fmt.Errorf("write backend %s: %w", b.Name, err)

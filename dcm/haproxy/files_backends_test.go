@@ -16,9 +16,9 @@ func TestWriteFilesBackends(t *testing.T) {
 	dir := t.TempDir()
 	text := func(s string) []byte { return []byte("global\n    default-path parent\n\nbackend " + s + "\n") }
 	a, b, c := text("be_a"), text("be_b"), text("be_c")
-	first := Files{Config: []byte("cfg\n"), Backends: []BackendFile{{"be_a", a}, {"be_b", b}, {"be_c", c}}}
+	first := Files{Config: []byte("cfg\n"), Backends: []BackendFile{{"0a", a}, {"0b", b}, {"0c", c}}}
 	mustf(t, os.MkdirAll(filepath.Join(dir, BackendsDir), 0o755), "mkdir")
-	mustf(t, os.WriteFile(filepath.Join(dir, BackendFileName("be_stale")), []byte("old"), 0o644), "a stale file")
+	mustf(t, os.WriteFile(filepath.Join(dir, BackendFileName("ff")), []byte("old"), 0o644), "a stale file")
 	mustf(t, WriteFiles(dir, first, Files{}), "first write")
 	inode := func(name string) uint64 {
 		fi, err := os.Stat(filepath.Join(dir, BackendFileName(name)))
@@ -36,20 +36,20 @@ func TestWriteFilesBackends(t *testing.T) {
 		}
 		return out
 	}
-	if got := names(); !slices.Equal(got, []string{"be_a", "be_b", "be_c"}) {
-		t.Fatalf("after a first write: %v, want be_a be_b be_c (the stale file gone)", got)
+	if got := names(); !slices.Equal(got, []string{"0a", "0b", "0c"}) {
+		t.Fatalf("after a first write: %v, want 0a 0b 0c (the stale file gone)", got)
 	}
-	ia, ic := inode("be_a"), inode("be_c")
+	ia, ic := inode("0a"), inode("0c")
 
-	second := Files{Config: first.Config, Backends: []BackendFile{{"be_a", a}, {"be_c", text("be_c2")}, {"be_d", text("be_d")}}}
+	second := Files{Config: first.Config, Backends: []BackendFile{{"0a", a}, {"0c", text("be_c2")}, {"0d", text("be_d")}}}
 	mustf(t, WriteFiles(dir, second, first), "second write")
-	if got := names(); !slices.Equal(got, []string{"be_a", "be_c", "be_d"}) {
-		t.Fatalf("after the second write: %v, want be_a be_c be_d", got)
+	if got := names(); !slices.Equal(got, []string{"0a", "0c", "0d"}) {
+		t.Fatalf("after the second write: %v, want 0a 0c 0d", got)
 	}
-	if inode("be_a") != ia {
+	if inode("0a") != ia {
 		t.Error("be_a, unchanged, was written again")
 	}
-	if inode("be_c") == ic {
+	if inode("0c") == ic {
 		t.Error("be_c, changed, was not written again")
 	}
 	f, err := ReadFiles(dir)

@@ -69,11 +69,12 @@ type Files struct {
 	// Config is haproxy.cfg: the global and defaults sections, the
 	// frontends and the default backend.
 	Config []byte
-	// Backends holds one file per HAProxy backend, sorted by Name, the
-	// free spares included: HAProxy loads BackendsDir after haproxy.cfg
-	// (-f haproxy.cfg -f backends), so a change to one backend rewrites
-	// its file alone. A Renderer hands out the same Text for a backend it
-	// did not render again, and WriteFiles skips it by that alone.
+	// Backends holds the HAProxy backends, free spares included, in shard
+	// files sorted by Name (BackendFile): HAProxy loads BackendsDir after
+	// haproxy.cfg (-f haproxy.cfg -f backends), so a change to one backend
+	// rewrites its shard alone. A Renderer hands out the same Text for a
+	// shard whose backends it did not render again, and WriteFiles skips
+	// it by that alone.
 	Backends []BackendFile
 	// Maps holds the map files by path relative to the configuration's directory.
 	Maps map[string][]byte
