@@ -709,7 +709,12 @@ func TestDiskFull(t *testing.T) {
 	if err := s.ServesExactly("app.test", "/", []string{"a", "b"}, 10); err != nil {
 		t.Fatal(err)
 	}
-	cfgBefore, err := os.ReadFile(dir + "/haproxy.cfg")
+	// haproxy.cfg and the backends' files, as HAProxy reads them.
+	config := func() (string, error) {
+		f, err := haproxy.ReadFiles(dir)
+		return string(f.Text()), err
+	}
+	cfgBefore, err := config()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -745,11 +750,11 @@ func TestDiskFull(t *testing.T) {
 		}
 		return nil
 	})
-	if got, err := os.ReadFile(dir + "/haproxy.cfg"); err != nil || string(got) != string(cfgBefore) {
-		t.Errorf("haproxy.cfg changed on a full disk (err %v):\n%s", err, got)
+	if got, err := config(); err != nil || got != cfgBefore {
+		t.Errorf("the configuration changed on a full disk (err %v):\n%s", err, got)
 	}
 	// No temporary file left behind, and no half-written one renamed in.
-	for _, sub := range []string{".", "maps"} {
+	for _, sub := range []string{".", "maps", haproxy.BackendsDir} {
 		ents, err := os.ReadDir(dir + "/" + sub)
 		if err != nil {
 			t.Fatal(err)
@@ -780,12 +785,12 @@ func TestDiskFull(t *testing.T) {
 	}
 	freed := time.Now()
 	s.Eventually("the files hold the change", 15*time.Second, func() error {
-		got, err := os.ReadFile(dir + "/haproxy.cfg")
+		got, err := config()
 		if err != nil {
 			return err
 		}
-		if !strings.Contains(string(got), "server c:http "+c.Addr) {
-			return errors.New("haproxy.cfg has no server c:http yet")
+		if !strings.Contains(got, "server c:http "+c.Addr) {
+			return errors.New("the configuration has no server c:http yet")
 		}
 		return nil
 	})

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -156,10 +154,11 @@ func TestFilesEqualRuntimeAfterEverySync(t *testing.T) {
 	s := harness.Start(t, harness.Options{})
 	s.Scale("demo", "web", 6)
 	s.DemoServes(webHost, "/", "demo", "web", 6)
-	cfg, err := os.ReadFile(filepath.Join(s.Dir, haproxy.ConfigName))
+	files, err := haproxy.ReadFiles(s.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := files.Text()
 	var inFile []string
 	backend := ""
 	for _, line := range strings.Split(string(cfg), "\n") {

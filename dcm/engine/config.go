@@ -31,8 +31,10 @@ func (e *Engine) Config(ctx context.Context) (dcm.ConfigView, error) {
 	if err != nil {
 		return dcm.ConfigView{}, fmt.Errorf("render HAProxy's state: %w", err)
 	}
-	view := dcm.ConfigView{Files: []dcm.ConfigFile{{Name: haproxy.ConfigName, Content: string(disk.Config)}}, Drift: []string{}}
-	view.Drift = append(view.Drift, lineDiff(haproxy.ConfigName, string(disk.Config), string(want.Config))...)
+	// haproxy.cfg and the backends' files, as HAProxy reads them: one text.
+	const cfgName = haproxy.ConfigName + " + " + haproxy.BackendsDir + "/*.cfg"
+	view := dcm.ConfigView{Files: []dcm.ConfigFile{{Name: cfgName, Content: string(disk.Text())}}, Drift: []string{}}
+	view.Drift = append(view.Drift, lineDiff(cfgName, string(disk.Text()), string(want.Text()))...)
 	names := make([]string, 0, len(disk.Maps))
 	for n := range disk.Maps {
 		names = append(names, n)

@@ -132,7 +132,7 @@ func TestAllowlistAtRuntime(t *testing.T) {
 	d, bind := startDriver(t, st)
 	pid := workerPID(t, d)
 	filesEqualRuntime(t, d)
-	cfg, err := os.ReadFile(filepath.Join(d.cfg.WorkDir, ConfigName))
+	cfg, err := readConfig(d.cfg.WorkDir)
 	mustf(t, err, "read cfg")
 	if n := strings.Count(string(cfg), allowlistRule); n != 3 {
 		t.Errorf("the rule is in %d backends, want 3 (a spare's too):\n%s", n, cfg)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,7 +107,7 @@ func TestCheckInterval(t *testing.T) {
 		return nil
 	})
 	mustf(t, d.Write(next), "write")
-	cfg, err := os.ReadFile(filepath.Join(d.cfg.WorkDir, ConfigName))
+	cfg, err := readConfig(d.cfg.WorkDir)
 	mustf(t, err, "read cfg")
 	if !strings.Contains(string(cfg), "server ci-pod:http.i100 "+pod.Addr) || !strings.Contains(string(cfg), " check inter 100ms") {
 		t.Fatalf("cfg:\n%s", cfg)

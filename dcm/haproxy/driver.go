@@ -139,6 +139,7 @@ func (d *Driver) Start(ctx context.Context, initial dcm.State) error {
 	d.proc = NewProcess(ProcessConfig{
 		Binary:       d.cfg.Binary,
 		ConfigFile:   filepath.Join(d.cfg.WorkDir, ConfigName),
+		BackendsDir:  filepath.Join(d.cfg.WorkDir, BackendsDir),
 		MasterSocket: master,
 		Attach:       attach,
 		AdminSocket:  d.cfg.Settings.AdminSocket,
@@ -232,10 +233,13 @@ func (d *Driver) reloadLocked(ctx context.Context, files Files) (ReloadResult, e
 	_ = d.client.Close()
 	res, err := d.proc.Reload(ctx, d.cfg.ReloadTimeout)
 	if err != nil {
+		d.files = Files{} // the disk holds files: unknown unless restored
 		if errors.Is(err, ErrReloadRejected) && prev.Config != nil {
 			// Keep the disk equal to what the surviving worker runs.
 			if werr := WriteFiles(d.cfg.WorkDir, prev, files); werr != nil {
 				err = errors.Join(err, fmt.Errorf("restore previous files: %w", werr))
+			} else {
+				d.files = prev
 			}
 		}
 		return res, err

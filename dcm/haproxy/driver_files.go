@@ -2,6 +2,7 @@ package haproxy
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/dcm-router/dcm/dcm"
 )
@@ -40,18 +41,63 @@ func (d *Driver) render(st dcm.State) (Files, error) {
 }
 
 // Write renders st and writes it to disk, so that a reload or a restart
-// reproduces the runtime state. A rendering error writes nothing.
+// reproduces the runtime state. A rendering error writes nothing. The
+// certificate and CA files are looked up again only when a backend that
+// changed since the last write serves a certificate or has servers with a
+// CA file: at 10,000 routes, listing them costs more than the change.
 func (d *Driver) Write(st dcm.State) error {
-	files, err := d.renderFiles(st)
+	files, err := d.render(st)
 	if err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.files.Config == nil || pemsMoved(d.written, st) {
+		if err := d.pemFiles(&files, st); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+	} else {
+		files.Certs, files.CAs = d.files.Certs, d.files.CAs
+	}
 	if err := WriteFiles(d.cfg.WorkDir, files, d.files); err != nil {
 		d.files = Files{} // what is on disk is unknown now: write everything next time
 		return err
 	}
 	d.files, d.written = files, st
 	return nil
+}
+
+// pemsMoved reports whether the certificate or CA files of b may differ
+// from a's: the default certificate changed, or a backend whose pointer
+// moved serves a certificate or has a server with a CA file, before or
+// after.
+func pemsMoved(a, b dcm.State) bool {
+	if a.DefaultCert != b.DefaultCert {
+		return true
+	}
+	pems := func(x *dcm.Backend) bool {
+		return x.Route.TLS != nil || slices.ContainsFunc(x.Servers, func(s dcm.Server) bool { return s.Upstream != nil })
+	}
+	i, j := 0, 0
+	for i < len(a.Backends) || j < len(b.Backends) {
+		switch {
+		case j >= len(b.Backends) || i < len(a.Backends) && a.Backends[i].Name < b.Backends[j].Name:
+			if pems(a.Backends[i]) {
+				return true
+			}
+			i++
+		case i >= len(a.Backends) || b.Backends[j].Name < a.Backends[i].Name:
+			if pems(b.Backends[j]) {
+				return true
+			}
+			j++
+		default:
+			if a.Backends[i] != b.Backends[j] && (pems(a.Backends[i]) || pems(b.Backends[j])) {
+				return true
+			}
+			i++
+			j++
+		}
+	}
+	return false
 }

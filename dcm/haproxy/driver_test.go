@@ -564,7 +564,7 @@ func TestAttach(t *testing.T) {
 	mustf(t, err, "render")
 	mustf(t, WriteFiles(dir, files, Files{}), "write")
 	master := filepath.Join(dir, "other-master.sock")
-	other := NewProcess(ProcessConfig{Binary: bin, ConfigFile: filepath.Join(dir, ConfigName), MasterSocket: master, AdminSocket: settings.AdminSocket}, testkit.Logger(t))
+	other := NewProcess(ProcessConfig{Binary: bin, ConfigFile: filepath.Join(dir, ConfigName), BackendsDir: filepath.Join(dir, BackendsDir), MasterSocket: master, AdminSocket: settings.AdminSocket}, testkit.Logger(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {
 		cancel()

@@ -21,11 +21,13 @@ const StagingDir = ".staging"
 // WriteFiles writes f into dir so that a reload or a crash at any moment
 // finds a consistent set: every changed file is first written in full to a
 // temporary name, and only when all of them are written are they renamed
-// into place — certificates, the crt-list, maps, then the cfg that reads
-// them. A write that fails (a full disk) leaves the directory as it was,
-// never new maps beside an old cfg. Files whose bytes equal prev (what the
-// directory already holds; zero Files when unknown) are not rewritten. Map
-// files and certificates that f no longer has are removed afterwards.
+// into place — certificates, the crt-list, maps, then the backends' files
+// and the cfg that read them (the backends' files that f no longer has are
+// removed just before). A write that fails (a full disk) leaves the
+// directory as it was, never new maps beside an old cfg. Files whose bytes
+// equal prev (what the directory already holds; zero Files when unknown)
+// are not rewritten. Map files and certificates that f no longer has are
+// removed afterwards.
 //
 // There is no fsync: the files must survive a reload, a crash of HAProxy or
 // of dcm, all of which read the page cache; after a crash of the machine
@@ -78,10 +80,17 @@ func WriteFiles(dir string, f Files, prev Files) (err error) {
 			return fmt.Errorf("write %s: %w", AllowlistLuaName, err)
 		}
 	}
+	gone, err := stageBackends(&st, dir, f, prev)
+	if err != nil {
+		return err
+	}
 	if !bytes.Equal(prev.Config, f.Config) {
 		if err := st.add(filepath.Join(dir, ConfigName), f.Config, 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", ConfigName, err)
 		}
+	}
+	if err := removeBackends(dir, gone); err != nil {
+		return err
 	}
 	if err := st.commit(); err != nil {
 		return fmt.Errorf("write haproxy files: %w", err)
@@ -343,7 +352,7 @@ func Validate(ctx context.Context, bin, dir string, f Files) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "-c", "-f", filepath.Join(staging, ConfigName)).CombinedOutput()
+	out, err := exec.CommandContext(ctx, bin, ConfigArgs(staging)...).CombinedOutput()
 	if err == nil {
 		return nil
 	}
@@ -384,7 +393,11 @@ func ReadFiles(dir string) (Files, error) {
 	if err != nil {
 		return Files{}, fmt.Errorf("read %s: %w", ConfigName, err)
 	}
-	f := Files{Config: cfg, Maps: map[string][]byte{}}
+	backends, err := readBackends(dir)
+	if err != nil {
+		return Files{}, err
+	}
+	f := Files{Config: cfg, Backends: backends, Maps: map[string][]byte{}}
 	entries, err := os.ReadDir(filepath.Join(dir, MapsDir))
 	if err != nil {
 		return Files{}, fmt.Errorf("list maps: %w", err)

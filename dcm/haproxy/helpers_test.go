@@ -92,3 +92,13 @@ func mustf(tb testing.TB, err error, format string, args ...any) {
 }
 
 func netListen6() (net.Listener, error) { return net.Listen("tcp", "[::1]:0") }
+
+// readConfig is the whole configuration in dir, as HAProxy reads it:
+// haproxy.cfg and the backends' files.
+func readConfig(dir string) ([]byte, error) {
+	f, err := ReadFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	return f.Text(), nil
+}

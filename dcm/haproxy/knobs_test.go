@@ -5,8 +5,6 @@ import (
 	"encoding/csv"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,7 +106,7 @@ func TestServerMaxConn(t *testing.T) {
 	st := state(backendFor(r, srv))
 	d, bind := startDriver(t, st)
 	pid := workerPID(t, d)
-	cfg, err := os.ReadFile(filepath.Join(d.cfg.WorkDir, ConfigName))
+	cfg, err := readConfig(d.cfg.WorkDir)
 	mustf(t, err, "read cfg")
 	if !strings.Contains(string(cfg), " weight 1 maxconn 1\n") {
 		t.Fatalf("no maxconn on the server line:\n%s", cfg)

@@ -20,8 +20,11 @@ import (
 // ProcessConfig says how to run, or where to find, the HAProxy master.
 type ProcessConfig struct {
 	Binary string
-	// ConfigFile is the haproxy.cfg the master loads (and reloads).
-	ConfigFile string
+	// ConfigFile is the haproxy.cfg the master loads (and reloads), and
+	// BackendsDir the directory of backend files it loads after it (none
+	// when empty).
+	ConfigFile  string
+	BackendsDir string
 	// MasterSocket is the master CLI's path. With Attach it must already exist.
 	MasterSocket string
 	// Attach uses a master started by someone else instead of starting one;
@@ -164,7 +167,11 @@ func (p *Process) spawn(ctx context.Context) error {
 	// A stale socket from a killed master would answer nothing; the new master
 	// would replace it anyway, but removing it keeps the readiness probe honest.
 	_ = os.Remove(p.cfg.MasterSocket)
-	cmd := exec.Command(p.cfg.Binary, "-W", "-S", p.cfg.MasterSocket+",mode,600", "-f", p.cfg.ConfigFile)
+	args := []string{"-W", "-S", p.cfg.MasterSocket + ",mode,600", "-f", p.cfg.ConfigFile}
+	if p.cfg.BackendsDir != "" {
+		args = append(args, "-f", p.cfg.BackendsDir)
+	}
+	cmd := exec.Command(p.cfg.Binary, args...)
 	// Own process group: a SIGKILL for a stuck shutdown reaches the workers too.
 	// Pdeathsig: if dcm dies, its HAProxy goes with it rather than serving stale state.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}

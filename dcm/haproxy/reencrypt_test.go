@@ -99,9 +99,9 @@ func TestCACommands(t *testing.T) {
 
 	serves("start", "pod-a")
 	caFiles("start", CAFile(up1.Version))
-	if !strings.Contains(string(d.files.Config), "server s-pod-a 127.0.0.6:") ||
-		!strings.Contains(string(d.files.Config), " ssl verify required ca-file "+CAFile(up1.Version)+" alpn h2,http/1.1 sni str(web.ns.svc) verifyhost web.ns.svc") {
-		t.Fatalf("cfg does not render the upstream TLS:\n%s", d.files.Config)
+	if !strings.Contains(string(d.files.Text()), "server s-pod-a 127.0.0.6:") ||
+		!strings.Contains(string(d.files.Text()), " ssl verify required ca-file "+CAFile(up1.Version)+" alpn h2,http/1.1 sni str(web.ns.svc) verifyhost web.ns.svc") {
+		t.Fatalf("cfg does not render the upstream TLS:\n%s", d.files.Text())
 	}
 
 	// Rotation: the new CA's file, a server with it next to the old one,
@@ -218,8 +218,8 @@ func TestReencryptHealthCheck(t *testing.T) {
 		c.Certs = store
 		c.CAs = store
 	})
-	if !strings.Contains(string(d.files.Config), " check inter 5s ssl verify required ca-file "+CAFile(up.Version)+" alpn h2,http/1.1 sni str(web.ns.svc) verifyhost web.ns.svc check-sni web.ns.svc") {
-		t.Fatalf("cfg:\n%s", d.files.Config)
+	if !strings.Contains(string(d.files.Text()), " check inter 5s ssl verify required ca-file "+CAFile(up.Version)+" alpn h2,http/1.1 sni str(web.ns.svc) verifyhost web.ns.svc check-sni web.ns.svc") {
+		t.Fatalf("cfg:\n%s", d.files.Text())
 	}
 	testkit.Eventually(t, "the checked server UP", 20*time.Second, func() error {
 		obs, err := d.Observe(context.Background())

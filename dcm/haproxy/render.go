@@ -66,7 +66,16 @@ func CookieKey(secret, backend string) string {
 
 // Files is one rendering: the configuration and the map files it reads.
 type Files struct {
+	// Config is haproxy.cfg: the global and defaults sections, the
+	// frontends and the default backend.
 	Config []byte
+	// Backends holds the HAProxy backends, free spares included, in shard
+	// files sorted by Name (BackendFile): HAProxy loads BackendsDir after
+	// haproxy.cfg (-f haproxy.cfg -f backends), so a change to one backend
+	// rewrites its shard alone. A Renderer hands out the same Text for a
+	// shard whose backends it did not render again, and WriteFiles skips
+	// it by that alone.
+	Backends []BackendFile
 	// Maps holds the map files by path relative to the configuration's directory.
 	Maps map[string][]byte
 	// CrtList is the HTTPS frontend's crt-list (CrtListName): one line per
@@ -88,6 +97,7 @@ type Files struct {
 // same bytes validate in a staging directory and run in the work directory.
 const (
 	ConfigName    = "haproxy.cfg"
+	BackendsDir   = "backends"
 	MapsDir       = "maps"
 	MapHostExact  = "maps/host_exact.map"
 	MapHostPrefix = "maps/host_prefix.map"
@@ -181,144 +191,6 @@ func frontendRouting() []struct{ keyVar, conv, file string } {
 // inputs give byte-identical output.
 func Render(s Settings, st dcm.State) (Files, error) {
 	return NewRenderer(s).Render(st)
-}
-
-// Renderer renders like Render and remembers what it rendered, so that a
-// change to one backend among thousands renders that backend only. The
-// output is byte-identical to Render's. A Renderer is not safe for
-// concurrent use.
-type Renderer struct {
-	settings Settings
-	global   []byte
-	backends map[string]renderedBackend
-	routes   []routeKey
-	maps     map[string][]byte
-}
-
-// renderedBackend is a backend's text and the fields it was rendered from.
-type renderedBackend struct {
-	sticky  string // the backend's name when sticky
-	balance string
-	tcp     [2]int64 // dcm.Route.TCPTimeouts
-	servers []dcm.Server
-	text    []byte
-}
-
-// routeKey holds what the maps are rendered from, per backend.
-type routeKey struct {
-	backend, slot, name, namespace, host, path string
-	insecure                                   string // dcm.Route.InsecureAction
-	rateLimit                                  string // dcm.Route.RateLimitValue
-	http                                       dcm.HTTPOptions
-	headers                                    string // routing.HeaderValue
-	allowlist                                  string // dcm.Route.Allowlist, joined
-	kind                                       dcm.RouteKind
-	pathType                                   dcm.PathType
-	balance                                    string
-	retiring                                   bool
-	sticky                                     bool // the cookie maps' entries
-}
-
-// NewRenderer returns a Renderer with an empty cache.
-func NewRenderer(s Settings) *Renderer {
-	return &Renderer{settings: s, backends: map[string]renderedBackend{}}
-}
-
-// Render renders st.
-func (r *Renderer) Render(st dcm.State) (Files, error) {
-	if r.global == nil {
-		if err := r.settings.validate(); err != nil {
-			return Files{}, err
-		}
-		var g bytes.Buffer
-		renderGlobal(&g, r.settings)
-		r.global = g.Bytes()
-	}
-	backends := st.Backends
-	if !slices.IsSortedFunc(backends, func(a, b *dcm.Backend) int { return strings.Compare(a.Name, b.Name) }) {
-		backends = slices.Clone(backends)
-		slices.SortStableFunc(backends, func(a, b *dcm.Backend) int { return strings.Compare(a.Name, b.Name) })
-	}
-	for i, b := range backends {
-		if i > 0 && backends[i-1].Name == b.Name {
-			return Files{}, fmt.Errorf("backend %q appears twice", b.Name)
-		}
-	}
-	// The free spares are rendered as empty backends, after the others:
-	// numbered ones and deleted routes' backends that joined the pool.
-	all := backends
-	if len(st.Pool) > 0 {
-		all = make([]*dcm.Backend, 0, len(backends)+len(st.Pool))
-		all = append(all, backends...)
-		for _, name := range st.Pool {
-			if _, ok := routing.SpareKind(name); !ok {
-				return Files{}, fmt.Errorf("spare backend %q: not a pool or route backend name", name)
-			}
-			spare := &dcm.Backend{Name: name}
-			if k, _, _ := routing.ParsePoolBackend(name); k == routing.PoolSticky {
-				spare.Route.Sticky = true // a cookie and no key: the route that takes it sets one
-			}
-			all = append(all, spare)
-		}
-	}
-
-	texts := make([][]byte, len(all))
-	size := len(r.global)
-	next := make(map[string]renderedBackend, len(all))
-	for i, b := range all {
-		proxy := b.ProxyName()
-		if _, dup := next[proxy]; dup {
-			return Files{}, fmt.Errorf("HAProxy backend %q carries two backends (%s)", proxy, b.Name)
-		}
-		rb, ok := r.backends[proxy]
-		sticky := ""
-		if b.Route.Sticky {
-			sticky = b.Name
-		}
-		var tcp [2]int64
-		tcp[0], tcp[1] = b.Route.TCPTimeouts()
-		if !ok || rb.balance != b.Route.Balance || rb.sticky != sticky || rb.tcp != tcp || !slices.EqualFunc(rb.servers, b.Servers, sameRendering) {
-			var w bytes.Buffer
-			if err := renderBackend(&w, *b, r.settings.CookieSecret, r.settings.HTTP2); err != nil {
-				return Files{}, err
-			}
-			rb = renderedBackend{sticky: sticky, balance: b.Route.Balance, tcp: tcp, servers: slices.Clone(b.Servers), text: w.Bytes()}
-		}
-		next[proxy] = rb
-		texts[i] = rb.text
-		size += len(rb.text)
-	}
-	cfg := make([]byte, 0, size)
-	cfg = append(cfg, r.global...)
-	for _, t := range texts {
-		cfg = append(cfg, t...)
-	}
-
-	keys := make([]routeKey, len(backends))
-	for i, b := range backends {
-		rt := b.Route
-		keys[i] = routeKey{backend: b.Name, slot: b.Slot, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
-			kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: routing.InsecureAction(rt),
-			rateLimit: rt.RateLimitValue(), http: rt.HTTP, headers: routing.HeaderValue(rt), sticky: rt.Sticky,
-			allowlist: strings.Join(rt.Allowlist, ",")}
-	}
-	maps := r.maps
-	if maps == nil || !slices.Equal(keys, r.routes) {
-		var err error
-		if maps, err = renderMaps(backends); err != nil {
-			return Files{}, err
-		}
-	}
-	r.backends, r.routes, r.maps = next, keys, maps
-	out := Files{Config: cfg, Maps: maps}
-	if r.settings.HTTPSBind != "" {
-		list, err := renderCrtList(backends, r.settings.HTTP2)
-		if err != nil {
-			return Files{}, err
-		}
-		out.CrtList = list
-	}
-	return out, nil
 }
 
 // renderCrtList lists one certificate per SNI host (dcm.CertsOf): the file,

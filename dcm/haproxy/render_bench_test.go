@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/routing"
 )
 
 func bigState(routes, servers int) dcm.State {
@@ -28,9 +29,10 @@ func bigState(routes, servers int) dcm.State {
 }
 
 // TestRendererEqualsRender: the caching renderer gives byte-identical files
-// to a fresh Render after every step of a random sequence of changes.
+// to a fresh Render after every step of a random sequence of changes: to
+// servers, routes, certificates, allowlists, spares and the pool.
 func TestRendererEqualsRender(t *testing.T) {
-	settings := Settings{AdminSocket: "/run/dcm/admin.sock", HTTPBind: "127.0.0.1:8000"}
+	settings := Settings{AdminSocket: "/run/dcm/admin.sock", HTTPBind: "127.0.0.1:8000", HTTPSBind: "127.0.0.1:8443"}
 	r := NewRenderer(settings)
 	rng := rand.New(rand.NewPCG(1, 2))
 	st := bigState(20, 4)
@@ -38,10 +40,10 @@ func TestRendererEqualsRender(t *testing.T) {
 	for step := range 300 {
 		backends := slices.Clone(st.Backends)
 		i := rng.IntN(len(backends))
-		nb := *backends[i] // a copy: st shares its backends
-		b := &nb
+		b := new(dcm.Backend)
+		*b = *backends[i] // a copy: st shares its backends
 		b.Servers = slices.Clone(b.Servers)
-		switch rng.IntN(6) {
+		switch rng.IntN(9) {
 		case 0:
 			b.Servers[rng.IntN(len(b.Servers))].Weight = 1 + rng.IntN(10)
 		case 1:
@@ -54,6 +56,20 @@ func TestRendererEqualsRender(t *testing.T) {
 			b.Route.Balance = []string{dcm.BalanceRoundRobin, dcm.BalanceLeastConn}[rng.IntN(2)]
 		case 5:
 			b.Servers[rng.IntN(len(b.Servers))].Check = rng.IntN(2) == 0
+		case 6: // a certificate comes or goes (the crt-list follows)
+			if b.Route.TLS == nil {
+				b.Route.Kind, b.Route.TLS = dcm.KindEdge, &dcm.TLSRef{Secret: "bench/tls", Version: fmt.Sprintf("a%d", rng.IntN(3))}
+			} else {
+				b.Route.Kind, b.Route.TLS = dcm.KindHTTP, nil
+			}
+		case 7:
+			b.Route.Allowlist = [][]string{nil, {"10.0.0.0/8"}}[rng.IntN(2)]
+		case 8: // a spare carries it, unless another does
+			if !slices.ContainsFunc(backends, func(x *dcm.Backend) bool { return x.Slot != "" }) {
+				b.Slot = "be_http:_pool:1"
+			} else {
+				b.Slot = ""
+			}
 		}
 		backends[i] = b
 		if rng.IntN(10) == 0 { // a backend comes or goes
@@ -65,7 +81,11 @@ func TestRendererEqualsRender(t *testing.T) {
 				dcm.SortBackends(backends)
 			}
 		}
-		st = dcm.State{Backends: backends}
+		var pool []string // free spares, never the one a backend carries
+		for n := 2; n < 2+rng.IntN(4); n++ {
+			pool = append(pool, routing.PoolBackendName(dcm.KindHTTP, n))
+		}
+		st = dcm.State{Backends: backends, Pool: pool}
 		got, err := r.Render(st)
 		if err != nil {
 			t.Fatal(err)
@@ -74,7 +94,8 @@ func TestRendererEqualsRender(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got.Config, want.Config) || !maps.EqualFunc(got.Maps, want.Maps, bytes.Equal) {
+		if !bytes.Equal(got.Text(), want.Text()) || !maps.EqualFunc(got.Maps, want.Maps, bytes.Equal) || !bytes.Equal(got.CrtList, want.CrtList) ||
+			!slices.EqualFunc(got.Backends, want.Backends, func(a, b BackendFile) bool { return a.Name == b.Name && bytes.Equal(a.Text, b.Text) }) {
 			t.Fatalf("step %d: cached rendering differs from a fresh one", step)
 		}
 	}

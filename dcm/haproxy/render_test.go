@@ -69,7 +69,7 @@ func TestRenderMaps(t *testing.T) {
 			t.Errorf("%s:\n%s\nwant:\n%s", name, got, w)
 		}
 	}
-	cfg := string(f.Config)
+	cfg := string(f.Text())
 	for _, line := range []string{
 		"    default-path config\n",
 		"    stats socket /run/dcm/admin.sock mode 600 level admin expose-fd listeners\n",
@@ -129,8 +129,8 @@ func TestRenderDeterministic(t *testing.T) {
 	mustf(t, err, "render 1")
 	f2, err := Render(testSettings, st2)
 	mustf(t, err, "render 2")
-	if !bytes.Equal(f1.Config, f2.Config) {
-		t.Errorf("configs differ:\n%s\n---\n%s", f1.Config, f2.Config)
+	if !bytes.Equal(f1.Text(), f2.Text()) {
+		t.Errorf("configs differ:\n%s\n---\n%s", f1.Text(), f2.Text())
 	}
 	for k := range f1.Maps {
 		if !bytes.Equal(f1.Maps[k], f2.Maps[k]) {
@@ -212,10 +212,10 @@ func checkShapes(t *testing.T, f Files) {
 		t.Fatal(err)
 	}
 	fixed := map[string]bool{}
-	for _, l := range strings.Split(string(empty.Config), "\n") {
+	for _, l := range strings.Split(string(empty.Text())+backendFileHeader, "\n") {
 		fixed[l] = true
 	}
-	for _, l := range strings.Split(string(f.Config), "\n") {
+	for _, l := range strings.Split(string(f.Text()), "\n") {
 		if fixed[l] {
 			continue
 		}
@@ -351,7 +351,7 @@ func TestRenderHTTPS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := string(f.Config)
+	cfg := string(f.Text())
 	for _, want := range []string{
 		"\nfrontend fe_tls\n    mode tcp\n    bind 127.0.0.1:8443\n",
 		"\nbackend tls_terminate\n    mode tcp\n    server fe_https unix@" + filepath.Dir(s.AdminSocket) + "/https.sock send-proxy-v2\n",
@@ -372,7 +372,7 @@ func TestRenderHTTPS(t *testing.T) {
 	if f.Certs != nil {
 		t.Errorf("the renderer wrote certificates: %v", slices.Collect(maps.Keys(f.Certs)))
 	}
-	if g, _ := Render(testSettings, st); g.CrtList != nil || strings.Contains(string(g.Config), "fe_https") {
+	if g, _ := Render(testSettings, st); g.CrtList != nil || strings.Contains(string(g.Text()), "fe_https") {
 		t.Errorf("without an HTTPS bind: crt-list %q, fe_https rendered", g.CrtList)
 	}
 	for name, r := range map[string]dcm.Route{
@@ -428,7 +428,7 @@ func TestRenderPassthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := string(f.Config)
+	cfg := string(f.Text())
 	for _, want := range []string{
 		// TCP spares balance by source, the passthrough default, with
 		// the hash add server needs.
@@ -495,7 +495,7 @@ func TestRenderInsecure(t *testing.T) {
 			t.Errorf("%s:\n%s\nwant:\n%s", name, got, want)
 		}
 	}
-	cfg := string(f.Config)
+	cfg := string(f.Text())
 	http, https, _ := strings.Cut(cfg, "\nfrontend fe_tls\n")
 	for _, want := range []string{
 		"    http-request set-var(txn.host) req.hdr(host),field(1,:),lower\n" +
@@ -524,8 +524,8 @@ func TestRenderInsecure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "redirect location https://%[var(txn.host)]:8443%[pathq] code 302 "; !strings.Contains(string(p.Config), want) {
-		t.Errorf("with redirect port 8443, fe_http lacks %q:\n%s", want, p.Config)
+	if want := "redirect location https://%[var(txn.host)]:8443%[pathq] code 302 "; !strings.Contains(string(p.Text()), want) {
+		t.Errorf("with redirect port 8443, fe_http lacks %q:\n%s", want, p.Text())
 	}
 	s.HTTPSRedirectPort = 0
 	if strings.Contains(https, "insecure") || strings.Contains(https, "redirect") {
@@ -537,8 +537,8 @@ func TestRenderInsecure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(g.Config), "insecure") || strings.Contains(string(g.Config), "redirect") {
-		t.Errorf("without an HTTPS bind, fe_http consults the insecure maps:\n%s", g.Config)
+	if strings.Contains(string(g.Text()), "insecure") || strings.Contains(string(g.Text()), "redirect") {
+		t.Errorf("without an HTTPS bind, fe_http consults the insecure maps:\n%s", g.Text())
 	}
 	// The renderer's cache follows a policy change alone.
 	r := NewRenderer(s)

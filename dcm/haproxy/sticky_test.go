@@ -29,7 +29,7 @@ func TestRenderSticky(t *testing.T) {
 	r := NewRenderer(settings)
 	f, err := r.Render(state(backendFor(sticky, srv), backendFor(plain, srv)))
 	mustf(t, err, "render")
-	cfg := string(f.Config)
+	cfg := string(f.Text())
 	want := "backend " + sticky.BackendName() + "\n    balance roundrobin\n    cookie DCMSRV insert indirect nocache httponly dynamic\n    dynamic-cookie-key " + key + "\n"
 	if !strings.Contains(cfg, want) {
 		t.Errorf("no sticky section %q in\n%s", want, cfg)
@@ -46,15 +46,15 @@ func TestRenderSticky(t *testing.T) {
 	slotted.Slot = "be_http:_pool:3"
 	f, err = Render(settings, state(slotted))
 	mustf(t, err, "render in a spare")
-	if !strings.Contains(string(f.Config), "backend be_http:_pool:3\n    balance roundrobin\n    cookie DCMSRV insert indirect nocache httponly dynamic\n    dynamic-cookie-key "+key+"\n") {
-		t.Errorf("in a spare, the key differs or is missing:\n%s", f.Config)
+	if !strings.Contains(string(f.Text()), "backend be_http:_pool:3\n    balance roundrobin\n    cookie DCMSRV insert indirect nocache httponly dynamic\n    dynamic-cookie-key "+key+"\n") {
+		t.Errorf("in a spare, the key differs or is missing:\n%s", f.Text())
 	}
 
 	sticky.Sticky = false
 	f, err = r.Render(state(backendFor(sticky, srv), backendFor(plain, srv)))
 	mustf(t, err, "render unsticky")
-	if strings.Contains(string(f.Config), "cookie "+CookieName) {
-		t.Errorf("the cached sticky backend was not re-rendered:\n%s", f.Config)
+	if strings.Contains(string(f.Text()), "cookie "+CookieName) {
+		t.Errorf("the cached sticky backend was not re-rendered:\n%s", f.Text())
 	}
 	if got := string(f.Maps[MapFile(dcm.MapCookieName)]); got != "" {
 		t.Errorf("the cached maps were not re-rendered: cookie_name %q", got)
@@ -80,7 +80,7 @@ func TestStickySpare(t *testing.T) {
 	settings.CookieSecret = "s3cret"
 	f, err := Render(settings, dcm.State{Pool: []string{"be_http:_pool:1", "be_sticky:_pool:1"}})
 	mustf(t, err, "render")
-	cfg := string(f.Config)
+	cfg := string(f.Text())
 	if !strings.Contains(cfg, "backend be_sticky:_pool:1\n    balance roundrobin\n    cookie DCMSRV insert indirect nocache httponly dynamic\n") ||
 		strings.Contains(cfg, "dynamic-cookie-key") || strings.Count(cfg, "cookie DCMSRV") != 1 {
 		t.Errorf("spares rendered as\n%s", cfg)

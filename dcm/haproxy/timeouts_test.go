@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -117,7 +115,7 @@ func TestPassthroughTimeouts(t *testing.T) {
 	st := state(backendFor(db, serverFor(pod, dcm.StateReady)), backendFor(other, serverFor(pod, dcm.StateReady)))
 	https := testkit.FreeAddr(t)
 	d, _ := startDriver(t, st, func(c *DriverConfig) { c.Settings.HTTPSBind = https })
-	cfg, err := os.ReadFile(filepath.Join(d.cfg.WorkDir, ConfigName))
+	cfg, err := readConfig(d.cfg.WorkDir)
 	mustf(t, err, "read cfg")
 	if !strings.Contains(string(cfg), "\nbackend be_passthrough:ns:db\n    mode tcp\n    timeout server 1500ms\n    timeout tunnel 1500ms\n") ||
 		!strings.Contains(string(cfg), "\nbackend be_passthrough:ns:other\n    mode tcp\n    balance") {

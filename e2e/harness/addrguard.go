@@ -2,15 +2,16 @@ package harness
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"strings"
 	"sync"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/haproxy"
 )
 
 // AddressGuard holds dcm to this machine's network rule in tests: HAProxy
@@ -78,15 +79,14 @@ func (g *AddressGuard) Snapshot(snap dcm.Snapshot) {
 	}
 }
 
-// ConfigFile checks the server lines of a haproxy.cfg (a missing file has
-// none).
-func (g *AddressGuard) ConfigFile(path string) {
-	f, err := os.Open(path)
+// ConfigDir checks the server lines of the configuration dcm wrote in dir,
+// haproxy.cfg and the backends' files (a missing one has none).
+func (g *AddressGuard) ConfigDir(dir string) {
+	f, err := haproxy.ReadFiles(dir)
 	if err != nil {
 		return
 	}
-	defer f.Close()
-	g.ConfigText(bufio.NewScanner(f))
+	g.ConfigText(bufio.NewScanner(bytes.NewReader(f.Text())))
 }
 
 // ConfigText checks the server lines a scanner reads.

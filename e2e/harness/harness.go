@@ -181,7 +181,7 @@ func TryStart(tb testing.TB, o Options) (*Stack, error) {
 // addresses HAProxy was handed.
 func (s *Stack) stop(cancel context.CancelFunc, done <-chan error) {
 	s.guard.Snapshot(s.Engine.Snapshot())
-	s.guard.ConfigFile(filepath.Join(s.Dir, haproxy.ConfigName))
+	s.guard.ConfigDir(s.Dir)
 	cancel()
 	select {
 	case err := <-done:

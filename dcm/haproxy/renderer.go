@@ -1,0 +1,390 @@
+package haproxy
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/routing"
+)
+
+// BackendFile is one file of BackendsDir: a shard of the HAProxy backends,
+// those whose name hashes to it (shardOf), sorted by name. Name is the
+// shard's, two hex digits.
+type BackendFile struct {
+	Name string
+	Text []byte
+}
+
+// Shards is how many files the backends are spread over. One file per
+// backend would make a change rewrite the least, but HAProxy 2.6 reads
+// many files slowly (10,000 backends' files took haproxy -c 5.6 s against
+// 1.6 s for the same text in one file), and one file for all of them is a
+// 19 MB rewrite for every change at 10,000 routes: 256 shards keep both
+// small, about 40 backends (80 KB) a file at 10,000.
+const Shards = 256
+
+// shardOf is the shard of a backend's name: FNV-1a, so every process and
+// every version of dcm agrees.
+func shardOf(name string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(name); i++ {
+		h ^= uint32(name[i])
+		h *= 16777619
+	}
+	return int(h % Shards)
+}
+
+// shardName names shard i: two hex digits.
+func shardName(i int) string { return dcm.HexUint(uint64(i), 2) }
+
+// validShardName reports whether a name is a shard's.
+func validShardName(name string) bool {
+	return len(name) == 2 && strings.Trim(name, "0123456789abcdef") == ""
+}
+
+// BackendFileName is the file of a shard, relative to the work directory.
+func BackendFileName(shard string) string { return BackendsDir + "/" + shard + ".cfg" }
+
+// backendFileHeader starts every shard: relative paths in it (maps, CA
+// files) resolve against the work directory, the parent of its own, as
+// haproxy.cfg's resolve against its directory.
+const backendFileHeader = "# Written by dcm; every change is rewritten, edits are lost.\nglobal\n    default-path parent\n"
+
+// Renderer renders like Render and remembers what it rendered, so that a
+// change to one backend among thousands costs that backend: states share
+// unchanged backends (dcm.State), so a backend whose pointer did not move
+// keeps its file; one that moved is rendered again only if what it renders
+// from changed; the maps and the crt-list are rendered again only when a
+// changed backend's keys or certificate did. The output is byte-identical
+// to Render's. A Renderer is not safe for concurrent use.
+type Renderer struct {
+	settings Settings
+	global   []byte
+	// last holds the backends last rendered, sorted by name, and files
+	// their files, in the same order.
+	last  []*dcm.Backend
+	files []*renderedBackend
+	// pool is the pool last rendered and spares its backends, sorted by
+	// name.
+	pool   []string
+	spares []BackendFile
+	// shards holds the text of every shard, empty for one with no backend.
+	shards [Shards][]byte
+	// proxies maps each HAProxy backend name to the backend it carries.
+	proxies map[string]string
+	maps    map[string][]byte
+	crtList []byte
+}
+
+// renderedBackend is a backend's file and what it was rendered from.
+type renderedBackend struct {
+	sticky  string // the backend's name when sticky
+	balance string
+	tcp     [2]int64 // dcm.Route.TCPTimeouts
+	servers []dcm.Server
+	key     routeKey
+	text    []byte
+	shard   int
+}
+
+// routeKey holds what the maps are rendered from, per backend.
+type routeKey struct {
+	backend, slot, name, namespace, host, path string
+	insecure                                   string // dcm.Route.InsecureAction
+	rateLimit                                  string // dcm.Route.RateLimitValue
+	http                                       dcm.HTTPOptions
+	headers                                    string // routing.HeaderValue
+	allowlist                                  string // dcm.Route.Allowlist, joined
+	kind                                       dcm.RouteKind
+	pathType                                   dcm.PathType
+	balance                                    string
+	retiring                                   bool
+	sticky                                     bool // the cookie maps' entries
+}
+
+func keyOf(b *dcm.Backend) routeKey {
+	rt := b.Route
+	return routeKey{backend: b.Name, slot: b.Slot, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
+		kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: routing.InsecureAction(rt),
+		rateLimit: rt.RateLimitValue(), http: rt.HTTP, headers: routing.HeaderValue(rt), sticky: rt.Sticky,
+		allowlist: strings.Join(rt.Allowlist, ",")}
+}
+
+// NewRenderer returns a Renderer with an empty cache.
+func NewRenderer(s Settings) *Renderer {
+	return &Renderer{settings: s}
+}
+
+// Render renders st.
+func (r *Renderer) Render(st dcm.State) (Files, error) {
+	if r.global == nil {
+		if err := r.settings.validate(); err != nil {
+			return Files{}, err
+		}
+		var g bytes.Buffer
+		renderGlobal(&g, r.settings)
+		r.global = g.Bytes()
+	}
+	backends := st.Backends
+	if !slices.IsSortedFunc(backends, func(a, b *dcm.Backend) int { return strings.Compare(a.Name, b.Name) }) {
+		backends = slices.Clone(backends)
+		slices.SortStableFunc(backends, func(a, b *dcm.Backend) int { return strings.Compare(a.Name, b.Name) })
+	}
+	files, ch, err := r.renderBackends(backends)
+	if err != nil {
+		return Files{}, err
+	}
+	spares := r.spares
+	if r.proxies == nil || !slices.Equal(st.Pool, r.pool) {
+		if spares, err = r.renderSpares(st.Pool); err != nil {
+			return Files{}, err
+		}
+	}
+	proxies, err := r.carried(spares, ch)
+	if err != nil {
+		return Files{}, err
+	}
+	maps := r.maps
+	if maps == nil || ch.keys {
+		if maps, err = renderMaps(backends); err != nil {
+			return Files{}, err
+		}
+	}
+	list := r.crtList
+	if r.settings.HTTPSBind != "" && (list == nil || ch.certs) {
+		if list, err = renderCrtList(backends, r.settings.HTTP2); err != nil {
+			return Files{}, err
+		}
+	}
+	shards := r.shardTexts(backends, files, spares, ch)
+	r.last, r.files, r.pool, r.spares, r.proxies, r.maps, r.crtList, r.shards = backends, files, st.Pool, spares, proxies, maps, list, shards
+	out := Files{Config: r.global, Backends: shardFiles(&shards), Maps: maps}
+	if r.settings.HTTPSBind != "" {
+		out.CrtList = list
+	}
+	return out, nil
+}
+
+// changes is what a rendering found changed since the last: the backends
+// whose pointer moved, as they were (gone) and as they are (came), whether
+// one of their map keys moved, and whether one of them serves a
+// certificate.
+type changes struct {
+	gone, came  []*dcm.Backend
+	keys, certs bool
+}
+
+// renderBackends renders the file of every backend, reusing the last
+// rendering of those that did not change.
+func (r *Renderer) renderBackends(backends []*dcm.Backend) ([]*renderedBackend, changes, error) {
+	var ch changes
+	if r.proxies == nil {
+		ch.keys, ch.certs = true, true // nothing rendered yet
+	}
+	files := make([]*renderedBackend, len(backends))
+	certs := func(b *dcm.Backend) bool { return b.Route.TLS != nil }
+	i := 0
+	for k, b := range backends {
+		if k > 0 && backends[k-1].Name == b.Name {
+			return nil, ch, fmt.Errorf("backend %q appears twice", b.Name)
+		}
+		for i < len(r.last) && r.last[i].Name < b.Name {
+			ch.gone, ch.keys = append(ch.gone, r.last[i]), true
+			ch.certs = ch.certs || certs(r.last[i])
+			i++
+		}
+		if i < len(r.last) && r.last[i] == b {
+			files[k] = r.files[i]
+			i++
+			continue
+		}
+		var old *renderedBackend
+		if i < len(r.last) && r.last[i].Name == b.Name {
+			old = r.files[i]
+			ch.gone = append(ch.gone, r.last[i])
+			ch.certs = ch.certs || certs(r.last[i])
+			i++
+		}
+		rb, err := r.renderBackend(b, old)
+		if err != nil {
+			return nil, ch, err
+		}
+		files[k] = rb
+		ch.came = append(ch.came, b)
+		ch.keys = ch.keys || old == nil || old.key != rb.key
+		ch.certs = ch.certs || certs(b)
+	}
+	for ; i < len(r.last); i++ {
+		ch.gone, ch.keys = append(ch.gone, r.last[i]), true
+		ch.certs = ch.certs || certs(r.last[i])
+	}
+	return files, ch, nil
+}
+
+// renderBackend renders b's file, or keeps old's text when b renders as
+// old did.
+func (r *Renderer) renderBackend(b *dcm.Backend, old *renderedBackend) (*renderedBackend, error) {
+	sticky := ""
+	if b.Route.Sticky {
+		sticky = b.Name
+	}
+	var tcp [2]int64
+	tcp[0], tcp[1] = b.Route.TCPTimeouts()
+	key := keyOf(b)
+	if old != nil && old.balance == b.Route.Balance && old.sticky == sticky && old.tcp == tcp && old.key.slot == key.slot &&
+		slices.EqualFunc(old.servers, b.Servers, sameRendering) {
+		rb := *old
+		rb.key = key
+		return &rb, nil
+	}
+	var w bytes.Buffer
+	if err := renderBackend(&w, *b, r.settings.CookieSecret, r.settings.HTTP2); err != nil {
+		return nil, err
+	}
+	return &renderedBackend{sticky: sticky, balance: b.Route.Balance, tcp: tcp, servers: slices.Clone(b.Servers), key: key, text: w.Bytes(),
+		shard: shardOf(b.Name)}, nil
+}
+
+// renderSpares renders the free spares' files, sorted by name.
+func (r *Renderer) renderSpares(pool []string) ([]BackendFile, error) {
+	out := make([]BackendFile, 0, len(pool))
+	for _, name := range pool {
+		if _, ok := routing.SpareKind(name); !ok {
+			return nil, fmt.Errorf("spare backend %q: not a pool or route backend name", name)
+		}
+		spare := dcm.Backend{Name: name}
+		if k, _, _ := routing.ParsePoolBackend(name); k == routing.PoolSticky {
+			spare.Route.Sticky = true // a cookie and no key: the route that takes it sets one
+		}
+		var w bytes.Buffer
+		if err := renderBackend(&w, spare, r.settings.CookieSecret, r.settings.HTTP2); err != nil {
+			return nil, err
+		}
+		out = append(out, BackendFile{Name: name, Text: w.Bytes()})
+	}
+	slices.SortFunc(out, func(a, b BackendFile) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// carried maps each HAProxy backend to the backend it carries, refusing a
+// state where two share one. It follows what moved: the backends that
+// changed, and the spares when the pool did. The changes are checked in an
+// overlay first, so a refused rendering leaves the Renderer's map as it
+// was without copying it.
+func (r *Renderer) carried(spares []BackendFile, ch changes) (map[string]string, error) {
+	proxies := r.proxies
+	if proxies == nil {
+		proxies = map[string]string{}
+	}
+	sparesMoved := len(spares) != len(r.spares) || len(spares) > 0 && &spares[0] != &r.spares[0]
+	if len(ch.gone)+len(ch.came) == 0 && !sparesMoved {
+		return proxies, nil
+	}
+	overlay := map[string]string{} // "": the entry goes
+	get := func(proxy string) (string, bool) {
+		if name, ok := overlay[proxy]; ok {
+			return name, name != ""
+		}
+		name, ok := proxies[proxy]
+		return name, ok
+	}
+	for _, b := range ch.gone {
+		if name, _ := get(b.ProxyName()); name == b.Name {
+			overlay[b.ProxyName()] = ""
+		}
+	}
+	if sparesMoved {
+		for _, s := range r.spares {
+			if name, _ := get(s.Name); name == s.Name {
+				overlay[s.Name] = ""
+			}
+		}
+	}
+	for _, b := range ch.came {
+		if other, dup := get(b.ProxyName()); dup && other != b.Name {
+			return nil, fmt.Errorf("HAProxy backend %q carries two backends (%s, %s)", b.ProxyName(), other, b.Name)
+		}
+		overlay[b.ProxyName()] = b.Name
+	}
+	if sparesMoved {
+		for _, s := range spares {
+			if other, dup := get(s.Name); dup {
+				return nil, fmt.Errorf("HAProxy backend %q carries two backends (%s, a free spare)", s.Name, other)
+			}
+			overlay[s.Name] = s.Name
+		}
+	}
+	for proxy, name := range overlay {
+		if name == "" {
+			delete(proxies, proxy)
+		} else {
+			proxies[proxy] = name
+		}
+	}
+	return proxies, nil
+}
+
+// shardTexts assembles the shards again whose backends changed: those of
+// the backends that came and went, and of the spares when the pool moved.
+func (r *Renderer) shardTexts(backends []*dcm.Backend, files []*renderedBackend, spares []BackendFile, ch changes) [Shards][]byte {
+	shards := r.shards
+	var dirty [Shards]bool
+	all := r.proxies == nil // nothing rendered before
+	for _, b := range append(ch.gone, ch.came...) {
+		dirty[shardOf(b.Name)] = true
+	}
+	if len(spares) != len(r.spares) || len(spares) > 0 && &spares[0] != &r.spares[0] {
+		for _, s := range append(slices.Clone(r.spares), spares...) {
+			dirty[shardOf(s.Name)] = true
+		}
+	}
+	var texts [Shards][][]byte // the backends of each dirty shard, in name order
+	for k := range backends {
+		if i := files[k].shard; all || dirty[i] {
+			texts[i] = append(texts[i], files[k].text)
+		}
+	}
+	for _, s := range spares {
+		if i := shardOf(s.Name); all || dirty[i] {
+			texts[i] = append(texts[i], s.Text) // after the shard's backends, as a fresh rendering puts them
+		}
+	}
+	for i := range shards {
+		if !all && !dirty[i] {
+			continue
+		}
+		shards[i] = joinShard(texts[i])
+	}
+	return shards
+}
+
+// joinShard is a shard's file: the header, then its backends.
+func joinShard(texts [][]byte) []byte {
+	if len(texts) == 0 {
+		return nil
+	}
+	n := len(backendFileHeader)
+	for _, t := range texts {
+		n += len(t)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, backendFileHeader...)
+	for _, t := range texts {
+		out = append(out, t...)
+	}
+	return out
+}
+
+// shardFiles lists the shards that hold a backend.
+func shardFiles(shards *[Shards][]byte) []BackendFile {
+	out := make([]BackendFile, 0, Shards)
+	for i, t := range shards {
+		if len(t) > 0 {
+			out = append(out, BackendFile{Name: shardName(i), Text: t})
+		}
+	}
+	return out
+}
