@@ -74,7 +74,12 @@ func (t MapTable) HTTPSOnly() bool {
 // backends.
 func (t MapTable) Insecure() bool { return t == MapInsecure || t == MapInsecureHost }
 
-// Prefix reports whether the map matches keys by prefix (map_beg).
+// Prefix reports whether the map matches keys by prefix (map_beg). HAProxy
+// 2.6 indexes such a map in a prefix tree (pat_idx_tree_pfx) and map_beg
+// returns the longest key that begins the input (ebmb_lookup_longest),
+// whatever the order the entries came in: checked against 2.6.12, a key
+// added at runtime after a longer one that shares its start does not hide
+// it. So no map depends on its order, and an entry changes on its own.
 func (t MapTable) Prefix() bool { return t == MapHostPrefix || t == MapWildPrefix || t == MapAnyPrefix }
 
 // MapEntry is one line of a routing map: requests whose key matches go to

@@ -104,7 +104,10 @@ func (tx mapTx) commands(version uint32) ([]Command, error) {
 }
 
 // RuntimeMaps reads the routing maps HAProxy uses, as file bytes keyed
-// like Files.Maps, to compare the runtime with the files.
+// like Files.Maps, to compare the runtime with the files: their lines
+// sorted, as the files list them (by key: a line is the key, a space and
+// the value, and no key holds a space or anything below it). HAProxy lists
+// a map in the order its entries came in, which no lookup depends on.
 func (d *Driver) RuntimeMaps(ctx context.Context) (map[string][]byte, error) {
 	tables := slices.DeleteFunc(slices.Clone(dcm.MapTables), func(t dcm.MapTable) bool { return !d.loadsMap(t) })
 	cmds := make([]Command, 0, len(tables))
@@ -130,7 +133,9 @@ func (d *Driver) RuntimeMaps(ctx context.Context) (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[MapFile(t)] = []byte(text)
+		lines := strings.SplitAfter(text, "\n")
+		slices.Sort(lines)
+		out[MapFile(t)] = []byte(strings.Join(lines, ""))
 	}
 	return out, nil
 }

@@ -213,8 +213,8 @@ func equalEntries(a, b []dcm.MapEntry) bool {
 	return true
 }
 
-// filesEqualRuntime checks that every map HAProxy uses equals its file, line
-// for line and in order.
+// filesEqualRuntime checks that every map HAProxy uses equals its file, the
+// same lines (RuntimeMaps sorts them as the files are).
 func filesEqualRuntime(t *testing.T, d *Driver) {
 	t.Helper()
 	runtime, err := d.RuntimeMaps(context.Background())
