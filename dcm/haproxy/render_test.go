@@ -577,7 +577,7 @@ func TestAddMapCommandInsecure(t *testing.T) {
 		{dcm.MapInsecure, "be_edge:ns:a x", "none", false},
 		{dcm.MapHostExact, "a.example/", "none", false},
 	} {
-		_, err := AddMapCommand(1, tc.table, tc.key, tc.value)
+		_, err := AddMapCommand(tc.table, tc.key, tc.value)
 		if (err == nil) != tc.ok {
 			t.Errorf("%s %q %q: err %v, want ok=%v", tc.table, tc.key, tc.value, err, tc.ok)
 		}

@@ -105,8 +105,11 @@ func Apply(dp DataPlane, ops []dcm.Op) (DataPlane, error) {
 	return out, nil
 }
 
-// replaceMap applies a map-replace's changes to a map, kept sorted as the
-// renderer writes it.
+// replaceMap applies a map-replace's changes to a map, refusing what
+// HAProxy would refuse or get wrong: deleting an entry it lacks, setting
+// a key it lacks (set map fails), adding one it holds (add map would hold
+// it twice). The map is a set of keys, kept sorted as the renderer
+// writes it.
 func replaceMap(entries []dcm.MapEntry, op dcm.Op) ([]dcm.MapEntry, error) {
 	if !slices.Contains(dcm.MapTables, op.Map) {
 		return nil, errors.New("unknown map " + strconv.Quote(string(op.Map)))
@@ -122,6 +125,13 @@ func replaceMap(entries []dcm.MapEntry, op dcm.Op) ([]dcm.MapEntry, error) {
 		delete(byKey, e.Key)
 	}
 	for _, e := range op.Set {
+		if _, held := byKey[e.Key]; held == e.New {
+			if e.New {
+				return nil, errors.New("map " + string(op.Map) + " already holds " + e.Key + " to add")
+			}
+			return nil, errors.New("map " + string(op.Map) + " has no entry " + e.Key + " to set")
+		}
+		e.New = false
 		byKey[e.Key] = e
 	}
 	out := slices.AppendSeq(make([]dcm.MapEntry, 0, len(byKey)), maps.Values(byKey))

@@ -92,7 +92,11 @@ func compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps, changed []str
 	if remap {
 		// New routes' servers are in place before the maps send them
 		// traffic; retired ones get none before they are taken out.
-		ops = append(ops, mapOps(actual, st)...)
+		mops, ok := mapOps(actual, st)
+		if !ok {
+			return reloadFor(actual, desired, caps, []dcm.ReloadReason{dcm.ReasonRouteChanged})
+		}
+		ops = append(ops, mops...)
 	}
 	ops = append(ops, retired...)
 	if len(certFirst)+len(certLast) > 0 {
