@@ -72,10 +72,18 @@ func pathKeys(r dcm.Route, exact, prefix dcm.MapTable, host string) []key {
 
 // Tables builds the routing maps of the routed backends (and the
 // allowlist map of every backend, retiring ones too), each sorted by key
-// (SortEntries). Two routes with the
-// same key: the first in route order (State.Routes) wins, the other is
-// skipped (the kube layer rejects such conflicts anyway). It does not
-// validate: the renderer does, before anything reaches HAProxy.
+// (SortEntries). Two routes with the same key: the first in route order
+// (State.Routes) wins, the other is skipped (the kube layer rejects such
+// conflicts anyway); such routes have the same host (a key starts with
+// its route's host or wildcard domain, and no host holds a '/'). It does
+// not validate: the renderer does, before anything reaches HAProxy.
+//
+// Of any subset of backends that holds, with each backend, every other
+// one of the same host, it builds the entries the whole state has for
+// their keys (the maps not keyed by host and path are keyed by HAProxy
+// backend, one per backend) — but for the chunks of long allowlists,
+// whose ids depend on every list (Chunked): the planner changes maps by
+// such subsets (dcm/plan's mapOps).
 func Tables(backends []*dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
 	routed := make([]*dcm.Backend, 0, len(backends))
 	for _, b := range backends {
