@@ -92,8 +92,11 @@ const (
 	// route's dynamic-cookie-key (the driver derives it: the secret is not
 	// the planner's) and turns its dynamic cookies on.
 	OpCookieKey OpKind = "cookie-key"
-	// OpMapReplace replaces one routing map atomically (prepare map, add map
-	// for every entry, commit map) with the map rendered from Plan.Next.
+	// OpMapReplace changes the entries of one routing map that differ
+	// between two states, one command per entry: `add map` for a key the
+	// map gains, `set map` for one it repoints, `del map` for one it
+	// loses. The name is from when it replaced the whole map in one
+	// versioned transaction; it stays what the feed (protocol 1) calls it.
 	OpMapReplace OpKind = "map-replace"
 	// OpCertAdd loads a host's certificate (new ssl cert, set ssl cert,
 	// commit ssl cert) and lists it for its SNI host (add ssl crt-list).
@@ -113,9 +116,9 @@ const (
 	OpCADel OpKind = "ca-del"
 )
 
-// Op is one runtime change to one server, or one atomic replace of a routing
-// map. The haproxy package turns a server op into exactly one admin-socket
-// command, and a map replace into one versioned map transaction.
+// Op is one runtime change to one server, or the changed entries of a
+// routing map. The haproxy package turns a server op into exactly one
+// admin-socket command, and a map replace into one command per entry.
 type Op struct {
 	Kind OpKind `json:"op"`
 	// Backend is the route's backend (empty for map-replace); Slot, when
@@ -143,7 +146,7 @@ type Op struct {
 	Endpoint string `json:"endpoint,omitempty"`
 	Pod      string `json:"pod,omitempty"`
 	// Map, Set and Del describe a map-replace: the map, the entries it gains
-	// or repoints, and the entries it loses. The command sends the whole map.
+	// (MapEntry.New) or repoints, and the entries it loses, each one command.
 	Map MapTable   `json:"map,omitempty"`
 	Set []MapEntry `json:"set,omitempty"`
 	Del []MapEntry `json:"del,omitempty"`

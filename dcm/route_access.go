@@ -110,9 +110,11 @@ const MapAllowlist MapTable = "allowlist"
 const (
 	MaxAllowlistChunk = 4096
 	// AllowlistChunkPrefix sorts before every backend's name (be_…): in
-	// the map file and in the replace that fills a new version of the
-	// map, the chunks come before the values that name them (the version
-	// is committed whole: no request sees one without the other).
+	// the map file the chunks come before the values that name them. At
+	// runtime, where the map changes entry by entry, a chunk is added
+	// before the values that name it and deleted after them, and a
+	// chunk's key never holds another text (dcm/plan reloads instead), so
+	// no request reads a value against a chunk that is not its own.
 	AllowlistChunkPrefix = "_chunk."
 	allowlistIDLen       = 16
 )

@@ -38,13 +38,17 @@ const (
 // HTTPMapTables lists the maps of HTTP requests in the order HAProxy tries them.
 var HTTPMapTables = []MapTable{MapHostExact, MapHostPrefix, MapWildExact, MapWildPrefix, MapAnyExact, MapAnyPrefix}
 
-// MapTables lists every routing map: the rate limits, the setting maps,
-// the allowlists and the header actions first, so that a new route's
-// limits, settings and list are committed before the routing maps send it
-// traffic, then the HTTP maps, the SNI map and the insecure-policy maps.
+// MapTables lists every routing map: first those keyed by a backend that
+// say how it serves (the rate limits, the setting maps, the allowlists, the
+// header actions, the insecure policies), then those keyed by host and
+// path that send requests to a backend (the HTTP maps, the SNI maps), and
+// insecure_host. Maps change entry by entry (OpMapReplace): additions are
+// sent in this order and deletions in the reverse, so a new route's
+// limits, settings, list and policy are there before a key sends it
+// traffic, and a deleted route's keys go before them.
 var MapTables = append(append([]MapTable{MapRateLimit}, SettingMapTables...),
-	MapAllowlist, MapHeaders, MapHostExact, MapHostPrefix, MapWildExact, MapWildPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapSNIWild,
-	MapInsecure, MapInsecureHost)
+	MapAllowlist, MapHeaders, MapInsecure, MapHostExact, MapHostPrefix, MapWildExact, MapWildPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapSNIWild,
+	MapInsecureHost)
 
 // Setting maps hold a route's HTTPOptions, keyed by its HAProxy backend
 // (Backend.ProxyName), as the insecure map is: a value changes at runtime.
@@ -74,7 +78,12 @@ func (t MapTable) HTTPSOnly() bool {
 // backends.
 func (t MapTable) Insecure() bool { return t == MapInsecure || t == MapInsecureHost }
 
-// Prefix reports whether the map matches keys by prefix (map_beg).
+// Prefix reports whether the map matches keys by prefix (map_beg). HAProxy
+// 2.6 indexes such a map in a prefix tree (pat_idx_tree_pfx) and map_beg
+// returns the longest key that begins the input (ebmb_lookup_longest),
+// whatever the order the entries came in: checked against 2.6.12, a key
+// added at runtime after a longer one that shares its start does not hide
+// it. So no map depends on its order, and an entry changes on its own.
 func (t MapTable) Prefix() bool { return t == MapHostPrefix || t == MapWildPrefix || t == MapAnyPrefix }
 
 // MapEntry is one line of a routing map: requests whose key matches go to
@@ -89,6 +98,12 @@ type MapEntry struct {
 	// (Route.RateLimitValue) or of the allowlist map's (a list, a chunk of
 	// one, or the ids of its chunks).
 	Action string `json:"action,omitempty"`
+	// New is set on an entry of a map-replace's Set whose key the map
+	// does not hold yet: HAProxy gets `add map` for it, `set map` for an
+	// entry that repoints a key it holds (add map would hold the key
+	// twice, set map of a key it lacks fails). It is never set on an
+	// entry of a map itself.
+	New bool `json:"new,omitempty"`
 }
 
 // Value is what the map says to HAProxy: the backend's HAProxy name, or

@@ -956,7 +956,7 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 		Set: []dcm.MapEntry{{Key: "web.demo.example/", Backend: webName, Slot: "be_http:_pool:3"}},
 		Del: []dcm.MapEntry{{Key: "old.demo.example/", Backend: webName}}})
 	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpMapReplace, Map: dcm.MapInsecure,
-		Set: []dcm.MapEntry{{Key: "be_http:_pool:3", Backend: webName, Slot: "be_http:_pool:3", Action: "redirect-308"}}})
+		Set: []dcm.MapEntry{{Key: "be_http:_pool:3", Backend: webName, Slot: "be_http:_pool:3", Action: "redirect-308", New: true}}})
 	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpMapReplace, Map: dcm.MapAllowlist,
 		Set: []dcm.MapEntry{{Key: "be_http:_pool:3", Backend: webName, Slot: "be_http:_pool:3", Action: "10.0.0.0/8,::1"}}})
 	full.Ops = append(full.Ops, dcm.Op{Kind: dcm.OpCertUpdate, Backend: webName, Cert: &dcm.Cert{Host: "web.demo.example", Secret: "demo/shop-tls", Version: "0123abcd", H2: true}})

@@ -29,7 +29,7 @@ type Source interface {
 // Driver is the HAProxy side (dcm/haproxy in production).
 type Driver interface {
 	Start(ctx context.Context, initial dcm.State) error
-	// Apply applies ops; next is the state they lead to (map replaces send its maps).
+	// Apply applies ops; next is the state they lead to (which Write writes).
 	Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error
 	Write(st dcm.State) error
 	Reload(ctx context.Context, st dcm.State) (haproxy.ReloadResult, error)

@@ -24,9 +24,9 @@ const AllowlistLuaName = "dcm_allowlist.lua"
 // A backend without an entry in the allowlist map (dcm.MapAllowlist) pays
 // one map lookup and calls no Lua; one with an entry asks the fetch below,
 // which reads the same map (Lua's Map shares the map file's pattern
-// reference by its name, so a versioned `commit map` is what the next
-// request sees: measured, no reload). So a list that comes, changes or
-// goes is a map replace and never re-renders a backend. tcp-request
+// reference by its name, so an entry added, set or deleted at runtime is
+// what the next request sees: measured, no reload). So a list that comes,
+// changes or goes is a map entry and never re-renders a backend. tcp-request
 // content reject closes the connection without an answer, as OpenShift's
 // router does; in an HTTP backend it is evaluated for every request, in a
 // TCP one (passthrough) for the connection, and src is the client's
@@ -46,8 +46,9 @@ const AllowlistLuaName = "dcm_allowlist.lua"
 // client, never serve one: match_addr decides. A long
 // list's value names its chunks (dcm.MaxAllowlistChunk): the script reads
 // them, and on every request checks that the chunks of a cached list are
-// still the map's texts, since an id names a text within one version of
-// the map only. A chunk missing means the map changed between two
+// still the map's texts (the planner never gives a chunk's key another
+// text at runtime, but the script does not count on it). A chunk missing
+// means the map changed between two
 // lookups: the backend is looked up again, three times at most, then the
 // connection is refused (as it is for anything the script cannot read).
 // core.match_addr does not compare an IPv4 address with an IPv6 network,

@@ -105,7 +105,7 @@ func TestAllowlistEntries(t *testing.T) {
 		{"../etc/passwd", "10.0.0.1", false},
 		{"be_", "10.0.0.1", false},
 	} {
-		_, err := AddMapCommand(1, dcm.MapAllowlist, tt.key, tt.value)
+		_, err := AddMapCommand(dcm.MapAllowlist, tt.key, tt.value)
 		if (err == nil) != tt.ok {
 			t.Errorf("add map %s %.40q: %v, want ok %v", tt.key, tt.value, err, tt.ok)
 		}

@@ -24,7 +24,6 @@ const (
 	replyServersState
 	replyStat
 	replyBackends
-	replyPrepareMap
 	replyShowMap
 	replyNewCert
 	replySetCert
@@ -58,11 +57,11 @@ func (c Command) String() string { return c.text }
 // CommandFor turns one server op into exactly one command, validating every
 // string again. The command names the backend as HAProxy knows it (its
 // spare, when it has one), and a new server's TLS follows h2 (its ALPN,
-// as the cfg's server lines do). A map replace is a transaction: see
-// MapCommands.
+// as the cfg's server lines do). A map replace is a command per entry:
+// see Driver.mapCommands.
 func CommandFor(op dcm.Op, h2 HTTP2) (Command, error) {
 	if op.Kind == dcm.OpMapReplace {
-		return Command{}, fmt.Errorf("op %s %s: a map transaction, not one command", op.Kind, op.Map)
+		return Command{}, fmt.Errorf("op %s %s: a command per entry, not one command", op.Kind, op.Map)
 	}
 	if op.Kind == dcm.OpCookieKey {
 		return Command{}, fmt.Errorf("op %s %s: needs the cookie secret (CookieKeyCommands)", op.Kind, op.Backend)
@@ -132,11 +131,13 @@ func CookieKeyCommands(op dcm.Op, secret string) ([]Command, error) {
 	}, nil
 }
 
-// Routing maps are replaced atomically with HAProxy's versioned maps:
-// `prepare map` allocates an empty version, `add map @<ver>` fills it in
-// file order (map_beg takes the first match of a list, so order matters),
-// and `commit map @<ver>` makes it the visible one in one step and drops
-// the older versions. Requests see the old map or the new, never a mix.
+// Routing maps change entry by entry: `add map` for a key the map gains,
+// `set map` for one it repoints, `del map` for one it loses, each answered
+// with nothing by 2.6.12 (checked: set map of a key the map lacks answers
+// "entry not found.", del map "Key not found.", at severity 3). No lookup
+// depends on the order of a map's entries (dcm.MapTable.Prefix), so a
+// route added among thousands costs its own entries, not a resend of the
+// maps; what a request sees between two commands is Driver.Apply's.
 
 // mapFileFor validates a routing map and names its file.
 func mapFileFor(t dcm.MapTable) (string, error) {
@@ -146,18 +147,20 @@ func mapFileFor(t dcm.MapTable) (string, error) {
 	return MapFile(t), nil
 }
 
-// PrepareMapCommand is `prepare map <file>`.
-func PrepareMapCommand(t dcm.MapTable) (Command, error) {
-	file, err := mapFileFor(t)
-	if err != nil {
-		return Command{}, err
-	}
-	return Command{text: "prepare map " + file, kind: replyPrepareMap}, nil
+// AddMapCommand is `add map <file> <key> <value>`: an entry whose key the
+// map does not hold (it would hold it twice). The key and the value (an
+// HAProxy backend name, or the map's kind of value) are validated again.
+func AddMapCommand(t dcm.MapTable, key, value string) (Command, error) {
+	return mapEntryCommand("add", t, key, value)
 }
 
-// AddMapCommand is `add map @<ver> <file> <key> <value>`; the key and the
-// value (an HAProxy backend name) are validated again.
-func AddMapCommand(version uint32, t dcm.MapTable, key, value string) (Command, error) {
+// SetMapCommand is `set map <file> <key> <value>`: a new value for a key
+// the map holds, validated as AddMapCommand's.
+func SetMapCommand(t dcm.MapTable, key, value string) (Command, error) {
+	return mapEntryCommand("set", t, key, value)
+}
+
+func mapEntryCommand(verb string, t dcm.MapTable, key, value string) (Command, error) {
 	file, err := mapFileFor(t)
 	if err != nil {
 		return Command{}, err
@@ -169,9 +172,22 @@ func AddMapCommand(version uint32, t dcm.MapTable, key, value string) (Command, 
 		return Command{}, fmt.Errorf("map %s key %s: %w", t, key, err)
 	}
 	// The CLI splits commands at ';' (an HSTS value has some): escaped,
-	// it reaches the map as written (checked against 2.6.12).
+	// it reaches the map as written (checked against 2.6.12, add map and
+	// set map alike).
 	value = strings.ReplaceAll(value, ";", `\;`)
-	return Command{text: "add map @" + strconv.FormatUint(uint64(version), 10) + " " + file + " " + key + " " + value, kind: replyEmpty}, nil
+	return Command{text: verb + " map " + file + " " + key + " " + value, kind: replyEmpty}, nil
+}
+
+// DelMapCommand is `del map <file> <key>`, the key validated again.
+func DelMapCommand(t dcm.MapTable, key string) (Command, error) {
+	file, err := mapFileFor(t)
+	if err != nil {
+		return Command{}, err
+	}
+	if err := dcm.ValidateMapKey("map key", key); err != nil {
+		return Command{}, fmt.Errorf("map %s: %w", t, err)
+	}
+	return Command{text: "del map " + file + " " + key, kind: replyEmpty}, nil
 }
 
 // validateMapValue checks a map value against its map's allow-list: a
@@ -193,15 +209,6 @@ func validateMapValue(t dcm.MapTable, key, value string) error {
 	return validateBackendName(value)
 }
 
-// CommitMapCommand is `commit map @<ver> <file>`.
-func CommitMapCommand(version uint32, t dcm.MapTable) (Command, error) {
-	file, err := mapFileFor(t)
-	if err != nil {
-		return Command{}, err
-	}
-	return Command{text: "commit map @" + strconv.FormatUint(uint64(version), 10) + " " + file, kind: replyEmpty}, nil
-}
-
 // ShowMapCommand is `show map <file>`: the visible version of a map.
 func ShowMapCommand(t dcm.MapTable) (Command, error) {
 	file, err := mapFileFor(t)
@@ -212,7 +219,7 @@ func ShowMapCommand(t dcm.MapTable) (Command, error) {
 }
 
 // ParseShowMap reads show map's "<ref> <key> <value>" lines as file lines,
-// "<key> <value>\n" each, in HAProxy's order.
+// "<key> <value>\n" each, in HAProxy's order: the order entries came in.
 func ParseShowMap(reply string) (string, error) {
 	var b strings.Builder
 	for _, line := range strings.Split(reply, "\n") {
@@ -226,23 +233,6 @@ func ParseShowMap(reply string) (string, error) {
 		b.WriteString(f[1] + " " + f[2] + "\n")
 	}
 	return b.String(), nil
-}
-
-// prepareMapPrefix starts 2.6's reply to prepare map, after the severity.
-const prepareMapPrefix = "New version created: "
-
-// ParseMapVersion reads the version from the reply to prepare map.
-func ParseMapVersion(reply string) (uint32, error) {
-	_, msg, _ := severity(reply)
-	num, ok := strings.CutPrefix(msg, prepareMapPrefix)
-	if !ok {
-		return 0, fmt.Errorf("prepare map: unexpected reply %q", truncate(reply, 200))
-	}
-	v, err := strconv.ParseUint(num, 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("prepare map: version in %q: %w", truncate(reply, 200), err)
-	}
-	return uint32(v), nil
 }
 
 // InfoCommand is `show info`.
@@ -333,9 +323,6 @@ func (c Command) succeeded(reply string) bool {
 		return !prefixed && strings.HasPrefix(reply, "# pxname,")
 	case replyBackends:
 		return !prefixed && (reply == "# name" || strings.HasPrefix(reply, "# name\n"))
-	case replyPrepareMap:
-		_, err := ParseMapVersion(reply)
-		return prefixed && err == nil
 	case replyShowMap:
 		_, err := ParseShowMap(reply)
 		return !prefixed && err == nil

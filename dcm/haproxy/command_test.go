@@ -41,6 +41,9 @@ func FuzzCommandFor(f *testing.F) {
 	f.Add(uint8(3), "be_http:ns:r;del server x", "s\nshow info", "1.2.3.4 check", -1, 257, "maint;", false)
 	f.Add(uint8(4), "be_default", "s#x", "::ffff:1.2.3.4", 65536, 0, "up", true)
 	f.Add(uint8(5), "be_x", "s", "fe80::1%eth0", 1, 1, "ready\r", false)
+	f.Add(uint8(1), "a.example/api/", "be_http:ns:r", "", 0, 0, "", false)    // a map key and a backend
+	f.Add(uint8(1), "be_edge:ns:a", "max-age=1;preload", "", 0, 0, "", false) // an HSTS value's ';'
+	f.Add(uint8(1), "be_http:ns:a", "10.0.0.0/8,::1", "", 0, 0, "", false)    // an allowlist
 	f.Fuzz(func(t *testing.T, kind uint8, backend, server, addr string, port, weight int, state string, check bool) {
 		op := dcm.Op{Kind: kinds[int(kind)%len(kinds)], Backend: backend, Server: server, Addr: addr, Port: port,
 			Weight: weight, State: dcm.AdminState(state), Check: check, MaxConn: port}
@@ -68,6 +71,25 @@ func FuzzCommandFor(f *testing.F) {
 		for _, build := range []func(string) (Command, error){ServersStateCommand, StatCommand} {
 			if cmd, err := build(backend); err == nil && !showShapes.MatchString(cmd.String()) {
 				t.Fatalf("backend %q gave %q", backend, cmd)
+			}
+		}
+		// A map entry's command, the key from backend and the value from
+		// server: one command of its words, whatever the strings.
+		for _, table := range []dcm.MapTable{dcm.MapHostPrefix, dcm.MapHSTS, dcm.MapAllowlist, dcm.MapInsecure, dcm.MapHeaders} {
+			for verb, build := range map[string]func(dcm.MapTable, string, string) (Command, error){"add": AddMapCommand, "set": SetMapCommand,
+				"del": func(t dcm.MapTable, key, _ string) (Command, error) { return DelMapCommand(t, key) }} {
+				cmd, err := build(table, backend, server)
+				if err != nil {
+					continue
+				}
+				text, want := cmd.String(), 5
+				if verb == "del" {
+					want = 4
+				}
+				if f := strings.Fields(text); len(f) != want || strings.Count(text, " ") != want-1 || f[0] != verb || f[3] != backend ||
+					strings.ContainsAny(text, "\r\n") || splitsCommand(text) {
+					t.Fatalf("%s map %s %q %q gave %q", verb, table, backend, server, text)
+				}
 			}
 		}
 	})

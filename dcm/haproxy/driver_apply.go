@@ -9,14 +9,12 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 )
 
-// Apply sends ops as pipelined batches, one command per server op. Map
-// replaces (contiguous in ops, as the planner emits them) send the maps of
-// next, the state the ops lead to, as rendered for the files: the runtime
-// map and the file Write writes next are the same lines. They take two
-// batches, since add map needs the version prepare map returns: the server
-// ops before the maps and the prepares, then the entries, the commits and
-// the server ops after the maps. Nothing is sent when any op fails
-// validation; a failed batch stops before the next.
+// Apply sends ops as a pipelined batch, one command per server op and one
+// per changed map entry (mapCommands): the server ops before the map ops,
+// the map ops (contiguous in ops, as the planner emits them), the server
+// ops after them. next, the state the ops lead to, is what Write writes
+// after; the map ops carry their entries themselves. Nothing is sent when
+// any op fails validation; a failed batch stops before the next.
 //
 // Certificate ops come first and last (the planner puts a host's
 // certificate in place before its route and removes it after): each is
@@ -42,7 +40,7 @@ func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error 
 	if err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
-	batch, err := d.prepareServersAndMaps(ops, next)
+	batch, err := d.prepareServersAndMaps(ops)
 	if err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
@@ -66,20 +64,23 @@ func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error 
 	return d.runCertTransactions(ctx, last)
 }
 
-// serverBatch is the server ops and map replaces of an Apply, spelled and
+// serverBatch is the server ops and map ops of an Apply, spelled and
 // validated before anything is sent.
 type serverBatch struct {
-	ops               int
-	preCmds, postCmds []Command
-	txs               []mapTx
+	ops  int
+	cmds []Command
 }
 
-func (d *Driver) prepareServersAndMaps(ops []dcm.Op, next dcm.State) (serverBatch, error) {
+func (d *Driver) prepareServersAndMaps(ops []dcm.Op) (serverBatch, error) {
 	pre, maps, post, err := splitMapOps(ops)
 	if err != nil {
 		return serverBatch{}, err
 	}
-	preCmds, err := commandsFor(pre, d.cfg.Settings)
+	cmds, err := commandsFor(pre, d.cfg.Settings)
+	if err != nil {
+		return serverBatch{}, err
+	}
+	mapCmds, err := d.mapCommands(maps)
 	if err != nil {
 		return serverBatch{}, err
 	}
@@ -87,55 +88,21 @@ func (d *Driver) prepareServersAndMaps(ops []dcm.Op, next dcm.State) (serverBatc
 	if err != nil {
 		return serverBatch{}, err
 	}
-	txs, err := d.mapTransactions(maps, next)
-	if err != nil {
-		return serverBatch{}, err
-	}
-	return serverBatch{ops: len(ops), preCmds: preCmds, postCmds: postCmds, txs: txs}, nil
+	return serverBatch{ops: len(ops), cmds: append(append(cmds, mapCmds...), postCmds...)}, nil
 }
 
 func (d *Driver) applyServersAndMaps(ctx context.Context, b serverBatch) error {
-	preCmds, postCmds, txs := b.preCmds, b.postCmds, b.txs
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.ready(); err != nil {
 		return err
 	}
-	var busy []string
-	if len(txs) == 0 {
-		_, err := d.client.Exec(ctx, append(preCmds, postCmds...))
-		if busy, err = splitBusy(err); err != nil {
-			return fmt.Errorf("apply %d ops: %w", b.ops, err)
-		}
-		return busyError(busy)
-	}
-	first := preCmds
-	for _, tx := range txs {
-		first = append(first, tx.prepare)
-	}
-	replies, err := d.client.Exec(ctx, first)
-	if busy, err = splitBusy(err); err != nil {
-		return fmt.Errorf("apply %d ops, before the map commits: %w", len(preCmds)+len(txs), err)
-	}
-	var second []Command
-	for k, tx := range txs {
-		version, err := ParseMapVersion(replies[len(preCmds)+k].Text)
-		if err != nil {
-			return fmt.Errorf("apply: %w", err)
-		}
-		cmds, err := tx.commands(version)
-		if err != nil {
-			return fmt.Errorf("apply: %w", err)
-		}
-		second = append(second, cmds...)
-	}
-	second = append(second, postCmds...)
-	_, err = d.client.Exec(ctx, second)
-	more, err := splitBusy(err)
+	_, err := d.client.Exec(ctx, b.cmds)
+	busy, err := splitBusy(err)
 	if err != nil {
-		return fmt.Errorf("apply %d map replaces and %d ops after them: %w", len(txs), len(postCmds), err)
+		return fmt.Errorf("apply %d ops (%d commands): %w", b.ops, len(b.cmds), err)
 	}
-	return busyError(append(busy, more...))
+	return busyError(busy)
 }
 
 // BusyError is a batch that HAProxy applied but for del server commands it

@@ -10,70 +10,84 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 )
 
-// splitMapOps cuts ops into the server ops before the map replaces, those
-// replaces, and the server ops after them.
+// splitMapOps cuts ops into the server ops before the map ops, those map
+// ops, and the server ops after them.
 func splitMapOps(ops []dcm.Op) (pre, maps, post []dcm.Op, err error) {
-	first := slices.IndexFunc(ops, versioned)
+	first := slices.IndexFunc(ops, isMapOp)
 	if first < 0 {
 		return ops, nil, nil, nil
 	}
 	end := first
-	for end < len(ops) && versioned(ops[end]) {
+	for end < len(ops) && isMapOp(ops[end]) {
 		end++
 	}
-	if slices.ContainsFunc(ops[end:], versioned) {
-		return nil, nil, nil, errors.New("map replaces are not contiguous")
+	if slices.ContainsFunc(ops[end:], isMapOp) {
+		return nil, nil, nil, errors.New("map ops are not contiguous")
 	}
 	return ops[:first], ops[first:end], ops[end:], nil
 }
 
-// versioned reports whether an op is a versioned transaction: a map
-// replace.
-func versioned(o dcm.Op) bool { return o.Kind == dcm.OpMapReplace }
+// isMapOp reports whether an op changes a routing map.
+func isMapOp(o dcm.Op) bool { return o.Kind == dcm.OpMapReplace }
 
-// mapTx is one map replace: its prepare, and the lines of the new map.
-type mapTx struct {
-	table   dcm.MapTable
-	prepare Command
-	lines   [][2]string // key, value
-}
-
-// mapTransactions renders next and takes each replaced map's lines from it,
-// validated now so that nothing is sent when one is wrong.
-func (d *Driver) mapTransactions(ops []dcm.Op, next dcm.State) ([]mapTx, error) {
-	if len(ops) == 0 {
-		return nil, nil
-	}
-	files, err := d.render(next)
-	if err != nil {
-		return nil, err
-	}
-	txs := make([]mapTx, 0, len(ops))
-	for _, op := range ops {
+// mapCommands spells the changed entries of map ops, validated now so that
+// nothing is sent when one is wrong: first every entry added or repointed
+// (add map, set map), the maps in the ops' order (dcm.MapTables: what
+// describes a backend before the keys that send it traffic), then every
+// entry deleted (del map), the maps in the reverse order; an allowlist's
+// chunks are added before the values that name them and deleted after.
+// The entries are the planner's, as the maps of the state the ops lead to
+// hold them: the runtime map and the file Write writes next are the same
+// set of lines.
+//
+// A request between two commands sees some of the changes and not the
+// others. That is safe: an entry added or repointed names a backend whose
+// servers, settings, list and policy are already in place (servers come
+// before the map ops, backend-keyed maps before host-keyed ones), a key
+// deleted sends traffic to no backend that is gone (a deleted route's
+// servers retire after the map ops), and a request that finds a key
+// deleted an instant early gets what it would get an instant later.
+func (d *Driver) mapCommands(ops []dcm.Op) ([]Command, error) {
+	var adds, dels []Command
+	for i, op := range ops {
 		if !d.loadsMap(op.Map) {
 			continue
 		}
-		prepare, err := PrepareMapCommand(op.Map)
-		if err != nil {
-			return nil, err
+		set := append(chunksOf(op.Map, op.Set, true), chunksOf(op.Map, op.Set, false)...)
+		for _, e := range set {
+			cons := SetMapCommand
+			if e.New {
+				cons = AddMapCommand
+			}
+			c, err := cons(op.Map, e.Key, e.Value())
+			if err != nil {
+				return nil, fmt.Errorf("op %d (%s): %w", i, op, err)
+			}
+			adds = append(adds, c)
 		}
-		tx := mapTx{table: op.Map, prepare: prepare}
-		for _, line := range strings.Split(string(files.Maps[MapFile(op.Map)]), "\n") {
-			if line == "" {
-				continue
+		var these []Command
+		for _, e := range append(chunksOf(op.Map, op.Del, false), chunksOf(op.Map, op.Del, true)...) {
+			c, err := DelMapCommand(op.Map, e.Key)
+			if err != nil {
+				return nil, fmt.Errorf("op %d (%s): %w", i, op, err)
 			}
-			key, value, ok := strings.Cut(line, " ")
-			if !ok {
-				return nil, fmt.Errorf("map %s: line %q has no value", op.Map, line)
-			}
-			if _, err := AddMapCommand(0, op.Map, key, value); err != nil {
-				return nil, err
-			}
-			tx.lines = append(tx.lines, [2]string{key, value})
+			these = append(these, c)
 		}
-		txs = append(txs, tx)
+		dels = append(these, dels...)
 	}
-	return txs, nil
+	return append(adds, dels...), nil
+}
+
+// chunksOf picks the entries that are allowlist chunks (or, with chunks
+// false, those that are not), in their order.
+func chunksOf(t dcm.MapTable, es []dcm.MapEntry, chunks bool) []dcm.MapEntry {
+	var out []dcm.MapEntry
+	for _, e := range es {
+		if (t == dcm.MapAllowlist && strings.HasPrefix(e.Key, dcm.AllowlistChunkPrefix)) == chunks {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // loadsMap reports whether HAProxy loads a routing map: the SNI map is
@@ -86,25 +100,11 @@ func (d *Driver) loadsMap(t dcm.MapTable) bool {
 	return !t.HTTPSOnly() || d.cfg.Settings.HTTPSBind != ""
 }
 
-// commands fills the prepared version and commits it.
-func (tx mapTx) commands(version uint32) ([]Command, error) {
-	cmds := make([]Command, 0, len(tx.lines)+1)
-	for _, l := range tx.lines {
-		c, err := AddMapCommand(version, tx.table, l[0], l[1])
-		if err != nil {
-			return nil, err
-		}
-		cmds = append(cmds, c)
-	}
-	commit, err := CommitMapCommand(version, tx.table)
-	if err != nil {
-		return nil, err
-	}
-	return append(cmds, commit), nil
-}
-
 // RuntimeMaps reads the routing maps HAProxy uses, as file bytes keyed
-// like Files.Maps, to compare the runtime with the files.
+// like Files.Maps, to compare the runtime with the files: their lines
+// sorted, as the files list them (by key: a line is the key, a space and
+// the value, and no key holds a space or anything below it). HAProxy lists
+// a map in the order its entries came in, which no lookup depends on.
 func (d *Driver) RuntimeMaps(ctx context.Context) (map[string][]byte, error) {
 	tables := slices.DeleteFunc(slices.Clone(dcm.MapTables), func(t dcm.MapTable) bool { return !d.loadsMap(t) })
 	cmds := make([]Command, 0, len(tables))
@@ -130,7 +130,9 @@ func (d *Driver) RuntimeMaps(ctx context.Context) (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[MapFile(t)] = []byte(text)
+		lines := strings.SplitAfter(text, "\n")
+		slices.Sort(lines)
+		out[MapFile(t)] = []byte(strings.Join(lines, ""))
 	}
 	return out, nil
 }

@@ -15,8 +15,8 @@ const HeadersLuaName = "dcm_headers.lua"
 // header. Instead every HTTP backend runs one Lua action per direction
 // that looks its own name up in the headers map (dcm.MapHeaders) and
 // applies the actions it finds (routing.HeaderValue decodes below). Lua's
-// Map shares the pattern reference of the map file by its name, so a
-// versioned `commit map` on the runtime API is what the next request sees:
+// Map shares the pattern reference of the map file by its name, so an
+// entry added or set on the runtime API is what the next request sees:
 // measured with the real binary, no reload. A backend without an entry
 // pays one map lookup (docs/routes.md has the numbers).
 //

@@ -158,8 +158,12 @@ const routeTimeoutLines = "    http-request set-timeout server be_name,map_str(m
 // TestSettingMapValues: a setting map's values are its allow-list only,
 // and an HSTS value's ';' is escaped so the CLI reads one command.
 func TestSettingMapValues(t *testing.T) {
-	c, err := AddMapCommand(3, dcm.MapHSTS, "be_edge:ns:a", "max-age=1;preload")
-	if err != nil || c.text != `add map @3 maps/hsts.map be_edge:ns:a max-age=1\;preload` || splitsCommand(c.text) {
+	c, err := AddMapCommand(dcm.MapHSTS, "be_edge:ns:a", "max-age=1;preload")
+	if err != nil || c.text != `add map maps/hsts.map be_edge:ns:a max-age=1\;preload` || splitsCommand(c.text) {
+		t.Errorf("hsts: %q %v", c.text, err)
+	}
+	c, err = SetMapCommand(dcm.MapHSTS, "be_edge:ns:a", "max-age=1;includeSubDomains")
+	if err != nil || c.text != `set map maps/hsts.map be_edge:ns:a max-age=1\;includeSubDomains` || splitsCommand(c.text) {
 		t.Errorf("hsts: %q %v", c.text, err)
 	}
 	for _, bad := range []struct {
@@ -171,8 +175,11 @@ func TestSettingMapValues(t *testing.T) {
 		{dcm.MapTimeoutServer, "2s"}, {dcm.MapTimeoutServer, "0"}, {dcm.MapTimeoutServer, "02"}, {dcm.MapTimeoutTunnel, "2147483648"},
 		{dcm.MapTimeoutTunnel, "be_http:ns:a"},
 	} {
-		if _, err := AddMapCommand(1, bad.t, "be_http:ns:a", bad.v); err == nil {
+		if _, err := AddMapCommand(bad.t, "be_http:ns:a", bad.v); err == nil {
 			t.Errorf("map %s value %q accepted", bad.t, bad.v)
+		}
+		if _, err := SetMapCommand(bad.t, "be_http:ns:a", bad.v); err == nil {
+			t.Errorf("map %s value %q accepted by set map", bad.t, bad.v)
 		}
 	}
 	if !splitsCommand("show map; show info") || splitsCommand(`add map x y a\;b`) {

@@ -12,60 +12,72 @@ import (
 	"github.com/dcm-router/dcm/internal/testkit"
 )
 
-// TestMapCommands talks to the real binary: prepare map answers with a
-// version, add map and commit map answer nothing, and a commit of a version
-// that was never prepared is refused.
+// TestMapCommands talks to the real binary: add map, set map and del map
+// answer nothing and change the entry at once, set map and del map of a
+// key the map lacks are refused, and strings that could break a command
+// never leave the package.
 func TestMapCommands(t *testing.T) {
 	t.Parallel()
 	r := route("ns", "web", "web.example", "/", dcm.PathPrefix)
 	d, _ := startDriver(t, state(backendFor(r)))
 	ctx := context.Background()
-	prepare, err := PrepareMapCommand(dcm.MapHostPrefix)
-	mustf(t, err, "prepare")
-	replies, err := d.client.Exec(ctx, []Command{prepare})
-	mustf(t, err, "exec prepare")
-	if !strings.HasPrefix(replies[0].Text, "[6]: New version created: ") {
-		t.Fatalf("prepare map replied %q", replies[0].Text)
+	exec := func(build func() (Command, error)) string {
+		t.Helper()
+		c, err := build()
+		mustf(t, err, "build")
+		replies, err := d.client.Exec(ctx, []Command{c})
+		mustf(t, err, "%s", c)
+		if replies[0].Text != "" {
+			t.Errorf("%s replied %q", c, replies[0].Text)
+		}
+		show, err := ShowMapCommand(dcm.MapHostPrefix)
+		mustf(t, err, "show")
+		replies, err = d.client.Exec(ctx, []Command{show})
+		mustf(t, err, "exec show")
+		got, err := ParseShowMap(replies[0].Text)
+		mustf(t, err, "parse show map")
+		return got
 	}
-	v, err := ParseMapVersion(replies[0].Text)
-	mustf(t, err, "version")
-	add1, err := AddMapCommand(v, dcm.MapHostPrefix, "web.example/api/", r.BackendName())
-	mustf(t, err, "add")
-	add2, err := AddMapCommand(v, dcm.MapHostPrefix, "web.example/", r.BackendName())
-	mustf(t, err, "add")
-	commit, err := CommitMapCommand(v, dcm.MapHostPrefix)
-	mustf(t, err, "commit")
-	show, err := ShowMapCommand(dcm.MapHostPrefix)
-	mustf(t, err, "show")
-	replies, err = d.client.Exec(ctx, []Command{add1, add2, commit, show})
-	mustf(t, err, "exec add, commit, show")
-	for _, r := range replies[:3] {
-		if r.Text != "" {
-			t.Errorf("%s replied %q", r.Command, r.Text)
+	be := r.BackendName()
+	if got := exec(func() (Command, error) { return AddMapCommand(dcm.MapHostPrefix, "web.example/api/", be) }); got != "web.example/ "+be+"\nweb.example/api/ "+be+"\n" {
+		t.Errorf("after add map: %q", got)
+	}
+	if got := exec(func() (Command, error) { return SetMapCommand(dcm.MapHostPrefix, "web.example/", "be_http:_pool:1") }); got != "web.example/ be_http:_pool:1\nweb.example/api/ "+be+"\n" {
+		t.Errorf("after set map: %q", got)
+	}
+	if got := exec(func() (Command, error) { return DelMapCommand(dcm.MapHostPrefix, "web.example/api/") }); got != "web.example/ be_http:_pool:1\n" {
+		t.Errorf("after del map: %q", got)
+	}
+	for _, build := range []func() (Command, error){
+		func() (Command, error) { return SetMapCommand(dcm.MapHostPrefix, "web.example/api/", be) },
+		func() (Command, error) { return DelMapCommand(dcm.MapHostPrefix, "web.example/api/") },
+	} {
+		c, err := build()
+		mustf(t, err, "build")
+		_, err = d.client.Exec(ctx, []Command{c})
+		var ce *CommandError
+		if !errors.As(err, &ce) || !strings.HasPrefix(ce.Reply, "[3]:") {
+			t.Errorf("%s of a key the map lacks: %v", c, err)
 		}
 	}
-	got, err := ParseShowMap(replies[3].Text)
-	mustf(t, err, "parse show map")
-	if want := "web.example/api/ be_http:ns:web\nweb.example/ be_http:ns:web\n"; got != want {
-		t.Errorf("show map after commit = %q, want %q", got, want)
-	}
-	stale, _ := CommitMapCommand(v+5, dcm.MapHostPrefix)
-	_, err = d.client.Exec(ctx, []Command{stale})
-	var ce *CommandError
-	if !errors.As(err, &ce) || !strings.Contains(ce.Reply, "[3]:") {
-		t.Errorf("commit of an unprepared version: %v", err)
-	}
-	// Strings that could break a command never leave the package.
 	for _, bad := range []struct{ key, value string }{
 		{"a.example/ x", "be_x"}, {"a.example/;show", "be_x"}, {"a.example/#", "be_x"}, {"", "be_x"},
 		{"a.example/", "be_x y"}, {"a.example/", "other"}, {"a.example/", "be_x;"},
 	} {
-		if _, err := AddMapCommand(v, dcm.MapHostPrefix, bad.key, bad.value); err == nil {
+		if _, err := AddMapCommand(dcm.MapHostPrefix, bad.key, bad.value); err == nil {
 			t.Errorf("add map %q %q accepted", bad.key, bad.value)
 		}
+		if _, err := SetMapCommand(dcm.MapHostPrefix, bad.key, bad.value); err == nil {
+			t.Errorf("set map %q %q accepted", bad.key, bad.value)
+		}
 	}
-	if _, err := PrepareMapCommand("../etc/passwd"); err == nil {
-		t.Error("prepare map of an unknown map accepted")
+	for _, bad := range []string{"a.example/ x", "a.example/;show", ""} {
+		if _, err := DelMapCommand(dcm.MapHostPrefix, bad); err == nil {
+			t.Errorf("del map %q accepted", bad)
+		}
+	}
+	if _, err := DelMapCommand("../etc/passwd", "a.example/"); err == nil {
+		t.Error("del map of an unknown map accepted")
 	}
 }
 
@@ -190,29 +202,41 @@ func TestPooledRoute(t *testing.T) {
 	}
 }
 
-// mapReplaces is what the planner emits for the maps between two states.
+// mapReplaces is what the planner emits for the maps between two states:
+// the entries that differ, those the map gains marked New (dcm/plan's
+// mapOps, spelled again here from the whole maps).
 func mapReplaces(before, after dcm.State) []dcm.Op {
 	bt, at := routing.Tables(before.Backends), routing.Tables(after.Backends)
 	var ops []dcm.Op
 	for _, t := range dcm.MapTables {
-		if len(bt[t]) != len(at[t]) || !equalEntries(bt[t], at[t]) {
-			ops = append(ops, dcm.Op{Kind: dcm.OpMapReplace, Map: t})
+		old := map[string]dcm.MapEntry{}
+		for _, e := range bt[t] {
+			old[e.Key] = e
+		}
+		op := dcm.Op{Kind: dcm.OpMapReplace, Map: t}
+		for _, e := range at[t] {
+			o, held := old[e.Key]
+			delete(old, e.Key)
+			if held && o == e {
+				continue
+			}
+			e.New = !held
+			op.Set = append(op.Set, e)
+		}
+		for _, e := range bt[t] {
+			if _, gone := old[e.Key]; gone {
+				op.Del = append(op.Del, e)
+			}
+		}
+		if len(op.Set)+len(op.Del) > 0 {
+			ops = append(ops, op)
 		}
 	}
 	return ops
 }
 
-func equalEntries(a, b []dcm.MapEntry) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// filesEqualRuntime checks that every map HAProxy uses equals its file, line
-// for line and in order.
+// filesEqualRuntime checks that every map HAProxy uses equals its file, the
+// same lines (RuntimeMaps sorts them as the files are).
 func filesEqualRuntime(t *testing.T, d *Driver) {
 	t.Helper()
 	runtime, err := d.RuntimeMaps(context.Background())

@@ -166,7 +166,13 @@ func (s Settings) edgeSocket() string {
 
 // frontendRouting is the frontend's routing: the key is the lower-cased Host
 // header without its port followed by the path. Exact maps first, then
-// prefix maps, host-specific before any-host; the first match wins.
+// prefix maps, host-specific before any-host; the first map that matches
+// wins. Exact maps are looked up with map_str, prefix maps with map_beg,
+// which HAProxy 2.6 answers from a prefix tree with the longest key that
+// begins the request's (dcm.MapTable.Prefix): a key ends with '/' (or is
+// the exact one of a Prefix route), so /api matches /api and /api/x, never
+// /apix, and /api/v1 wins over /api for /api/v1/x whatever the order its
+// entries came in. One lookup per map, whatever the number of routes.
 func frontendRouting() []struct{ keyVar, conv, file string } {
 	out := make([]struct{ keyVar, conv, file string }, 0, len(dcm.HTTPMapTables))
 	for _, t := range dcm.HTTPMapTables {
@@ -463,9 +469,9 @@ func validateBackendName(name string) error {
 	return nil
 }
 
-// renderMaps writes every routing map (dcm.MapTables) as routing.Tables orders them
-// (the runtime map replace sends the same lines), after validating every
-// route and spare that reaches them.
+// renderMaps writes every routing map (dcm.MapTables), sorted by key as
+// routing.Tables gives them (the runtime gets the same entries one command
+// each), after validating every route and spare that reaches them.
 func renderMaps(backends []*dcm.Backend) (map[string][]byte, error) {
 	for _, b := range backends {
 		if !b.Routed() {

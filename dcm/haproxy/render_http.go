@@ -144,8 +144,9 @@ func renderDefaults(w *bytes.Buffer, s Settings) {
 }
 
 // renderLookup finds a request's backend into txn.be: the maps in
-// dcm.HTTPMapTables order, the first match wins. The key is the
-// lower-cased Host header without its port, then the path.
+// dcm.HTTPMapTables order, the first that matches wins (frontendRouting).
+// The key is the lower-cased Host header without its port, then the path
+// (without the query string).
 func renderLookup(w *bytes.Buffer) {
 	w.WriteString("    http-request set-var(txn.path) path\n")
 	w.WriteString("    http-request set-var(txn.host) req.hdr(host),field(1,:),lower\n")

@@ -43,11 +43,12 @@ func TestRenderMaps(t *testing.T) {
 		MapHostExact: "a.example/api be_http:ns:api-exact\n" +
 			"a.example/api/v1 be_http:ns:apiv1\n" +
 			"a.example/login be_http:ns:login\n",
-		MapHostPrefix: "a.example/api/v1/ be_http:ns:apiv1\n" +
+		// Sorted by key: map_beg finds the longest key whatever the order.
+		MapHostPrefix: "a.example/ be_http:ns:root\n" +
 			"a.example/api/ be_http:ns:api\n" +
-			"a.example/ be_http:ns:root\n",
+			"a.example/api/v1/ be_http:ns:apiv1\n",
 		MapAnyExact:                  "/health be_http:ns:anyexact\n/x be_http:ns:anyx\n",
-		MapAnyPrefix:                 "/x/ be_http:ns:anyx\n/ be_http:ns:any\n",
+		MapAnyPrefix:                 "/ be_http:ns:any\n/x/ be_http:ns:anyx\n",
 		MapFile(dcm.MapSNI):          "",
 		MapFile(dcm.MapSNIWild):      "",
 		MapFile(dcm.MapWildExact):    "",
@@ -576,7 +577,7 @@ func TestAddMapCommandInsecure(t *testing.T) {
 		{dcm.MapInsecure, "be_edge:ns:a x", "none", false},
 		{dcm.MapHostExact, "a.example/", "none", false},
 	} {
-		_, err := AddMapCommand(1, tc.table, tc.key, tc.value)
+		_, err := AddMapCommand(tc.table, tc.key, tc.value)
 		if (err == nil) != tc.ok {
 			t.Errorf("%s %q %q: err %v, want ok=%v", tc.table, tc.key, tc.value, err, tc.ok)
 		}

@@ -19,8 +19,8 @@ const RewriteLuaName = "dcm_rewrite.lua"
 // value is the prefix to replace and its target (routing.RewriteValue),
 // and replaces the path, the query string kept, as replace-path does. As
 // for the header actions, Lua's Map shares the map file's pattern
-// reference by name: a versioned `commit map` is what the next request
-// sees, no reload; a backend without an entry calls no Lua (the cfg looks
+// reference by name: an entry added or set at runtime is what the next
+// request sees, no reload; a backend without an entry calls no Lua (the cfg looks
 // the map up first).
 const rewriteLua = `-- Written by dcm; every change is rewritten, edits are lost.
 local rewrites = Map.new("` + MapsDir + "/" + string(dcm.MapRewrite) + ".map" + `", Map._str)

@@ -12,8 +12,8 @@ import (
 )
 
 // DataPlane is what HAProxy holds: the servers of every backend by the name
-// HAProxy knows it by (free spares with none), and the routing maps in file
-// order. Which route a spare carries is dcm's knowledge, not HAProxy's.
+// HAProxy knows it by (free spares with none), and the routing maps, sets
+// of keys kept sorted by key (no lookup depends on their order). Which route a spare carries is dcm's knowledge, not HAProxy's.
 type DataPlane struct {
 	Servers map[string][]dcm.Server
 	Maps    map[dcm.MapTable][]dcm.MapEntry
@@ -105,8 +105,11 @@ func Apply(dp DataPlane, ops []dcm.Op) (DataPlane, error) {
 	return out, nil
 }
 
-// replaceMap applies a map-replace's changes to a map and sorts it as the
-// renderer does.
+// replaceMap applies a map-replace's changes to a map, refusing what
+// HAProxy would refuse or get wrong: deleting an entry it lacks, setting
+// a key it lacks (set map fails), adding one it holds (add map would hold
+// it twice). The map is a set of keys, kept sorted as the renderer
+// writes it.
 func replaceMap(entries []dcm.MapEntry, op dcm.Op) ([]dcm.MapEntry, error) {
 	if !slices.Contains(dcm.MapTables, op.Map) {
 		return nil, errors.New("unknown map " + strconv.Quote(string(op.Map)))
@@ -122,10 +125,17 @@ func replaceMap(entries []dcm.MapEntry, op dcm.Op) ([]dcm.MapEntry, error) {
 		delete(byKey, e.Key)
 	}
 	for _, e := range op.Set {
+		if _, held := byKey[e.Key]; held == e.New {
+			if e.New {
+				return nil, errors.New("map " + string(op.Map) + " already holds " + e.Key + " to add")
+			}
+			return nil, errors.New("map " + string(op.Map) + " has no entry " + e.Key + " to set")
+		}
+		e.New = false
 		byKey[e.Key] = e
 	}
 	out := slices.AppendSeq(make([]dcm.MapEntry, 0, len(byKey)), maps.Values(byKey))
-	routing.SortEntries(op.Map, out)
+	routing.SortEntries(out)
 	return out, nil
 }
 

@@ -79,3 +79,23 @@ func BenchmarkSimulate1000Routes(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRouteAdd10kRoutes: a route added to 10,000 routes × 10
+// endpoints, on a spare, as the engine plans it (ComputeChanged): its
+// servers, then its map entries; the maps' cost is the new route's, not
+// the 10,000 (mapOps looks at its host's routes only).
+func BenchmarkRouteAdd10kRoutes(b *testing.B) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10}
+	d := bigDesired(10000, 10)
+	actual := idle(Fresh(d, caps))
+	more := bigDesired(10001, 10)
+	added := more.Backends[10000].Name
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		p := ComputeChanged(actual, more, caps, []string{added})
+		if p.Reload || len(p.Ops) != 31 || p.Ops[30].Kind != dcm.OpMapReplace || len(p.Ops[30].Set) != 1 {
+			b.Fatalf("want 30 server ops (add, enable health, ready) and one map entry, got %d ops (reload %v)", len(p.Ops), p.Reload)
+		}
+	}
+}

@@ -92,7 +92,11 @@ func compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps, changed []str
 	if remap {
 		// New routes' servers are in place before the maps send them
 		// traffic; retired ones get none before they are taken out.
-		ops = append(ops, mapOps(actual, st)...)
+		mops, ok := mapOps(actual, st, c.mapped)
+		if !ok {
+			return reloadFor(actual, desired, caps, []dcm.ReloadReason{dcm.ReasonRouteChanged})
+		}
+		ops = append(ops, mops...)
 	}
 	ops = append(ops, retired...)
 	if len(certFirst)+len(certLast) > 0 {
@@ -130,7 +134,10 @@ type computation struct {
 	retired []dcm.Op // ops of retiring backends: after the maps stop sending them traffic
 	waiting int
 	remap   bool // a route is bound, re-keyed or unbound: the maps change
-	moved   bool // a route moved to another backend: next is out of order
+	// mapped names the backends whose map entries may change (mapOps):
+	// bound, unbound, retired, or with another route or spare.
+	mapped []string
+	moved  bool // a route moved to another backend: next is out of order
 	// partial: ComputeChanged, which looks at the backends it touches
 	// only, and notes whether one of them (before or after) serves a
 	// certificate or has servers with a CA file.
@@ -162,6 +169,7 @@ func (c *computation) gone(a *dcm.Backend) {
 	}
 	r := retire(*a)
 	c.remap = c.remap || !a.Retiring
+	c.mapped = append(c.mapped, a.Name)
 	c.retired = append(c.retired, withSlot(r.ops, a.Slot)...)
 	c.waiting += r.waiting
 	if len(r.next.Servers) == 0 {
@@ -195,6 +203,7 @@ func (c *computation) arrived(d *dcm.DesiredBackend) {
 func (c *computation) carry(d *dcm.DesiredBackend, slot string) {
 	r := added(*d, slot)
 	c.remap = true
+	c.mapped = append(c.mapped, d.Name)
 	c.touch(nil, &r.next)
 	c.next = append(c.next, &r.next)
 	c.ops = append(c.ops, r.ops...)
@@ -225,6 +234,9 @@ func (c *computation) kept(actual *dcm.Backend, d *dcm.DesiredBackend) {
 	}
 	n := kept(actual, r)
 	c.touch(actual, n)
+	if n.Retiring != actual.Retiring || n.Slot != actual.Slot || !n.Route.Equal(actual.Route) {
+		c.mapped = append(c.mapped, n.Name)
+	}
 	c.next = append(c.next, n)
 	c.ops = append(c.ops, withSlot(r.ops, a.Slot)...)
 	c.waiting += r.waiting

@@ -75,6 +75,13 @@ func (g gen) desired() dcm.Desired {
 			r.Kind = dcm.KindEdge
 			r.TLS = &dcm.TLSRef{Secret: "ns/tls" + fmt.Sprint(n), Version: []string{"aa", "bb", "bb", ""}[g.r.IntN(4)]}
 		}
+		if n == 3 && g.r.IntN(3) == 0 {
+			// A route on another route's host: its keys beside that
+			// route's, or the very same key, a conflict the kube layer
+			// refuses but the maps must survive (the first route in
+			// order holds the key, the other takes it when it goes).
+			r.Host, r.Path = "h0.example", []string{"/", "/api", "/changed"}[g.r.IntN(3)]
+		}
 		if n == 4 && g.r.IntN(2) == 0 {
 			// A reencrypt route: a destination CA rotated now and then,
 			// its servers renamed after it as the sources name them.

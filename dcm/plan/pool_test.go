@@ -75,7 +75,7 @@ func TestPoolLifecycle(t *testing.T) {
 		"set-state be_http:demo:shop/shop-1:http ready",
 		"map-replace host_prefix +1 -0",
 	})
-	if p.Ops[0].Slot != "be_http:_pool:1" || p.Ops[2].Set[0] != (dcm.MapEntry{Key: "shop.example/", Backend: "be_http:demo:shop", Slot: "be_http:_pool:1"}) {
+	if p.Ops[0].Slot != "be_http:_pool:1" || p.Ops[2].Set[0] != (dcm.MapEntry{Key: "shop.example/", Backend: "be_http:demo:shop", Slot: "be_http:_pool:1", New: true}) {
 		t.Fatalf("add: ops do not name the spare: %+v", p.Ops)
 	}
 	b, _ := st.Backend(shop.BackendName())

@@ -7,6 +7,28 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 )
 
+// Chunked reports whether a backend's allowlist is cut into chunks (its
+// entries joined are longer than dcm.MaxAllowlistChunk): the ids of its
+// chunks depend on every other list, so a change to it may change entries
+// of other backends (chunks they share).
+func Chunked(b *dcm.Backend) bool {
+	n := len(b.Route.Allowlist) - 1
+	for _, e := range b.Route.Allowlist {
+		if n += len(e); n > dcm.MaxAllowlistChunk {
+			return true
+		}
+	}
+	return false
+}
+
+// Allowlist is the allowlist map of backends (dcm.MapAllowlist), sorted by
+// key: Tables' entries of that map, without the routing maps.
+func Allowlist(backends []*dcm.Backend) []dcm.MapEntry {
+	es := allowlistEntries(backends)
+	SortEntries(es)
+	return es
+}
+
 // allowlistEntries is the allowlist map (dcm.MapAllowlist) of backends:
 // an entry for every one whose route has a list, routed or retiring (a
 // retiring backend still serves the connections it has, and keeps its

@@ -140,3 +140,22 @@ func TestChunkID(t *testing.T) {
 		t.Errorf("the same text: %q, want %q", got, id)
 	}
 }
+
+// TestChunked: Chunked says whether a list has chunks in the map, at the
+// limit and either side of it.
+func TestChunked(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 100, 818, 819, 820, 1000} {
+		// Entries of 4 bytes and commas: a list of n is 5n-1 bytes, at the
+		// limit (4096) for n = 819.4…: 819 fit, 820 do not.
+		var list []string
+		for i := range n {
+			list = append(list, fmt.Sprintf("%04d", i))
+		}
+		r := dcm.Route{Namespace: "ns", Name: "a", Kind: dcm.KindHTTP, Host: "a.test", Path: "/", PathType: dcm.PathPrefix, Allowlist: list}
+		b := &dcm.Backend{Name: r.BackendName(), Route: r}
+		hasChunks := slices.ContainsFunc(allowlistEntries([]*dcm.Backend{b}), func(e dcm.MapEntry) bool { return dcm.IsAllowlistChunkKey(e.Key) })
+		if Chunked(b) != hasChunks || hasChunks != (n > 819) {
+			t.Errorf("%d entries: Chunked %v, chunks in the map %v", n, Chunked(b), hasChunks)
+		}
+	}
+}

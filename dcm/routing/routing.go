@@ -9,8 +9,11 @@
 //
 // HAProxy finds a request's backend in six maps, tried in this order —
 // exact keys before prefixes, a named host before a wildcard domain
-// (wildcard.go) before any host (dcm.HTTPMapTables) — and the first match
-// wins. The sni map (then sni_wild) sends TLS connections of passthrough
+// (wildcard.go) before any host (dcm.HTTPMapTables) — and the first map
+// that matches wins. Within a map the order of entries does not matter:
+// exact maps are looked up in a tree, and a prefix map returns its longest
+// key that begins the request's (dcm.MapTable.Prefix), so every map is a
+// set of keys, kept sorted by key in files and plans for a stable text. The sni map (then sni_wild) sends TLS connections of passthrough
 // routes by the ClientHello's server name to their TCP backends, before
 // any TLS is terminated. Two more, insecure
 // and insecure_host, say what plain HTTP for a TLS route gets
@@ -68,11 +71,19 @@ func pathKeys(r dcm.Route, exact, prefix dcm.MapTable, host string) []key {
 }
 
 // Tables builds the routing maps of the routed backends (and the
-// allowlist map of every backend, retiring ones too), each in the order
-// its file lists it and the runtime receives it. Two routes with the
-// same key: the first in route order (State.Routes) wins, the other is
-// skipped (the kube layer rejects such conflicts anyway). It does not
-// validate: the renderer does, before anything reaches HAProxy.
+// allowlist map of every backend, retiring ones too), each sorted by key
+// (SortEntries). Two routes with the same key: the first in route order
+// (State.Routes) wins, the other is skipped (the kube layer rejects such
+// conflicts anyway); such routes have the same host (a key starts with
+// its route's host or wildcard domain, and no host holds a '/'). It does
+// not validate: the renderer does, before anything reaches HAProxy.
+//
+// Of any subset of backends that holds, with each backend, every other
+// one of the same host, it builds the entries the whole state has for
+// their keys (the maps not keyed by host and path are keyed by HAProxy
+// backend, one per backend) — but for the chunks of long allowlists,
+// whose ids depend on every list (Chunked): the planner changes maps by
+// such subsets (dcm/plan's mapOps).
 func Tables(backends []*dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
 	routed := make([]*dcm.Backend, 0, len(backends))
 	for _, b := range backends {
@@ -125,27 +136,18 @@ func Tables(backends []*dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
 		}
 	}
 	out[dcm.MapAllowlist] = append(out[dcm.MapAllowlist], allowlistEntries(backends)...)
-	for t, es := range out {
-		SortEntries(t, es)
+	for _, es := range out {
+		SortEntries(es)
 	}
 	return out
 }
 
-// SortEntries puts a map's entries in file order. map_beg scans a list and
-// takes the first match, so prefix maps list longer keys first; exact maps
-// are sorted by key (the allowlist map's chunks, dcm.AllowlistChunkPrefix,
-// before the backends' lists that name them). The order depends on the
-// keys alone, so a map changed entry by entry sorts back to the map
-// rendered from scratch.
-func SortEntries(t dcm.MapTable, es []dcm.MapEntry) {
-	if t.Prefix() {
-		sort.Slice(es, func(i, j int) bool {
-			if len(es[i].Key) != len(es[j].Key) {
-				return len(es[i].Key) > len(es[j].Key)
-			}
-			return es[i].Key < es[j].Key
-		})
-		return
-	}
+// SortEntries puts a map's entries in file order: by key. No lookup
+// depends on it (dcm.MapTable.Prefix); it gives a map one text, so a map
+// changed entry by entry sorts back to the map rendered from scratch, and
+// the runtime's map (in the order its entries came) compares with the
+// file once sorted. The allowlist map's chunks (dcm.AllowlistChunkPrefix)
+// sort before the backends' lists that name them.
+func SortEntries(es []dcm.MapEntry) {
 	sort.Slice(es, func(i, j int) bool { return es[i].Key < es[j].Key })
 }

@@ -15,7 +15,7 @@ func TestTables(t *testing.T) {
 	tests := []struct {
 		name     string
 		backends []*dcm.Backend
-		want     map[dcm.MapTable][]string // table → "key value" in file order
+		want     map[dcm.MapTable][]string // table → "key value", sorted by key
 	}{
 		{
 			name:     "a prefix route has an exact and a prefix key",
@@ -26,7 +26,7 @@ func TestTables(t *testing.T) {
 			},
 		},
 		{
-			name: "longer prefixes first; any host in its own maps",
+			name: "every map sorted by key; any host in its own maps",
 			backends: dcm.BackendList(
 				route("root", "a.test", "/", dcm.PathPrefix, dcm.KindHTTP),
 				route("deep", "a.test", "/x/y", dcm.PathPrefix, dcm.KindHTTP),
@@ -34,7 +34,7 @@ func TestTables(t *testing.T) {
 			),
 			want: map[dcm.MapTable][]string{
 				dcm.MapHostExact:  {"a.test/x/y be_http:ns:deep"},
-				dcm.MapHostPrefix: {"a.test/x/y/ be_http:ns:deep", "a.test/ be_http:ns:root"},
+				dcm.MapHostPrefix: {"a.test/ be_http:ns:root", "a.test/x/y/ be_http:ns:deep"},
 				dcm.MapAnyExact:   {"/z be_http:ns:any"},
 			},
 		},

@@ -90,9 +90,8 @@ func (rep Report) mdCounts(b *strings.Builder) {
 	for _, r := range rep.Results {
 		w("| %s | %s |\n", r.Mode, countList(r.ByVerb))
 	}
-	w("\nA route added or deleted without a reload replaces the routing maps atomically (`prepare map`, one `add map`\n")
-	w("per entry of the whole map, `commit map`), so dcm's count grows with the number of routes; a reload sends none\n")
-	w("of these, and only reads HAProxy back afterwards (`show …`).\n")
+	w("\nA route added or deleted without a reload changes its own entries of the routing maps (one `add map`, `set map`\n")
+	w("or `del map` each) after its servers; a reload sends none of these, and only reads HAProxy back afterwards (`show …`).\n")
 }
 
 // mdLatencies is how fast a change was served: new pods and rotated certificates.

@@ -2323,7 +2323,7 @@ func decMapEntry(d *decoder, v *dcm.MapEntry) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "key,backend,slot,action") {
+		switch c.find(d.key(), "key,backend,slot,action,new") {
 		case 0:
 			d.str(&v.Key)
 		case 1:
@@ -2332,6 +2332,8 @@ func decMapEntry(d *decoder, v *dcm.MapEntry) {
 			d.str(&v.Slot)
 		case 3:
 			d.str(&v.Action)
+		case 4:
+			d.boolean(&v.New)
 		default:
 			d.skip()
 		}
@@ -2347,6 +2349,9 @@ func encMapEntry(e *encoder, k string, v *dcm.MapEntry) {
 	}
 	if v.Action != "" {
 		e.str("\"action\":", v.Action)
+	}
+	if v.New {
+		e.boolean("\"new\":", v.New)
 	}
 	e.end('}')
 }
