@@ -469,45 +469,6 @@ func validateBackendName(name string) error {
 	return nil
 }
 
-// renderMaps writes every routing map (dcm.MapTables), sorted by key as
-// routing.Tables gives them (the runtime gets the same entries one command
-// each), after validating every route and spare that reaches them.
-func renderMaps(backends []*dcm.Backend) (map[string][]byte, error) {
-	for _, b := range backends {
-		if !b.Routed() {
-			continue // a retiring backend, or one that serves no route
-		}
-		r := b.Route
-		if r.Balance == "" {
-			r.Balance = dcm.BalanceRoundRobin
-		}
-		if err := dcm.ValidateRoute(r); err != nil {
-			return nil, fmt.Errorf("backend %q: route %s: %w", b.Name, r.Key(), err)
-		}
-		if err := validateBackendName(b.ProxyName()); err != nil {
-			return nil, err
-		}
-	}
-	tables := routing.Tables(backends)
-	out := make(map[string][]byte, len(tables))
-	for _, t := range dcm.MapTables {
-		var buf bytes.Buffer
-		for _, e := range tables[t] {
-			if t.Insecure() || t.Setting() || t == dcm.MapAllowlist {
-				if err := dcm.ValidateMapKey("map key", e.Key); err != nil {
-					return nil, fmt.Errorf("map %s: %w", t, err)
-				}
-			}
-			if err := validateMapValue(t, e.Key, e.Value()); err != nil {
-				return nil, fmt.Errorf("map %s key %s: %w", t, e.Key, err)
-			}
-			buf.WriteString(e.Key + " " + e.Value() + "\n")
-		}
-		out[MapFile(t)] = buf.Bytes()
-	}
-	return out, nil
-}
-
 func (s Settings) validate() error {
 	if !filepath.IsAbs(s.AdminSocket) || !safePath(s.AdminSocket) {
 		return fmt.Errorf("admin socket %q: want an absolute path of letters, digits and /._-+", s.AdminSocket)

@@ -43,7 +43,17 @@ func TestRendererEqualsRender(t *testing.T) {
 		b := new(dcm.Backend)
 		*b = *backends[i] // a copy: st shares its backends
 		b.Servers = slices.Clone(b.Servers)
-		switch rng.IntN(9) {
+		switch rng.IntN(11) {
+		case 9: // another route's host: keys claimed by two routes
+			b.Route.Host = backends[rng.IntN(len(backends))].Route.Host
+		case 10: // a list long enough for chunks now and then
+			b.Route.Allowlist = nil
+			if rng.IntN(2) == 0 {
+				for n := range 600 {
+					b.Route.Allowlist = append(b.Route.Allowlist, fmt.Sprintf("10.%d.%d.0/24", n/250, n%250))
+				}
+				slices.Sort(b.Route.Allowlist) // canonical: sorted as strings
+			}
 		case 0:
 			b.Servers[rng.IntN(len(b.Servers))].Weight = 1 + rng.IntN(10)
 		case 1:

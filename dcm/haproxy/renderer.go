@@ -75,7 +75,9 @@ type Renderer struct {
 	shards [Shards][]byte
 	// proxies maps each HAProxy backend name to the backend it carries.
 	proxies map[string]string
+	// maps holds the map files last rendered and lines their entries.
 	maps    map[string][]byte
+	lines   mapLines
 	crtList []byte
 }
 
@@ -147,10 +149,16 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 	if err != nil {
 		return Files{}, err
 	}
-	maps := r.maps
+	maps, lines := r.maps, r.lines
 	if maps == nil || ch.keys {
-		if maps, err = renderMaps(backends); err != nil {
+		var patched bool
+		if maps, lines, patched, err = patchMaps(r.lines, r.maps, backends, ch); err != nil {
 			return Files{}, err
+		}
+		if !patched {
+			if maps, lines, err = renderMaps(backends); err != nil {
+				return Files{}, err
+			}
 		}
 	}
 	list := r.crtList
@@ -160,7 +168,7 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 		}
 	}
 	shards := r.shardTexts(backends, files, spares, ch)
-	r.last, r.files, r.pool, r.spares, r.proxies, r.maps, r.crtList, r.shards = backends, files, st.Pool, spares, proxies, maps, list, shards
+	r.last, r.files, r.pool, r.spares, r.proxies, r.maps, r.lines, r.crtList, r.shards = backends, files, st.Pool, spares, proxies, maps, lines, list, shards
 	out := Files{Config: r.global, Backends: shardFiles(&shards), Maps: maps}
 	if r.settings.HTTPSBind != "" {
 		out.CrtList = list
