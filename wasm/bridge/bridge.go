@@ -21,11 +21,12 @@ type Planner struct {
 	costs  dcm.MemoryCosts
 	snap   dcm.Snapshot
 	loaded bool
-	// desired is plan.DesiredOf the snapshot, read back once per snapshot
-	// and not per preview (at 1,000 backends it is half of what a preview
-	// allocates, and the collector runs on the worker's only thread).
-	desired *dcm.Desired
-	out     []byte // the last preview's JSON, reused
+	// prepared is the snapshot read back for previews (its desired state
+	// and totals), once per snapshot and not per preview: at 10,000
+	// backends each is a pass over 100,000 servers, on the worker's only
+	// thread. Nil until a preview needs it after the snapshot moved.
+	prepared *plan.Prepared
+	out      []byte // the last preview's JSON, reused
 }
 
 // New returns a planner with no snapshot yet.
@@ -59,7 +60,7 @@ func (p *Planner) Feed(raw []byte) (FeedResult, error) {
 		before := p.snap.Seq
 		next, ok := plan.Follow(p.snap, *m.Event)
 		if next.Seq != p.snap.Seq {
-			p.desired = nil
+			p.prepared = nil
 		}
 		p.snap = next
 		r.Seq, r.Changed, r.NeedSnapshot = p.snap.Seq, p.snap.Seq != before, !ok
@@ -87,7 +88,7 @@ func (p *Planner) load(s dcm.Snapshot) {
 	// Only what the planner reads is kept: routes and rejections are the
 	// page's business.
 	p.snap = dcm.Snapshot{Seq: s.Seq, Mode: s.Mode, Caps: s.Caps, Backends: s.Backends, Pool: s.Pool, DefaultCert: s.DefaultCert}
-	p.desired = nil
+	p.prepared = nil
 	p.loaded = true
 }
 
@@ -104,11 +105,11 @@ func (p *Planner) Simulate(whatifs []byte) ([]byte, error) {
 	if err := codec.DecodeWhatIfs(string(whatifs), &ws); err != nil {
 		return nil, dcm.Wrap("what-ifs", err)
 	}
-	if p.desired == nil {
-		d := plan.DesiredOf(dcm.State{Backends: p.snap.Backends, Pool: p.snap.Pool, DefaultCert: p.snap.DefaultCert})
-		p.desired = &d
+	if p.prepared == nil {
+		pr := plan.Prepare(p.snap, p.costs)
+		p.prepared = &pr
 	}
-	sim := plan.SimulateFrom(p.snap, *p.desired, ws, p.costs)
+	sim := p.prepared.Simulate(ws)
 	// The answer is written into the buffer of the last preview and
 	// copied out once: grown from nothing, a preview at 1,000 backends
 	// allocated a dozen ever larger buffers on the worker's one thread.
