@@ -119,9 +119,9 @@ func TestCorpus(t *testing.T) {
 			snapshots.differs(t, c.Arg)
 			whatIfs.differs(t, c.Arg)
 		}
-		out, err := bridge.Compute([]byte(s.Compute))
+		out, err := bridge.Compute(s.Compute)
 		answer(t, plans, out, err)
-		out, err = bridge.SimulateOn([]byte(s.Snapshot), []byte(s.WhatIfs), dcm.HAProxy26MemoryCosts())
+		out, err = bridge.SimulateOn(s.Snapshot, s.WhatIfs, dcm.HAProxy26MemoryCosts())
 		answer(t, simulations, out, err)
 	}
 }
