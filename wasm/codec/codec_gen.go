@@ -107,6 +107,23 @@ func AppendFeedResult(b []byte, v *wire.FeedResult) ([]byte, error) {
 	return e.b, e.err
 }
 
+// scratch holds, per type, the last array of structs decoded, cleared:
+// where the next one of its type is read before it is copied out (fromScratch).
+type scratch struct {
+	WhatIf       []dcm.WhatIf
+	Route        []dcm.Route
+	Rejection    []dcm.Rejection
+	SimStep      []dcm.SimStep
+	Share        []dcm.Share
+	Draining     []dcm.Draining
+	Op           []dcm.Op
+	ServiceRef   []dcm.ServiceRef
+	MapEntry     []dcm.MapEntry
+	Server       []dcm.Server
+	HeaderAction []dcm.HeaderAction
+	Endpoint     []dcm.Endpoint
+}
+
 func decSnapshot(d *decoder, v *dcm.Snapshot) {
 	if !d.open('{') {
 		return
@@ -217,6 +234,10 @@ func decSliceWhatIf(d *decoder, v *[]dcm.WhatIf) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.WhatIf = d.scratch.WhatIf[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -226,6 +247,9 @@ func decSliceWhatIf(d *decoder, v *[]dcm.WhatIf) {
 			}
 		}
 		decWhatIf(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.WhatIf)
 	}
 	if i == 0 {
 		s = []dcm.WhatIf{}
@@ -528,6 +552,10 @@ func decSliceRoute(d *decoder, v *[]dcm.Route) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.Route = d.scratch.Route[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -537,6 +565,9 @@ func decSliceRoute(d *decoder, v *[]dcm.Route) {
 			}
 		}
 		decRoute(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.Route)
 	}
 	if i == 0 {
 		s = []dcm.Route{}
@@ -642,6 +673,10 @@ func decSliceRejection(d *decoder, v *[]dcm.Rejection) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.Rejection = d.scratch.Rejection[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -651,6 +686,9 @@ func decSliceRejection(d *decoder, v *[]dcm.Rejection) {
 			}
 		}
 		decRejection(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.Rejection)
 	}
 	if i == 0 {
 		s = []dcm.Rejection{}
@@ -882,6 +920,10 @@ func decSliceSimStep(d *decoder, v *[]dcm.SimStep) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.SimStep = d.scratch.SimStep[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -891,6 +933,9 @@ func decSliceSimStep(d *decoder, v *[]dcm.SimStep) {
 			}
 		}
 		decSimStep(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.SimStep)
 	}
 	if i == 0 {
 		s = []dcm.SimStep{}
@@ -1003,6 +1048,10 @@ func decSliceShare(d *decoder, v *[]dcm.Share) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.Share = d.scratch.Share[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -1012,6 +1061,9 @@ func decSliceShare(d *decoder, v *[]dcm.Share) {
 			}
 		}
 		decShare(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.Share)
 	}
 	if i == 0 {
 		s = []dcm.Share{}
@@ -1041,6 +1093,10 @@ func decSliceDraining(d *decoder, v *[]dcm.Draining) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.Draining = d.scratch.Draining[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -1050,6 +1106,9 @@ func decSliceDraining(d *decoder, v *[]dcm.Draining) {
 			}
 		}
 		decDraining(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.Draining)
 	}
 	if i == 0 {
 		s = []dcm.Draining{}
@@ -1079,6 +1138,10 @@ func decSliceOp(d *decoder, v *[]dcm.Op) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.Op = d.scratch.Op[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -1088,6 +1151,9 @@ func decSliceOp(d *decoder, v *[]dcm.Op) {
 			}
 		}
 		decOp(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.Op)
 	}
 	if i == 0 {
 		s = []dcm.Op{}
@@ -1705,6 +1771,10 @@ func decSliceServiceRef(d *decoder, v *[]dcm.ServiceRef) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.ServiceRef = d.scratch.ServiceRef[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -1714,6 +1784,9 @@ func decSliceServiceRef(d *decoder, v *[]dcm.ServiceRef) {
 			}
 		}
 		decServiceRef(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.ServiceRef)
 	}
 	if i == 0 {
 		s = []dcm.ServiceRef{}
@@ -2025,6 +2098,10 @@ func decSliceMapEntry(d *decoder, v *[]dcm.MapEntry) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.MapEntry = d.scratch.MapEntry[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -2034,6 +2111,9 @@ func decSliceMapEntry(d *decoder, v *[]dcm.MapEntry) {
 			}
 		}
 		decMapEntry(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.MapEntry)
 	}
 	if i == 0 {
 		s = []dcm.MapEntry{}
@@ -2228,6 +2308,10 @@ func decSliceServer(d *decoder, v *[]dcm.Server) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.Server = d.scratch.Server[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -2237,6 +2321,9 @@ func decSliceServer(d *decoder, v *[]dcm.Server) {
 			}
 		}
 		decServer(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.Server)
 	}
 	if i == 0 {
 		s = []dcm.Server{}
@@ -2360,6 +2447,10 @@ func decSliceHeaderAction(d *decoder, v *[]dcm.HeaderAction) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.HeaderAction = d.scratch.HeaderAction[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -2369,6 +2460,9 @@ func decSliceHeaderAction(d *decoder, v *[]dcm.HeaderAction) {
 			}
 		}
 		decHeaderAction(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.HeaderAction)
 	}
 	if i == 0 {
 		s = []dcm.HeaderAction{}
@@ -2514,6 +2608,10 @@ func decSliceEndpoint(d *decoder, v *[]dcm.Endpoint) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.Endpoint = d.scratch.Endpoint[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -2523,6 +2621,9 @@ func decSliceEndpoint(d *decoder, v *[]dcm.Endpoint) {
 			}
 		}
 		decEndpoint(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.Endpoint)
 	}
 	if i == 0 {
 		s = []dcm.Endpoint{}
