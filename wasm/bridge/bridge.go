@@ -40,7 +40,7 @@ type FeedResult = wire.FeedResult
 
 // Feed takes one raw message of GET /api/v1/feed.
 func (p *Planner) Feed(raw string) (FeedResult, error) {
-	var m dcm.FeedMessage
+	var m wire.PlannerFeedMessage
 	if err := codec.DecodeFeedMessage(raw, &m); err != nil {
 		return FeedResult{}, dcm.Wrap("feed message", err)
 	}
@@ -74,7 +74,7 @@ func (p *Planner) Feed(raw string) (FeedResult, error) {
 // Load replaces the picture with a snapshot (GET /api/v1/snapshot), unless
 // the planner already follows a newer one.
 func (p *Planner) Load(raw string) (FeedResult, error) {
-	var s dcm.Snapshot
+	var s wire.PlannerSnapshot
 	if err := codec.DecodeSnapshot(raw, &s); err != nil {
 		return FeedResult{}, dcm.Wrap("snapshot", err)
 	}
@@ -87,9 +87,9 @@ func (p *Planner) Load(raw string) (FeedResult, error) {
 	return r, nil
 }
 
-func (p *Planner) load(s dcm.Snapshot) {
-	// Only what the planner reads is kept: routes and rejections are the
-	// page's business.
+func (p *Planner) load(s wire.PlannerSnapshot) {
+	// Only what the planner reads was decoded: routes and rejections are
+	// the page's business.
 	p.snap = dcm.Snapshot{Seq: s.Seq, Mode: s.Mode, Caps: s.Caps, Backends: s.Backends, Pool: s.Pool, DefaultCert: s.DefaultCert}
 	p.prepared = nil
 	p.loaded = true

@@ -84,8 +84,8 @@ func (s shape[T]) differs(t *testing.T, text string) {
 }
 
 var (
-	snapshots    = shape[dcm.Snapshot]{"Snapshot", codec.DecodeSnapshot, codec.AppendSnapshot}
-	feedMessages = shape[dcm.FeedMessage]{"FeedMessage", codec.DecodeFeedMessage, codec.AppendFeedMessage}
+	snapshots    = shape[wire.PlannerSnapshot]{"Snapshot", codec.DecodeSnapshot, codec.AppendSnapshot}
+	feedMessages = shape[wire.PlannerFeedMessage]{"FeedMessage", codec.DecodeFeedMessage, codec.AppendFeedMessage}
 	whatIfs      = shape[[]dcm.WhatIf]{"WhatIfs", codec.DecodeWhatIfs, codec.AppendWhatIfs}
 	computes     = shape[wire.ComputeInput]{"ComputeInput", codec.DecodeComputeInput, codec.AppendComputeInput}
 	simulations  = shape[dcm.Simulation]{"Simulation", codec.DecodeSimulation, codec.AppendSimulation}
@@ -162,7 +162,7 @@ func TestMalformed(t *testing.T) {
 	for _, text := range texts {
 		snapshots.differs(t, text)
 	}
-	var s dcm.Snapshot
+	var s wire.PlannerSnapshot
 	err := codec.DecodeSnapshot(`{"seq":"1"}`, &s)
 	if err == nil || err.Error() != `cannot decode "1" as a number at offset 7` {
 		t.Errorf("a string for a number: %v", err)
@@ -180,7 +180,7 @@ func TestEncodeErrors(t *testing.T) {
 	if jerr == nil || cerr == nil {
 		t.Errorf("a NaN: json.Marshal: %v, codec: %v; want both to fail", jerr, cerr)
 	}
-	m := dcm.FeedMessage{Event: &dcm.Event{Time: yearTenThousand()}}
+	m := wire.PlannerFeedMessage{Event: &dcm.Event{Time: yearTenThousand()}}
 	_, jerr = json.Marshal(m)
 	_, cerr = codec.AppendFeedMessage(nil, &m)
 	if jerr == nil || cerr == nil {
