@@ -53,8 +53,9 @@ export class Live {
     this.fetches = 0;
   }
 
-  // follow starts the feed; onMessage(message, raw) sees every message.
-  follow(status, onMessage = () => {}) {
+  // follow starts the feed; onMessage(message, raw) sees every message,
+  // onText(raw) its text first (Feed's).
+  follow(status, onMessage = () => {}, onText = () => {}) {
     this.status = status;
     const message = (m, raw) => {
       // A resume after a cut: the events missed follow, but they may be a
@@ -62,7 +63,7 @@ export class Live {
       if (m.type === 'hello' && m.hello?.resumed) this.soon(refreshDelay);
       onMessage(m, raw);
     };
-    this.feed = new Feed({ status, onMessage: message, onSnapshot: (s) => this.snapshot(s), onEvent: (ev) => this.event(ev) });
+    this.feed = new Feed({ status, onText, onMessage: message, onSnapshot: (s) => this.snapshot(s), onEvent: (ev) => this.event(ev) });
     this.feed.start();
   }
 

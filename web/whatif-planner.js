@@ -37,6 +37,11 @@ export class Planner {
         this.stats.plannerMs = m.ms;
         this.stats.wasmBytes = m.wasmBytes;
         break;
+      case 'loaded':
+        this.stats.loadMs = m.ms;
+        this.stats.snapshotChars = m.chars;
+        this.stats.loadedAt = m.at - performance.timeOrigin;
+        break;
       case 'preview':
         if (m.id !== this.asked) break;
         this.stats.lastSim = m.sim;

@@ -10,8 +10,10 @@
 // window.dcmWhatIf carries the figures tests read: firstPreviewMs (from
 // navigation start), lastMs (the planner's time for the last preview),
 // previews, source (wasm or server), plannerMs (start of the planner),
-// wasmBytes (the planner's download, as encoded on the wire) and
-// lastSim (the planner's last answer, as it gave it).
+// wasmBytes (the planner's download, as encoded on the wire), lastSim
+// (the planner's last answer, as it gave it), and of the last snapshot the
+// planner took in: loadMs (its time to read it), snapshotChars (its
+// length) and loadedAt (when it was read, from navigation start).
 
 import { coalesce, Live } from './live.js';
 import { Applier } from './whatif-apply.js';
@@ -20,7 +22,9 @@ import { WhatIfForm } from './whatif-form.js';
 import { Planner } from './whatif-planner.js';
 import { Preview } from './whatif-preview.js';
 
-const stats = (window.dcmWhatIf = { firstPreviewMs: null, lastMs: null, previews: 0, source: '', plannerMs: null, errors: [] });
+const stats = (window.dcmWhatIf = {
+  firstPreviewMs: null, lastMs: null, previews: 0, source: '', plannerMs: null, errors: [], loadMs: null, snapshotChars: null, loadedAt: null,
+});
 
 const $ = (id) => document.getElementById(id);
 
@@ -64,12 +68,11 @@ export function start({ status }) {
     choices.update(live.snap);
     if (!planner.inBrowser && !held()) recomputeSoon();
   });
-  live.follow(status, (m, raw) => {
-    planner.feed(raw);
+  live.follow(status, (m) => {
     if (m.type !== 'event') return;
     applier.follow(m.event);
     if (held()) preview.moved(m.event);
-  });
+  }, (raw) => planner.feed(raw));
 
   $('wi-hold').addEventListener('change', () => {
     planner.hold(held());

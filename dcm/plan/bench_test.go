@@ -99,3 +99,23 @@ func BenchmarkRouteAdd10kRoutes(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSimulate10kRoutes: the same at 10,000 routes × 10 servers, the
+// snapshot prepared once as the browser's planner keeps it (the preview
+// plans and counts the touched backend only).
+func BenchmarkSimulate10kRoutes(b *testing.B) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
+	d := bigDesired(10000, 10)
+	for i := range d.Backends {
+		d.Backends[i].Route.Workload = &dcm.WorkloadRef{Kind: "Deployment", Name: d.Backends[i].Route.Name}
+	}
+	snap := dcm.Snapshot{Seq: 1, Mode: caps.Mode, Caps: caps, Backends: idle(Fresh(d, caps)).Backends}
+	pr := Prepare(snap, dcm.HAProxy26MemoryCosts())
+	w := []dcm.WhatIf{{Kind: dcm.WhatIfScale, Namespace: "demo", Workload: &dcm.WorkloadRef{Kind: "Deployment", Name: "r05000"}, Replicas: 15}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if sim := pr.Simulate(w); sim.Ops != 15 || len(sim.Errors) > 0 || sim.After.Ready != 100005 {
+			b.Fatalf("want 15 ops and 100,005 servers ready, got %d, %d (%v)", sim.Ops, sim.After.Ready, sim.Errors)
+		}
+	}
+}

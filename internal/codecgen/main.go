@@ -34,8 +34,8 @@ type root struct {
 
 func roots() []root {
 	return []root{
-		{"Snapshot", "a dcm.Snapshot (GET /api/v1/snapshot)", reflect.TypeFor[dcm.Snapshot]()},
-		{"FeedMessage", "a dcm.FeedMessage (one message of /api/v1/feed)", reflect.TypeFor[dcm.FeedMessage]()},
+		{"Snapshot", "a snapshot as the planner reads it (GET /api/v1/snapshot)", reflect.TypeFor[wire.PlannerSnapshot]()},
+		{"FeedMessage", "one message of /api/v1/feed as the planner reads it", reflect.TypeFor[wire.PlannerFeedMessage]()},
 		{"WhatIfs", "a list of dcm.WhatIf", reflect.TypeFor[[]dcm.WhatIf]()},
 		{"ComputeInput", "a wire.ComputeInput", reflect.TypeFor[wire.ComputeInput]()},
 		{"Simulation", "a dcm.Simulation", reflect.TypeFor[dcm.Simulation]()},

@@ -1,6 +1,9 @@
 // Package bridge is the what-if planner as the browser calls it: JSON in,
 // JSON out, with the latest snapshot kept on this side so a preview sends
-// only its what-ifs across. The wasm main wires it to JavaScript; the
+// only its what-ifs across. The texts in are strings, decoded where they
+// lie: the decoded values keep slices of them, and a snapshot of 10,000
+// backends is 30 MB, which a copy per call would double in the browser's
+// heap. The wasm main wires it to JavaScript; the
 // parity tests call it natively, so both sides run this very code.
 package bridge
 
@@ -21,11 +24,12 @@ type Planner struct {
 	costs  dcm.MemoryCosts
 	snap   dcm.Snapshot
 	loaded bool
-	// desired is plan.DesiredOf the snapshot, read back once per snapshot
-	// and not per preview (at 1,000 backends it is half of what a preview
-	// allocates, and the collector runs on the worker's only thread).
-	desired *dcm.Desired
-	out     []byte // the last preview's JSON, reused
+	// prepared is the snapshot read back for previews (its desired state
+	// and totals), once per snapshot and not per preview: at 10,000
+	// backends each is a pass over 100,000 servers, on the worker's only
+	// thread. Nil until a preview needs it after the snapshot moved.
+	prepared *plan.Prepared
+	out      []byte // the last preview's JSON, reused
 }
 
 // New returns a planner with no snapshot yet.
@@ -35,9 +39,9 @@ func New(costs dcm.MemoryCosts) *Planner { return &Planner{costs: costs} }
 type FeedResult = wire.FeedResult
 
 // Feed takes one raw message of GET /api/v1/feed.
-func (p *Planner) Feed(raw []byte) (FeedResult, error) {
-	var m dcm.FeedMessage
-	if err := codec.DecodeFeedMessage(string(raw), &m); err != nil {
+func (p *Planner) Feed(raw string) (FeedResult, error) {
+	var m wire.PlannerFeedMessage
+	if err := codec.DecodeFeedMessage(raw, &m); err != nil {
 		return FeedResult{}, dcm.Wrap("feed message", err)
 	}
 	r := FeedResult{Type: m.Type, Seq: p.snap.Seq}
@@ -59,7 +63,7 @@ func (p *Planner) Feed(raw []byte) (FeedResult, error) {
 		before := p.snap.Seq
 		next, ok := plan.Follow(p.snap, *m.Event)
 		if next.Seq != p.snap.Seq {
-			p.desired = nil
+			p.prepared = nil
 		}
 		p.snap = next
 		r.Seq, r.Changed, r.NeedSnapshot = p.snap.Seq, p.snap.Seq != before, !ok
@@ -69,9 +73,9 @@ func (p *Planner) Feed(raw []byte) (FeedResult, error) {
 
 // Load replaces the picture with a snapshot (GET /api/v1/snapshot), unless
 // the planner already follows a newer one.
-func (p *Planner) Load(raw []byte) (FeedResult, error) {
-	var s dcm.Snapshot
-	if err := codec.DecodeSnapshot(string(raw), &s); err != nil {
+func (p *Planner) Load(raw string) (FeedResult, error) {
+	var s wire.PlannerSnapshot
+	if err := codec.DecodeSnapshot(raw, &s); err != nil {
 		return FeedResult{}, dcm.Wrap("snapshot", err)
 	}
 	r := FeedResult{Type: dcm.FeedTypeSnapshot}
@@ -83,11 +87,11 @@ func (p *Planner) Load(raw []byte) (FeedResult, error) {
 	return r, nil
 }
 
-func (p *Planner) load(s dcm.Snapshot) {
-	// Only what the planner reads is kept: routes and rejections are the
-	// page's business.
+func (p *Planner) load(s wire.PlannerSnapshot) {
+	// Only what the planner reads was decoded: routes and rejections are
+	// the page's business.
 	p.snap = dcm.Snapshot{Seq: s.Seq, Mode: s.Mode, Caps: s.Caps, Backends: s.Backends, Pool: s.Pool, DefaultCert: s.DefaultCert}
-	p.desired = nil
+	p.prepared = nil
 	p.loaded = true
 }
 
@@ -96,19 +100,19 @@ func (p *Planner) Seq() uint64 { return p.snap.Seq }
 
 // Simulate previews a JSON array of what-ifs against the kept snapshot and
 // returns the dcm.Simulation as JSON.
-func (p *Planner) Simulate(whatifs []byte) ([]byte, error) {
+func (p *Planner) Simulate(whatifs string) ([]byte, error) {
 	if !p.loaded {
 		return nil, errors.New("no snapshot yet")
 	}
 	var ws []dcm.WhatIf
-	if err := codec.DecodeWhatIfs(string(whatifs), &ws); err != nil {
+	if err := codec.DecodeWhatIfs(whatifs, &ws); err != nil {
 		return nil, dcm.Wrap("what-ifs", err)
 	}
-	if p.desired == nil {
-		d := plan.DesiredOf(dcm.State{Backends: p.snap.Backends, Pool: p.snap.Pool, DefaultCert: p.snap.DefaultCert})
-		p.desired = &d
+	if p.prepared == nil {
+		pr := plan.Prepare(p.snap, p.costs)
+		p.prepared = &pr
 	}
-	sim := plan.SimulateFrom(p.snap, *p.desired, ws, p.costs)
+	sim := p.prepared.Simulate(ws)
 	// The answer is written into the buffer of the last preview and
 	// copied out once: grown from nothing, a preview at 1,000 backends
 	// allocated a dozen ever larger buffers on the worker's one thread.
@@ -119,7 +123,7 @@ func (p *Planner) Simulate(whatifs []byte) ([]byte, error) {
 
 // SimulateOn previews what-ifs against a snapshot given with them, keeping
 // nothing: the same answer POST /api/v1/plan gives for that snapshot.
-func SimulateOn(snapshot, whatifs []byte, costs dcm.MemoryCosts) ([]byte, error) {
+func SimulateOn(snapshot, whatifs string, costs dcm.MemoryCosts) ([]byte, error) {
 	p := New(costs)
 	if _, err := p.Load(snapshot); err != nil {
 		return nil, err
@@ -131,9 +135,9 @@ func SimulateOn(snapshot, whatifs []byte, costs dcm.MemoryCosts) ([]byte, error)
 type ComputeInput = wire.ComputeInput
 
 // Compute runs plan.Compute on a ComputeInput and returns the dcm.Plan as JSON.
-func Compute(input []byte) ([]byte, error) {
+func Compute(input string) ([]byte, error) {
 	var in ComputeInput
-	if err := codec.DecodeComputeInput(string(input), &in); err != nil {
+	if err := codec.DecodeComputeInput(input, &in); err != nil {
 		return nil, dcm.Wrap("compute input", err)
 	}
 	pl := plan.Compute(in.Actual, in.Desired, in.Caps)

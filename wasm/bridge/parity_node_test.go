@@ -108,13 +108,13 @@ func nativeAnswer(p *bridge.Planner, c jsCall) string {
 	if len(c.Args) != n {
 		return fmt.Sprintf("error want %d string arguments", n)
 	}
-	in := make([][]byte, n)
+	in := make([]string, n)
 	for i, a := range c.Args {
 		s, ok := a.(string)
 		if !ok {
 			return "error arguments must be JSON text"
 		}
-		in[i] = []byte(s)
+		in[i] = s
 	}
 	var out []byte
 	var err error

@@ -9,31 +9,31 @@ import (
 	"github.com/dcm-router/dcm/wasm/wire"
 )
 
-// DecodeSnapshot reads a dcm.Snapshot (GET /api/v1/snapshot) from JSON text into v.
-func DecodeSnapshot(data string, v *dcm.Snapshot) error {
+// DecodeSnapshot reads a snapshot as the planner reads it (GET /api/v1/snapshot) from JSON text into v.
+func DecodeSnapshot(data string, v *wire.PlannerSnapshot) error {
 	d := &decoder{s: data}
-	decSnapshot(d, v)
+	decPlannerSnapshot(d, v)
 	return d.finish()
 }
 
-// AppendSnapshot appends a dcm.Snapshot (GET /api/v1/snapshot) to b as JSON text.
-func AppendSnapshot(b []byte, v *dcm.Snapshot) ([]byte, error) {
+// AppendSnapshot appends a snapshot as the planner reads it (GET /api/v1/snapshot) to b as JSON text.
+func AppendSnapshot(b []byte, v *wire.PlannerSnapshot) ([]byte, error) {
 	e := &encoder{b: b}
-	encSnapshot(e, "", v)
+	encPlannerSnapshot(e, "", v)
 	return e.b, e.err
 }
 
-// DecodeFeedMessage reads a dcm.FeedMessage (one message of /api/v1/feed) from JSON text into v.
-func DecodeFeedMessage(data string, v *dcm.FeedMessage) error {
+// DecodeFeedMessage reads one message of /api/v1/feed as the planner reads it from JSON text into v.
+func DecodeFeedMessage(data string, v *wire.PlannerFeedMessage) error {
 	d := &decoder{s: data}
-	decFeedMessage(d, v)
+	decPlannerFeedMessage(d, v)
 	return d.finish()
 }
 
-// AppendFeedMessage appends a dcm.FeedMessage (one message of /api/v1/feed) to b as JSON text.
-func AppendFeedMessage(b []byte, v *dcm.FeedMessage) ([]byte, error) {
+// AppendFeedMessage appends one message of /api/v1/feed as the planner reads it to b as JSON text.
+func AppendFeedMessage(b []byte, v *wire.PlannerFeedMessage) ([]byte, error) {
 	e := &encoder{b: b}
-	encFeedMessage(e, "", v)
+	encPlannerFeedMessage(e, "", v)
 	return e.b, e.err
 }
 
@@ -107,13 +107,28 @@ func AppendFeedResult(b []byte, v *wire.FeedResult) ([]byte, error) {
 	return e.b, e.err
 }
 
-func decSnapshot(d *decoder, v *dcm.Snapshot) {
+// scratch holds, per type, the last array of structs decoded, cleared:
+// where the next one of its type is read before it is copied out (fromScratch).
+type scratch struct {
+	WhatIf       []dcm.WhatIf
+	SimStep      []dcm.SimStep
+	Share        []dcm.Share
+	Draining     []dcm.Draining
+	Op           []dcm.Op
+	MapEntry     []dcm.MapEntry
+	Server       []dcm.Server
+	ServiceRef   []dcm.ServiceRef
+	Endpoint     []dcm.Endpoint
+	HeaderAction []dcm.HeaderAction
+}
+
+func decPlannerSnapshot(d *decoder, v *wire.PlannerSnapshot) {
 	if !d.open('{') {
 		return
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "seq,mode,caps,haproxy,updates,lastReload,routes,backends,pool,rejected,defaultCert") {
+		switch c.find(d.key(), "seq,mode,caps,backends,pool,defaultCert") {
 		case 0:
 			d.uint64(&v.Seq)
 		case 1:
@@ -121,20 +136,10 @@ func decSnapshot(d *decoder, v *dcm.Snapshot) {
 		case 2:
 			decCaps(d, &v.Caps)
 		case 3:
-			decHAProxyInfo(d, &v.HAProxy)
-		case 4:
-			decUpdates(d, &v.Updates)
-		case 5:
-			decPtrReloadInfo(d, &v.LastReload)
-		case 6:
-			decSliceRoute(d, &v.Routes)
-		case 7:
 			decSlicePtrBackend(d, &v.Backends)
-		case 8:
+		case 4:
 			decSliceString(d, &v.Pool)
-		case 9:
-			decSliceRejection(d, &v.Rejected)
-		case 10:
+		case 5:
 			decCert(d, &v.DefaultCert)
 		default:
 			d.skip()
@@ -142,68 +147,51 @@ func decSnapshot(d *decoder, v *dcm.Snapshot) {
 	}
 }
 
-func encSnapshot(e *encoder, k string, v *dcm.Snapshot) {
+func encPlannerSnapshot(e *encoder, k string, v *wire.PlannerSnapshot) {
 	e.open(k)
 	e.uint64("\"seq\":", v.Seq)
 	e.str("\"mode\":", string(v.Mode))
 	encCaps(e, "\"caps\":", &v.Caps)
-	encHAProxyInfo(e, "\"haproxy\":", &v.HAProxy)
-	encUpdates(e, "\"updates\":", &v.Updates)
-	if v.LastReload != nil {
-		encPtrReloadInfo(e, "\"lastReload\":", &v.LastReload)
-	}
-	encSliceRoute(e, "\"routes\":", &v.Routes)
 	encSlicePtrBackend(e, "\"backends\":", &v.Backends)
 	if len(v.Pool) != 0 {
 		encSliceString(e, "\"pool\":", &v.Pool)
 	}
-	encSliceRejection(e, "\"rejected\":", &v.Rejected)
 	if v.DefaultCert != (dcm.Cert{}) {
 		encCert(e, "\"defaultCert\":", &v.DefaultCert)
 	}
 	e.end('}')
 }
 
-func decFeedMessage(d *decoder, v *dcm.FeedMessage) {
+func decPlannerFeedMessage(d *decoder, v *wire.PlannerFeedMessage) {
 	if !d.open('{') {
 		return
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "type,seq,hello,snapshot,event,reason") {
+		switch c.find(d.key(), "type,seq,snapshot,event") {
 		case 0:
 			d.str(&v.Type)
 		case 1:
 			d.uint64(&v.Seq)
 		case 2:
-			decPtrFeedHello(d, &v.Hello)
+			decPtrPlannerSnapshot(d, &v.Snapshot)
 		case 3:
-			decPtrSnapshot(d, &v.Snapshot)
-		case 4:
 			decPtrEvent(d, &v.Event)
-		case 5:
-			d.str(&v.Reason)
 		default:
 			d.skip()
 		}
 	}
 }
 
-func encFeedMessage(e *encoder, k string, v *dcm.FeedMessage) {
+func encPlannerFeedMessage(e *encoder, k string, v *wire.PlannerFeedMessage) {
 	e.open(k)
 	e.str("\"type\":", v.Type)
 	e.uint64("\"seq\":", v.Seq)
-	if v.Hello != nil {
-		encPtrFeedHello(e, "\"hello\":", &v.Hello)
-	}
 	if v.Snapshot != nil {
-		encPtrSnapshot(e, "\"snapshot\":", &v.Snapshot)
+		encPtrPlannerSnapshot(e, "\"snapshot\":", &v.Snapshot)
 	}
 	if v.Event != nil {
 		encPtrEvent(e, "\"event\":", &v.Event)
-	}
-	if v.Reason != "" {
-		e.str("\"reason\":", v.Reason)
 	}
 	e.end('}')
 }
@@ -217,6 +205,10 @@ func decSliceWhatIf(d *decoder, v *[]dcm.WhatIf) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.WhatIf = d.scratch.WhatIf[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -226,6 +218,9 @@ func decSliceWhatIf(d *decoder, v *[]dcm.WhatIf) {
 			}
 		}
 		decWhatIf(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.WhatIf)
 	}
 	if i == 0 {
 		s = []dcm.WhatIf{}
@@ -440,123 +435,6 @@ func encCaps(e *encoder, k string, v *dcm.Caps) {
 	e.end('}')
 }
 
-func decHAProxyInfo(d *decoder, v *dcm.HAProxyInfo) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "version,pid,started,reloads,running") {
-		case 0:
-			d.str(&v.Version)
-		case 1:
-			d.int(&v.PID)
-		case 2:
-			decTime(d, &v.Started)
-		case 3:
-			d.int(&v.Reloads)
-		case 4:
-			d.boolean(&v.Running)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encHAProxyInfo(e *encoder, k string, v *dcm.HAProxyInfo) {
-	e.open(k)
-	e.str("\"version\":", v.Version)
-	e.int64("\"pid\":", int64(v.PID))
-	encTime(e, "\"started\":", &v.Started)
-	e.int64("\"reloads\":", int64(v.Reloads))
-	e.boolean("\"running\":", v.Running)
-	e.end('}')
-}
-
-func decUpdates(d *decoder, v *dcm.Updates) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "noop,dynamic,reload") {
-		case 0:
-			d.uint64(&v.Noop)
-		case 1:
-			d.uint64(&v.Dynamic)
-		case 2:
-			d.uint64(&v.Reload)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encUpdates(e *encoder, k string, v *dcm.Updates) {
-	e.open(k)
-	e.uint64("\"noop\":", v.Noop)
-	e.uint64("\"dynamic\":", v.Dynamic)
-	e.uint64("\"reload\":", v.Reload)
-	e.end('}')
-}
-
-func decPtrReloadInfo(d *decoder, v **dcm.ReloadInfo) {
-	if d.null() {
-		*v = nil
-		return
-	}
-	if *v == nil {
-		*v = new(dcm.ReloadInfo)
-	}
-	decReloadInfo(d, *v)
-}
-
-func encPtrReloadInfo(e *encoder, k string, v **dcm.ReloadInfo) {
-	if *v == nil {
-		e.null(k)
-		return
-	}
-	encReloadInfo(e, k, *v)
-}
-
-func decSliceRoute(d *decoder, v *[]dcm.Route) {
-	if d.null() {
-		*v = nil
-		return
-	}
-	if !d.open('[') {
-		return
-	}
-	s, i := *v, 0
-	for ; d.more(']'); i++ {
-		if i == len(s) {
-			if i < cap(s) {
-				s = s[:i+1]
-			} else {
-				s = append(s, dcm.Route{})
-			}
-		}
-		decRoute(d, &s[i])
-	}
-	if i == 0 {
-		s = []dcm.Route{}
-	}
-	*v = s[:i]
-}
-
-func encSliceRoute(e *encoder, k string, v *[]dcm.Route) {
-	if *v == nil {
-		e.null(k)
-		return
-	}
-	e.array(k)
-	for i := range *v {
-		e.comma(i)
-		encRoute(e, "", &(*v)[i])
-	}
-	e.end(']')
-}
-
 func decSlicePtrBackend(d *decoder, v *[]*dcm.Backend) {
 	if d.null() {
 		*v = nil
@@ -633,44 +511,6 @@ func encSliceString(e *encoder, k string, v *[]string) {
 	e.end(']')
 }
 
-func decSliceRejection(d *decoder, v *[]dcm.Rejection) {
-	if d.null() {
-		*v = nil
-		return
-	}
-	if !d.open('[') {
-		return
-	}
-	s, i := *v, 0
-	for ; d.more(']'); i++ {
-		if i == len(s) {
-			if i < cap(s) {
-				s = s[:i+1]
-			} else {
-				s = append(s, dcm.Rejection{})
-			}
-		}
-		decRejection(d, &s[i])
-	}
-	if i == 0 {
-		s = []dcm.Rejection{}
-	}
-	*v = s[:i]
-}
-
-func encSliceRejection(e *encoder, k string, v *[]dcm.Rejection) {
-	if *v == nil {
-		e.null(k)
-		return
-	}
-	e.array(k)
-	for i := range *v {
-		e.comma(i)
-		encRejection(e, "", &(*v)[i])
-	}
-	e.end(']')
-}
-
 func decCert(d *decoder, v *dcm.Cert) {
 	if !d.open('{') {
 		return
@@ -703,42 +543,23 @@ func encCert(e *encoder, k string, v *dcm.Cert) {
 	e.end('}')
 }
 
-func decPtrFeedHello(d *decoder, v **dcm.FeedHello) {
+func decPtrPlannerSnapshot(d *decoder, v **wire.PlannerSnapshot) {
 	if d.null() {
 		*v = nil
 		return
 	}
 	if *v == nil {
-		*v = new(dcm.FeedHello)
+		*v = new(wire.PlannerSnapshot)
 	}
-	decFeedHello(d, *v)
+	decPlannerSnapshot(d, *v)
 }
 
-func encPtrFeedHello(e *encoder, k string, v **dcm.FeedHello) {
+func encPtrPlannerSnapshot(e *encoder, k string, v **wire.PlannerSnapshot) {
 	if *v == nil {
 		e.null(k)
 		return
 	}
-	encFeedHello(e, k, *v)
-}
-
-func decPtrSnapshot(d *decoder, v **dcm.Snapshot) {
-	if d.null() {
-		*v = nil
-		return
-	}
-	if *v == nil {
-		*v = new(dcm.Snapshot)
-	}
-	decSnapshot(d, *v)
-}
-
-func encPtrSnapshot(e *encoder, k string, v **dcm.Snapshot) {
-	if *v == nil {
-		e.null(k)
-		return
-	}
-	encSnapshot(e, k, *v)
+	encPlannerSnapshot(e, k, *v)
 }
 
 func decPtrEvent(d *decoder, v **dcm.Event) {
@@ -882,6 +703,10 @@ func decSliceSimStep(d *decoder, v *[]dcm.SimStep) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.SimStep = d.scratch.SimStep[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -891,6 +716,9 @@ func decSliceSimStep(d *decoder, v *[]dcm.SimStep) {
 			}
 		}
 		decSimStep(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.SimStep)
 	}
 	if i == 0 {
 		s = []dcm.SimStep{}
@@ -1003,6 +831,10 @@ func decSliceShare(d *decoder, v *[]dcm.Share) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.Share = d.scratch.Share[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -1012,6 +844,9 @@ func decSliceShare(d *decoder, v *[]dcm.Share) {
 			}
 		}
 		decShare(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.Share)
 	}
 	if i == 0 {
 		s = []dcm.Share{}
@@ -1041,6 +876,10 @@ func decSliceDraining(d *decoder, v *[]dcm.Draining) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.Draining = d.scratch.Draining[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -1050,6 +889,9 @@ func decSliceDraining(d *decoder, v *[]dcm.Draining) {
 			}
 		}
 		decDraining(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.Draining)
 	}
 	if i == 0 {
 		s = []dcm.Draining{}
@@ -1079,6 +921,10 @@ func decSliceOp(d *decoder, v *[]dcm.Op) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.Op = d.scratch.Op[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -1088,6 +934,9 @@ func decSliceOp(d *decoder, v *[]dcm.Op) {
 			}
 		}
 		decOp(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.Op)
 	}
 	if i == 0 {
 		s = []dcm.Op{}
@@ -1108,159 +957,6 @@ func encSliceOp(e *encoder, k string, v *[]dcm.Op) {
 	e.end(']')
 }
 
-func decReloadInfo(d *decoder, v *dcm.ReloadInfo) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "time,reasons,durationSeconds,oldPid,newPid,error") {
-		case 0:
-			decTime(d, &v.Time)
-		case 1:
-			decSliceReloadReason(d, &v.Reasons)
-		case 2:
-			d.float64(&v.Duration)
-		case 3:
-			d.int(&v.OldPID)
-		case 4:
-			d.int(&v.NewPID)
-		case 5:
-			d.str(&v.Error)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encReloadInfo(e *encoder, k string, v *dcm.ReloadInfo) {
-	e.open(k)
-	encTime(e, "\"time\":", &v.Time)
-	encSliceReloadReason(e, "\"reasons\":", &v.Reasons)
-	e.float64("\"durationSeconds\":", v.Duration)
-	if v.OldPID != 0 {
-		e.int64("\"oldPid\":", int64(v.OldPID))
-	}
-	if v.NewPID != 0 {
-		e.int64("\"newPid\":", int64(v.NewPID))
-	}
-	if v.Error != "" {
-		e.str("\"error\":", v.Error)
-	}
-	e.end('}')
-}
-
-func decRoute(d *decoder, v *dcm.Route) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "namespace,name,source,object,kind,host,path,pathType,services,workload,balance,check,maxConn,checkInterMs,tls,upstream,sticky,insecure,redirectCode,allowlist,rateLimit,http,headers") {
-		case 0:
-			d.str(&v.Namespace)
-		case 1:
-			d.str(&v.Name)
-		case 2:
-			d.str((*string)(&v.Source))
-		case 3:
-			d.str(&v.Object)
-		case 4:
-			d.str((*string)(&v.Kind))
-		case 5:
-			d.str(&v.Host)
-		case 6:
-			d.str(&v.Path)
-		case 7:
-			d.str((*string)(&v.PathType))
-		case 8:
-			decSliceServiceRef(d, &v.Services)
-		case 9:
-			decPtrWorkloadRef(d, &v.Workload)
-		case 10:
-			d.str(&v.Balance)
-		case 11:
-			d.boolean(&v.Check)
-		case 12:
-			d.int(&v.MaxConn)
-		case 13:
-			d.int64(&v.CheckInterMillis)
-		case 14:
-			decPtrTLSRef(d, &v.TLS)
-		case 15:
-			decPtrUpstreamTLS(d, &v.Upstream)
-		case 16:
-			d.boolean(&v.Sticky)
-		case 17:
-			d.str((*string)(&v.Insecure))
-		case 18:
-			d.int(&v.RedirectCode)
-		case 19:
-			decSliceString(d, &v.Allowlist)
-		case 20:
-			decPtrRateLimit(d, &v.RateLimit)
-		case 21:
-			decHTTPOptions(d, &v.HTTP)
-		case 22:
-			decPtrHeaderActions(d, &v.Headers)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encRoute(e *encoder, k string, v *dcm.Route) {
-	e.open(k)
-	e.str("\"namespace\":", v.Namespace)
-	e.str("\"name\":", v.Name)
-	e.str("\"source\":", string(v.Source))
-	e.str("\"object\":", v.Object)
-	e.str("\"kind\":", string(v.Kind))
-	e.str("\"host\":", v.Host)
-	e.str("\"path\":", v.Path)
-	e.str("\"pathType\":", string(v.PathType))
-	encSliceServiceRef(e, "\"services\":", &v.Services)
-	if v.Workload != nil {
-		encPtrWorkloadRef(e, "\"workload\":", &v.Workload)
-	}
-	e.str("\"balance\":", v.Balance)
-	e.boolean("\"check\":", v.Check)
-	if v.MaxConn != 0 {
-		e.int64("\"maxConn\":", int64(v.MaxConn))
-	}
-	if v.CheckInterMillis != 0 {
-		e.int64("\"checkInterMs\":", v.CheckInterMillis)
-	}
-	if v.TLS != nil {
-		encPtrTLSRef(e, "\"tls\":", &v.TLS)
-	}
-	if v.Upstream != nil {
-		encPtrUpstreamTLS(e, "\"upstream\":", &v.Upstream)
-	}
-	if v.Sticky {
-		e.boolean("\"sticky\":", v.Sticky)
-	}
-	if v.Insecure != "" {
-		e.str("\"insecure\":", string(v.Insecure))
-	}
-	if v.RedirectCode != 0 {
-		e.int64("\"redirectCode\":", int64(v.RedirectCode))
-	}
-	if len(v.Allowlist) != 0 {
-		encSliceString(e, "\"allowlist\":", &v.Allowlist)
-	}
-	if v.RateLimit != nil {
-		encPtrRateLimit(e, "\"rateLimit\":", &v.RateLimit)
-	}
-	if v.HTTP != (dcm.HTTPOptions{}) {
-		encHTTPOptions(e, "\"http\":", &v.HTTP)
-	}
-	if v.Headers != nil {
-		encPtrHeaderActions(e, "\"headers\":", &v.Headers)
-	}
-	e.end('}')
-}
-
 func decPtrBackend(d *decoder, v **dcm.Backend) {
 	if d.null() {
 		*v = nil
@@ -1278,70 +974,6 @@ func encPtrBackend(e *encoder, k string, v **dcm.Backend) {
 		return
 	}
 	encBackend(e, k, *v)
-}
-
-func decRejection(d *decoder, v *dcm.Rejection) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "object,reason,message") {
-		case 0:
-			decObjectRef(d, &v.Object)
-		case 1:
-			d.str(&v.Reason)
-		case 2:
-			d.str(&v.Message)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encRejection(e *encoder, k string, v *dcm.Rejection) {
-	e.open(k)
-	encObjectRef(e, "\"object\":", &v.Object)
-	e.str("\"reason\":", v.Reason)
-	e.str("\"message\":", v.Message)
-	e.end('}')
-}
-
-func decFeedHello(d *decoder, v *dcm.FeedHello) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "protocol,identity,resumed,namespace,backend") {
-		case 0:
-			d.int(&v.Protocol)
-		case 1:
-			d.str(&v.Identity)
-		case 2:
-			d.boolean(&v.Resumed)
-		case 3:
-			d.str(&v.Namespace)
-		case 4:
-			d.str(&v.Backend)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encFeedHello(e *encoder, k string, v *dcm.FeedHello) {
-	e.open(k)
-	e.int64("\"protocol\":", int64(v.Protocol))
-	e.str("\"identity\":", v.Identity)
-	e.boolean("\"resumed\":", v.Resumed)
-	if v.Namespace != "" {
-		e.str("\"namespace\":", v.Namespace)
-	}
-	if v.Backend != "" {
-		e.str("\"backend\":", v.Backend)
-	}
-	e.end('}')
 }
 
 func decEvent(d *decoder, v *dcm.Event) {
@@ -1696,6 +1328,492 @@ func encOp(e *encoder, k string, v *dcm.Op) {
 	e.end('}')
 }
 
+func decBackend(d *decoder, v *dcm.Backend) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "name,kind,route,slot,retiring,slots,servers") {
+		case 0:
+			d.str(&v.Name)
+		case 1:
+			d.str((*string)(&v.Kind))
+		case 2:
+			decRoute(d, &v.Route)
+		case 3:
+			d.str(&v.Slot)
+		case 4:
+			d.boolean(&v.Retiring)
+		case 5:
+			d.int(&v.Slots)
+		case 6:
+			decSliceServer(d, &v.Servers)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encBackend(e *encoder, k string, v *dcm.Backend) {
+	e.open(k)
+	e.str("\"name\":", v.Name)
+	e.str("\"kind\":", string(v.Kind))
+	encRoute(e, "\"route\":", &v.Route)
+	if v.Slot != "" {
+		e.str("\"slot\":", v.Slot)
+	}
+	if v.Retiring {
+		e.boolean("\"retiring\":", v.Retiring)
+	}
+	if v.Slots != 0 {
+		e.int64("\"slots\":", int64(v.Slots))
+	}
+	encSliceServer(e, "\"servers\":", &v.Servers)
+	e.end('}')
+}
+
+func decPtrReloadInfo(d *decoder, v **dcm.ReloadInfo) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if *v == nil {
+		*v = new(dcm.ReloadInfo)
+	}
+	decReloadInfo(d, *v)
+}
+
+func encPtrReloadInfo(e *encoder, k string, v **dcm.ReloadInfo) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	encReloadInfo(e, k, *v)
+}
+
+func decPtrObjectRef(d *decoder, v **dcm.ObjectRef) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if *v == nil {
+		*v = new(dcm.ObjectRef)
+	}
+	decObjectRef(d, *v)
+}
+
+func encPtrObjectRef(e *encoder, k string, v **dcm.ObjectRef) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	encObjectRef(e, k, *v)
+}
+
+func decPtrPredictionCheck(d *decoder, v **dcm.PredictionCheck) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if *v == nil {
+		*v = new(dcm.PredictionCheck)
+	}
+	decPredictionCheck(d, *v)
+}
+
+func encPtrPredictionCheck(e *encoder, k string, v **dcm.PredictionCheck) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	encPredictionCheck(e, k, *v)
+}
+
+func decWorkloadRef(d *decoder, v *dcm.WorkloadRef) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "kind,name") {
+		case 0:
+			d.str(&v.Kind)
+		case 1:
+			d.str(&v.Name)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encWorkloadRef(e *encoder, k string, v *dcm.WorkloadRef) {
+	e.open(k)
+	e.str("\"kind\":", v.Kind)
+	e.str("\"name\":", v.Name)
+	e.end('}')
+}
+
+func decRoute(d *decoder, v *dcm.Route) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "namespace,name,source,object,kind,host,path,pathType,services,workload,balance,check,maxConn,checkInterMs,tls,upstream,sticky,insecure,redirectCode,allowlist,rateLimit,http,headers") {
+		case 0:
+			d.str(&v.Namespace)
+		case 1:
+			d.str(&v.Name)
+		case 2:
+			d.str((*string)(&v.Source))
+		case 3:
+			d.str(&v.Object)
+		case 4:
+			d.str((*string)(&v.Kind))
+		case 5:
+			d.str(&v.Host)
+		case 6:
+			d.str(&v.Path)
+		case 7:
+			d.str((*string)(&v.PathType))
+		case 8:
+			decSliceServiceRef(d, &v.Services)
+		case 9:
+			decPtrWorkloadRef(d, &v.Workload)
+		case 10:
+			d.str(&v.Balance)
+		case 11:
+			d.boolean(&v.Check)
+		case 12:
+			d.int(&v.MaxConn)
+		case 13:
+			d.int64(&v.CheckInterMillis)
+		case 14:
+			decPtrTLSRef(d, &v.TLS)
+		case 15:
+			decPtrUpstreamTLS(d, &v.Upstream)
+		case 16:
+			d.boolean(&v.Sticky)
+		case 17:
+			d.str((*string)(&v.Insecure))
+		case 18:
+			d.int(&v.RedirectCode)
+		case 19:
+			decSliceString(d, &v.Allowlist)
+		case 20:
+			decPtrRateLimit(d, &v.RateLimit)
+		case 21:
+			decHTTPOptions(d, &v.HTTP)
+		case 22:
+			decPtrHeaderActions(d, &v.Headers)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encRoute(e *encoder, k string, v *dcm.Route) {
+	e.open(k)
+	e.str("\"namespace\":", v.Namespace)
+	e.str("\"name\":", v.Name)
+	e.str("\"source\":", string(v.Source))
+	e.str("\"object\":", v.Object)
+	e.str("\"kind\":", string(v.Kind))
+	e.str("\"host\":", v.Host)
+	e.str("\"path\":", v.Path)
+	e.str("\"pathType\":", string(v.PathType))
+	encSliceServiceRef(e, "\"services\":", &v.Services)
+	if v.Workload != nil {
+		encPtrWorkloadRef(e, "\"workload\":", &v.Workload)
+	}
+	e.str("\"balance\":", v.Balance)
+	e.boolean("\"check\":", v.Check)
+	if v.MaxConn != 0 {
+		e.int64("\"maxConn\":", int64(v.MaxConn))
+	}
+	if v.CheckInterMillis != 0 {
+		e.int64("\"checkInterMs\":", v.CheckInterMillis)
+	}
+	if v.TLS != nil {
+		encPtrTLSRef(e, "\"tls\":", &v.TLS)
+	}
+	if v.Upstream != nil {
+		encPtrUpstreamTLS(e, "\"upstream\":", &v.Upstream)
+	}
+	if v.Sticky {
+		e.boolean("\"sticky\":", v.Sticky)
+	}
+	if v.Insecure != "" {
+		e.str("\"insecure\":", string(v.Insecure))
+	}
+	if v.RedirectCode != 0 {
+		e.int64("\"redirectCode\":", int64(v.RedirectCode))
+	}
+	if len(v.Allowlist) != 0 {
+		encSliceString(e, "\"allowlist\":", &v.Allowlist)
+	}
+	if v.RateLimit != nil {
+		encPtrRateLimit(e, "\"rateLimit\":", &v.RateLimit)
+	}
+	if v.HTTP != (dcm.HTTPOptions{}) {
+		encHTTPOptions(e, "\"http\":", &v.HTTP)
+	}
+	if v.Headers != nil {
+		encPtrHeaderActions(e, "\"headers\":", &v.Headers)
+	}
+	e.end('}')
+}
+
+func decPtrDesiredBackend(d *decoder, v **dcm.DesiredBackend) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if *v == nil {
+		*v = new(dcm.DesiredBackend)
+	}
+	decDesiredBackend(d, *v)
+}
+
+func encPtrDesiredBackend(e *encoder, k string, v **dcm.DesiredBackend) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	encDesiredBackend(e, k, *v)
+}
+
+func decSliceMapEntry(d *decoder, v *[]dcm.MapEntry) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if !d.open('[') {
+		return
+	}
+	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.MapEntry = d.scratch.MapEntry[:0], nil
+	}
+	for ; d.more(']'); i++ {
+		if i == len(s) {
+			if i < cap(s) {
+				s = s[:i+1]
+			} else {
+				s = append(s, dcm.MapEntry{})
+			}
+		}
+		decMapEntry(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.MapEntry)
+	}
+	if i == 0 {
+		s = []dcm.MapEntry{}
+	}
+	*v = s[:i]
+}
+
+func encSliceMapEntry(e *encoder, k string, v *[]dcm.MapEntry) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	e.array(k)
+	for i := range *v {
+		e.comma(i)
+		encMapEntry(e, "", &(*v)[i])
+	}
+	e.end(']')
+}
+
+func decPtrCert(d *decoder, v **dcm.Cert) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if *v == nil {
+		*v = new(dcm.Cert)
+	}
+	decCert(d, *v)
+}
+
+func encPtrCert(e *encoder, k string, v **dcm.Cert) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	encCert(e, k, *v)
+}
+
+func decPtrUpstreamTLS(d *decoder, v **dcm.UpstreamTLS) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if *v == nil {
+		*v = new(dcm.UpstreamTLS)
+	}
+	decUpstreamTLS(d, *v)
+}
+
+func encPtrUpstreamTLS(e *encoder, k string, v **dcm.UpstreamTLS) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	encUpstreamTLS(e, k, *v)
+}
+
+func decSliceServer(d *decoder, v *[]dcm.Server) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if !d.open('[') {
+		return
+	}
+	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.Server = d.scratch.Server[:0], nil
+	}
+	for ; d.more(']'); i++ {
+		if i == len(s) {
+			if i < cap(s) {
+				s = s[:i+1]
+			} else {
+				s = append(s, dcm.Server{})
+			}
+		}
+		decServer(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.Server)
+	}
+	if i == 0 {
+		s = []dcm.Server{}
+	}
+	*v = s[:i]
+}
+
+func encSliceServer(e *encoder, k string, v *[]dcm.Server) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	e.array(k)
+	for i := range *v {
+		e.comma(i)
+		encServer(e, "", &(*v)[i])
+	}
+	e.end(']')
+}
+
+func decReloadInfo(d *decoder, v *dcm.ReloadInfo) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "time,reasons,durationSeconds,oldPid,newPid,error") {
+		case 0:
+			decTime(d, &v.Time)
+		case 1:
+			decSliceReloadReason(d, &v.Reasons)
+		case 2:
+			d.float64(&v.Duration)
+		case 3:
+			d.int(&v.OldPID)
+		case 4:
+			d.int(&v.NewPID)
+		case 5:
+			d.str(&v.Error)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encReloadInfo(e *encoder, k string, v *dcm.ReloadInfo) {
+	e.open(k)
+	encTime(e, "\"time\":", &v.Time)
+	encSliceReloadReason(e, "\"reasons\":", &v.Reasons)
+	e.float64("\"durationSeconds\":", v.Duration)
+	if v.OldPID != 0 {
+		e.int64("\"oldPid\":", int64(v.OldPID))
+	}
+	if v.NewPID != 0 {
+		e.int64("\"newPid\":", int64(v.NewPID))
+	}
+	if v.Error != "" {
+		e.str("\"error\":", v.Error)
+	}
+	e.end('}')
+}
+
+func decObjectRef(d *decoder, v *dcm.ObjectRef) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "kind,namespace,name") {
+		case 0:
+			d.str(&v.Kind)
+		case 1:
+			d.str(&v.Namespace)
+		case 2:
+			d.str(&v.Name)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encObjectRef(e *encoder, k string, v *dcm.ObjectRef) {
+	e.open(k)
+	e.str("\"kind\":", v.Kind)
+	e.str("\"namespace\":", v.Namespace)
+	e.str("\"name\":", v.Name)
+	e.end('}')
+}
+
+func decPredictionCheck(d *decoder, v *dcm.PredictionCheck) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "whatifs,seq,predicted,actual,match") {
+		case 0:
+			decSliceWhatIf(d, &v.WhatIfs)
+		case 1:
+			d.uint64(&v.Seq)
+		case 2:
+			decMapStringInt(d, &v.Predicted)
+		case 3:
+			decMapStringInt(d, &v.Actual)
+		case 4:
+			d.boolean(&v.Match)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encPredictionCheck(e *encoder, k string, v *dcm.PredictionCheck) {
+	e.open(k)
+	encSliceWhatIf(e, "\"whatifs\":", &v.WhatIfs)
+	e.uint64("\"seq\":", v.Seq)
+	encMapStringInt(e, "\"predicted\":", &v.Predicted)
+	encMapStringInt(e, "\"actual\":", &v.Actual)
+	e.boolean("\"match\":", v.Match)
+	e.end('}')
+}
+
 func decSliceServiceRef(d *decoder, v *[]dcm.ServiceRef) {
 	if d.null() {
 		*v = nil
@@ -1705,6 +1823,10 @@ func decSliceServiceRef(d *decoder, v *[]dcm.ServiceRef) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.ServiceRef = d.scratch.ServiceRef[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -1714,6 +1836,9 @@ func decSliceServiceRef(d *decoder, v *[]dcm.ServiceRef) {
 			}
 		}
 		decServiceRef(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.ServiceRef)
 	}
 	if i == 0 {
 		s = []dcm.ServiceRef{}
@@ -1751,25 +1876,6 @@ func encPtrTLSRef(e *encoder, k string, v **dcm.TLSRef) {
 		return
 	}
 	encTLSRef(e, k, *v)
-}
-
-func decPtrUpstreamTLS(d *decoder, v **dcm.UpstreamTLS) {
-	if d.null() {
-		*v = nil
-		return
-	}
-	if *v == nil {
-		*v = new(dcm.UpstreamTLS)
-	}
-	decUpstreamTLS(d, *v)
-}
-
-func encPtrUpstreamTLS(e *encoder, k string, v **dcm.UpstreamTLS) {
-	if *v == nil {
-		e.null(k)
-		return
-	}
-	encUpstreamTLS(e, k, *v)
 }
 
 func decPtrRateLimit(d *decoder, v **dcm.RateLimit) {
@@ -1863,433 +1969,6 @@ func encPtrHeaderActions(e *encoder, k string, v **dcm.HeaderActions) {
 	encHeaderActions(e, k, *v)
 }
 
-func decBackend(d *decoder, v *dcm.Backend) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "name,kind,route,slot,retiring,slots,servers") {
-		case 0:
-			d.str(&v.Name)
-		case 1:
-			d.str((*string)(&v.Kind))
-		case 2:
-			decRoute(d, &v.Route)
-		case 3:
-			d.str(&v.Slot)
-		case 4:
-			d.boolean(&v.Retiring)
-		case 5:
-			d.int(&v.Slots)
-		case 6:
-			decSliceServer(d, &v.Servers)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encBackend(e *encoder, k string, v *dcm.Backend) {
-	e.open(k)
-	e.str("\"name\":", v.Name)
-	e.str("\"kind\":", string(v.Kind))
-	encRoute(e, "\"route\":", &v.Route)
-	if v.Slot != "" {
-		e.str("\"slot\":", v.Slot)
-	}
-	if v.Retiring {
-		e.boolean("\"retiring\":", v.Retiring)
-	}
-	if v.Slots != 0 {
-		e.int64("\"slots\":", int64(v.Slots))
-	}
-	encSliceServer(e, "\"servers\":", &v.Servers)
-	e.end('}')
-}
-
-func decObjectRef(d *decoder, v *dcm.ObjectRef) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "kind,namespace,name") {
-		case 0:
-			d.str(&v.Kind)
-		case 1:
-			d.str(&v.Namespace)
-		case 2:
-			d.str(&v.Name)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encObjectRef(e *encoder, k string, v *dcm.ObjectRef) {
-	e.open(k)
-	e.str("\"kind\":", v.Kind)
-	e.str("\"namespace\":", v.Namespace)
-	e.str("\"name\":", v.Name)
-	e.end('}')
-}
-
-func decPtrObjectRef(d *decoder, v **dcm.ObjectRef) {
-	if d.null() {
-		*v = nil
-		return
-	}
-	if *v == nil {
-		*v = new(dcm.ObjectRef)
-	}
-	decObjectRef(d, *v)
-}
-
-func encPtrObjectRef(e *encoder, k string, v **dcm.ObjectRef) {
-	if *v == nil {
-		e.null(k)
-		return
-	}
-	encObjectRef(e, k, *v)
-}
-
-func decPtrPredictionCheck(d *decoder, v **dcm.PredictionCheck) {
-	if d.null() {
-		*v = nil
-		return
-	}
-	if *v == nil {
-		*v = new(dcm.PredictionCheck)
-	}
-	decPredictionCheck(d, *v)
-}
-
-func encPtrPredictionCheck(e *encoder, k string, v **dcm.PredictionCheck) {
-	if *v == nil {
-		e.null(k)
-		return
-	}
-	encPredictionCheck(e, k, *v)
-}
-
-func decWorkloadRef(d *decoder, v *dcm.WorkloadRef) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "kind,name") {
-		case 0:
-			d.str(&v.Kind)
-		case 1:
-			d.str(&v.Name)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encWorkloadRef(e *encoder, k string, v *dcm.WorkloadRef) {
-	e.open(k)
-	e.str("\"kind\":", v.Kind)
-	e.str("\"name\":", v.Name)
-	e.end('}')
-}
-
-func decPtrDesiredBackend(d *decoder, v **dcm.DesiredBackend) {
-	if d.null() {
-		*v = nil
-		return
-	}
-	if *v == nil {
-		*v = new(dcm.DesiredBackend)
-	}
-	decDesiredBackend(d, *v)
-}
-
-func encPtrDesiredBackend(e *encoder, k string, v **dcm.DesiredBackend) {
-	if *v == nil {
-		e.null(k)
-		return
-	}
-	encDesiredBackend(e, k, *v)
-}
-
-func decSliceMapEntry(d *decoder, v *[]dcm.MapEntry) {
-	if d.null() {
-		*v = nil
-		return
-	}
-	if !d.open('[') {
-		return
-	}
-	s, i := *v, 0
-	for ; d.more(']'); i++ {
-		if i == len(s) {
-			if i < cap(s) {
-				s = s[:i+1]
-			} else {
-				s = append(s, dcm.MapEntry{})
-			}
-		}
-		decMapEntry(d, &s[i])
-	}
-	if i == 0 {
-		s = []dcm.MapEntry{}
-	}
-	*v = s[:i]
-}
-
-func encSliceMapEntry(e *encoder, k string, v *[]dcm.MapEntry) {
-	if *v == nil {
-		e.null(k)
-		return
-	}
-	e.array(k)
-	for i := range *v {
-		e.comma(i)
-		encMapEntry(e, "", &(*v)[i])
-	}
-	e.end(']')
-}
-
-func decPtrCert(d *decoder, v **dcm.Cert) {
-	if d.null() {
-		*v = nil
-		return
-	}
-	if *v == nil {
-		*v = new(dcm.Cert)
-	}
-	decCert(d, *v)
-}
-
-func encPtrCert(e *encoder, k string, v **dcm.Cert) {
-	if *v == nil {
-		e.null(k)
-		return
-	}
-	encCert(e, k, *v)
-}
-
-func decServiceRef(d *decoder, v *dcm.ServiceRef) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "name,port,weight") {
-		case 0:
-			d.str(&v.Name)
-		case 1:
-			d.str(&v.Port)
-		case 2:
-			d.int(&v.Weight)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encServiceRef(e *encoder, k string, v *dcm.ServiceRef) {
-	e.open(k)
-	e.str("\"name\":", v.Name)
-	e.str("\"port\":", v.Port)
-	e.int64("\"weight\":", int64(v.Weight))
-	e.end('}')
-}
-
-func decTLSRef(d *decoder, v *dcm.TLSRef) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "secret,version") {
-		case 0:
-			d.str(&v.Secret)
-		case 1:
-			d.str(&v.Version)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encTLSRef(e *encoder, k string, v *dcm.TLSRef) {
-	e.open(k)
-	e.str("\"secret\":", v.Secret)
-	if v.Version != "" {
-		e.str("\"version\":", v.Version)
-	}
-	e.end('}')
-}
-
-func decUpstreamTLS(d *decoder, v *dcm.UpstreamTLS) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "ca,version,serverName,perService") {
-		case 0:
-			d.str(&v.CA)
-		case 1:
-			d.str(&v.Version)
-		case 2:
-			d.str(&v.ServerName)
-		case 3:
-			d.boolean(&v.PerService)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encUpstreamTLS(e *encoder, k string, v *dcm.UpstreamTLS) {
-	e.open(k)
-	e.str("\"ca\":", v.CA)
-	e.str("\"version\":", v.Version)
-	e.str("\"serverName\":", v.ServerName)
-	if v.PerService {
-		e.boolean("\"perService\":", v.PerService)
-	}
-	e.end('}')
-}
-
-func decRateLimit(d *decoder, v *dcm.RateLimit) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "concurrentTCP,rateTCP,rateHTTP") {
-		case 0:
-			d.int(&v.ConcurrentTCP)
-		case 1:
-			d.int(&v.RateTCP)
-		case 2:
-			d.int(&v.RateHTTP)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encRateLimit(e *encoder, k string, v *dcm.RateLimit) {
-	e.open(k)
-	if v.ConcurrentTCP != 0 {
-		e.int64("\"concurrentTCP\":", int64(v.ConcurrentTCP))
-	}
-	if v.RateTCP != 0 {
-		e.int64("\"rateTCP\":", int64(v.RateTCP))
-	}
-	if v.RateHTTP != 0 {
-		e.int64("\"rateHTTP\":", int64(v.RateHTTP))
-	}
-	e.end('}')
-}
-
-func decHeaderActions(d *decoder, v *dcm.HeaderActions) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "request,response") {
-		case 0:
-			decSliceHeaderAction(d, &v.Request)
-		case 1:
-			decSliceHeaderAction(d, &v.Response)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encHeaderActions(e *encoder, k string, v *dcm.HeaderActions) {
-	e.open(k)
-	if len(v.Request) != 0 {
-		encSliceHeaderAction(e, "\"request\":", &v.Request)
-	}
-	if len(v.Response) != 0 {
-		encSliceHeaderAction(e, "\"response\":", &v.Response)
-	}
-	e.end('}')
-}
-
-func decSliceServer(d *decoder, v *[]dcm.Server) {
-	if d.null() {
-		*v = nil
-		return
-	}
-	if !d.open('[') {
-		return
-	}
-	s, i := *v, 0
-	for ; d.more(']'); i++ {
-		if i == len(s) {
-			if i < cap(s) {
-				s = s[:i+1]
-			} else {
-				s = append(s, dcm.Server{})
-			}
-		}
-		decServer(d, &s[i])
-	}
-	if i == 0 {
-		s = []dcm.Server{}
-	}
-	*v = s[:i]
-}
-
-func encSliceServer(e *encoder, k string, v *[]dcm.Server) {
-	if *v == nil {
-		e.null(k)
-		return
-	}
-	e.array(k)
-	for i := range *v {
-		e.comma(i)
-		encServer(e, "", &(*v)[i])
-	}
-	e.end(']')
-}
-
-func decPredictionCheck(d *decoder, v *dcm.PredictionCheck) {
-	if !d.open('{') {
-		return
-	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "whatifs,seq,predicted,actual,match") {
-		case 0:
-			decSliceWhatIf(d, &v.WhatIfs)
-		case 1:
-			d.uint64(&v.Seq)
-		case 2:
-			decMapStringInt(d, &v.Predicted)
-		case 3:
-			decMapStringInt(d, &v.Actual)
-		case 4:
-			d.boolean(&v.Match)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func encPredictionCheck(e *encoder, k string, v *dcm.PredictionCheck) {
-	e.open(k)
-	encSliceWhatIf(e, "\"whatifs\":", &v.WhatIfs)
-	e.uint64("\"seq\":", v.Seq)
-	encMapStringInt(e, "\"predicted\":", &v.Predicted)
-	encMapStringInt(e, "\"actual\":", &v.Actual)
-	e.boolean("\"match\":", v.Match)
-	e.end('}')
-}
-
 func decDesiredBackend(d *decoder, v *dcm.DesiredBackend) {
 	if !d.open('{') {
 		return
@@ -2356,42 +2035,36 @@ func encMapEntry(e *encoder, k string, v *dcm.MapEntry) {
 	e.end('}')
 }
 
-func decSliceHeaderAction(d *decoder, v *[]dcm.HeaderAction) {
-	if d.null() {
-		*v = nil
+func decUpstreamTLS(d *decoder, v *dcm.UpstreamTLS) {
+	if !d.open('{') {
 		return
 	}
-	if !d.open('[') {
-		return
-	}
-	s, i := *v, 0
-	for ; d.more(']'); i++ {
-		if i == len(s) {
-			if i < cap(s) {
-				s = s[:i+1]
-			} else {
-				s = append(s, dcm.HeaderAction{})
-			}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "ca,version,serverName,perService") {
+		case 0:
+			d.str(&v.CA)
+		case 1:
+			d.str(&v.Version)
+		case 2:
+			d.str(&v.ServerName)
+		case 3:
+			d.boolean(&v.PerService)
+		default:
+			d.skip()
 		}
-		decHeaderAction(d, &s[i])
 	}
-	if i == 0 {
-		s = []dcm.HeaderAction{}
-	}
-	*v = s[:i]
 }
 
-func encSliceHeaderAction(e *encoder, k string, v *[]dcm.HeaderAction) {
-	if *v == nil {
-		e.null(k)
-		return
+func encUpstreamTLS(e *encoder, k string, v *dcm.UpstreamTLS) {
+	e.open(k)
+	e.str("\"ca\":", v.CA)
+	e.str("\"version\":", v.Version)
+	e.str("\"serverName\":", v.ServerName)
+	if v.PerService {
+		e.boolean("\"perService\":", v.PerService)
 	}
-	e.array(k)
-	for i := range *v {
-		e.comma(i)
-		encHeaderAction(e, "", &(*v)[i])
-	}
-	e.end(']')
+	e.end('}')
 }
 
 func decServer(d *decoder, v *dcm.Server) {
@@ -2510,6 +2183,120 @@ func encMapStringInt(e *encoder, k string, v *map[string]int) {
 	encMap(e, k, v, encInt[int])
 }
 
+func decServiceRef(d *decoder, v *dcm.ServiceRef) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "name,port,weight") {
+		case 0:
+			d.str(&v.Name)
+		case 1:
+			d.str(&v.Port)
+		case 2:
+			d.int(&v.Weight)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encServiceRef(e *encoder, k string, v *dcm.ServiceRef) {
+	e.open(k)
+	e.str("\"name\":", v.Name)
+	e.str("\"port\":", v.Port)
+	e.int64("\"weight\":", int64(v.Weight))
+	e.end('}')
+}
+
+func decTLSRef(d *decoder, v *dcm.TLSRef) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "secret,version") {
+		case 0:
+			d.str(&v.Secret)
+		case 1:
+			d.str(&v.Version)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encTLSRef(e *encoder, k string, v *dcm.TLSRef) {
+	e.open(k)
+	e.str("\"secret\":", v.Secret)
+	if v.Version != "" {
+		e.str("\"version\":", v.Version)
+	}
+	e.end('}')
+}
+
+func decRateLimit(d *decoder, v *dcm.RateLimit) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "concurrentTCP,rateTCP,rateHTTP") {
+		case 0:
+			d.int(&v.ConcurrentTCP)
+		case 1:
+			d.int(&v.RateTCP)
+		case 2:
+			d.int(&v.RateHTTP)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encRateLimit(e *encoder, k string, v *dcm.RateLimit) {
+	e.open(k)
+	if v.ConcurrentTCP != 0 {
+		e.int64("\"concurrentTCP\":", int64(v.ConcurrentTCP))
+	}
+	if v.RateTCP != 0 {
+		e.int64("\"rateTCP\":", int64(v.RateTCP))
+	}
+	if v.RateHTTP != 0 {
+		e.int64("\"rateHTTP\":", int64(v.RateHTTP))
+	}
+	e.end('}')
+}
+
+func decHeaderActions(d *decoder, v *dcm.HeaderActions) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "request,response") {
+		case 0:
+			decSliceHeaderAction(d, &v.Request)
+		case 1:
+			decSliceHeaderAction(d, &v.Response)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encHeaderActions(e *encoder, k string, v *dcm.HeaderActions) {
+	e.open(k)
+	if len(v.Request) != 0 {
+		encSliceHeaderAction(e, "\"request\":", &v.Request)
+	}
+	if len(v.Response) != 0 {
+		encSliceHeaderAction(e, "\"response\":", &v.Response)
+	}
+	e.end('}')
+}
+
 func decSliceEndpoint(d *decoder, v *[]dcm.Endpoint) {
 	if d.null() {
 		*v = nil
@@ -2519,6 +2306,10 @@ func decSliceEndpoint(d *decoder, v *[]dcm.Endpoint) {
 		return
 	}
 	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.Endpoint = d.scratch.Endpoint[:0], nil
+	}
 	for ; d.more(']'); i++ {
 		if i == len(s) {
 			if i < cap(s) {
@@ -2528,6 +2319,9 @@ func decSliceEndpoint(d *decoder, v *[]dcm.Endpoint) {
 			}
 		}
 		decEndpoint(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.Endpoint)
 	}
 	if i == 0 {
 		s = []dcm.Endpoint{}
@@ -2548,33 +2342,49 @@ func encSliceEndpoint(e *encoder, k string, v *[]dcm.Endpoint) {
 	e.end(']')
 }
 
-func decHeaderAction(d *decoder, v *dcm.HeaderAction) {
-	if !d.open('{') {
+func decSliceHeaderAction(d *decoder, v *[]dcm.HeaderAction) {
+	if d.null() {
+		*v = nil
 		return
 	}
-	var c cursor
-	for d.more('}') {
-		switch c.find(d.key(), "name,type,value") {
-		case 0:
-			d.str(&v.Name)
-		case 1:
-			d.str(&v.Type)
-		case 2:
-			d.str(&v.Value)
-		default:
-			d.skip()
-		}
+	if !d.open('[') {
+		return
 	}
+	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.HeaderAction = d.scratch.HeaderAction[:0], nil
+	}
+	for ; d.more(']'); i++ {
+		if i == len(s) {
+			if i < cap(s) {
+				s = s[:i+1]
+			} else {
+				s = append(s, dcm.HeaderAction{})
+			}
+		}
+		decHeaderAction(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.HeaderAction)
+	}
+	if i == 0 {
+		s = []dcm.HeaderAction{}
+	}
+	*v = s[:i]
 }
 
-func encHeaderAction(e *encoder, k string, v *dcm.HeaderAction) {
-	e.open(k)
-	e.str("\"name\":", v.Name)
-	e.str("\"type\":", v.Type)
-	if v.Value != "" {
-		e.str("\"value\":", v.Value)
+func encSliceHeaderAction(e *encoder, k string, v *[]dcm.HeaderAction) {
+	if *v == nil {
+		e.null(k)
+		return
 	}
-	e.end('}')
+	e.array(k)
+	for i := range *v {
+		e.comma(i)
+		encHeaderAction(e, "", &(*v)[i])
+	}
+	e.end(']')
 }
 
 func decEndpoint(d *decoder, v *dcm.Endpoint) {
@@ -2626,6 +2436,35 @@ func encEndpoint(e *encoder, k string, v *dcm.Endpoint) {
 	}
 	if v.Proto != "" {
 		e.str("\"proto\":", string(v.Proto))
+	}
+	e.end('}')
+}
+
+func decHeaderAction(d *decoder, v *dcm.HeaderAction) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "name,type,value") {
+		case 0:
+			d.str(&v.Name)
+		case 1:
+			d.str(&v.Type)
+		case 2:
+			d.str(&v.Value)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encHeaderAction(e *encoder, k string, v *dcm.HeaderAction) {
+	e.open(k)
+	e.str("\"name\":", v.Name)
+	e.str("\"type\":", v.Type)
+	if v.Value != "" {
+		e.str("\"value\":", v.Value)
 	}
 	e.end('}')
 }

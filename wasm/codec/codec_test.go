@@ -84,8 +84,8 @@ func (s shape[T]) differs(t *testing.T, text string) {
 }
 
 var (
-	snapshots    = shape[dcm.Snapshot]{"Snapshot", codec.DecodeSnapshot, codec.AppendSnapshot}
-	feedMessages = shape[dcm.FeedMessage]{"FeedMessage", codec.DecodeFeedMessage, codec.AppendFeedMessage}
+	snapshots    = shape[wire.PlannerSnapshot]{"Snapshot", codec.DecodeSnapshot, codec.AppendSnapshot}
+	feedMessages = shape[wire.PlannerFeedMessage]{"FeedMessage", codec.DecodeFeedMessage, codec.AppendFeedMessage}
 	whatIfs      = shape[[]dcm.WhatIf]{"WhatIfs", codec.DecodeWhatIfs, codec.AppendWhatIfs}
 	computes     = shape[wire.ComputeInput]{"ComputeInput", codec.DecodeComputeInput, codec.AppendComputeInput}
 	simulations  = shape[dcm.Simulation]{"Simulation", codec.DecodeSimulation, codec.AppendSimulation}
@@ -119,9 +119,9 @@ func TestCorpus(t *testing.T) {
 			snapshots.differs(t, c.Arg)
 			whatIfs.differs(t, c.Arg)
 		}
-		out, err := bridge.Compute([]byte(s.Compute))
+		out, err := bridge.Compute(s.Compute)
 		answer(t, plans, out, err)
-		out, err = bridge.SimulateOn([]byte(s.Snapshot), []byte(s.WhatIfs), dcm.HAProxy26MemoryCosts())
+		out, err = bridge.SimulateOn(s.Snapshot, s.WhatIfs, dcm.HAProxy26MemoryCosts())
 		answer(t, simulations, out, err)
 	}
 }
@@ -162,7 +162,7 @@ func TestMalformed(t *testing.T) {
 	for _, text := range texts {
 		snapshots.differs(t, text)
 	}
-	var s dcm.Snapshot
+	var s wire.PlannerSnapshot
 	err := codec.DecodeSnapshot(`{"seq":"1"}`, &s)
 	if err == nil || err.Error() != `cannot decode "1" as a number at offset 7` {
 		t.Errorf("a string for a number: %v", err)
@@ -180,7 +180,7 @@ func TestEncodeErrors(t *testing.T) {
 	if jerr == nil || cerr == nil {
 		t.Errorf("a NaN: json.Marshal: %v, codec: %v; want both to fail", jerr, cerr)
 	}
-	m := dcm.FeedMessage{Event: &dcm.Event{Time: yearTenThousand()}}
+	m := wire.PlannerFeedMessage{Event: &dcm.Event{Time: yearTenThousand()}}
 	_, jerr = json.Marshal(m)
 	_, cerr = codec.AppendFeedMessage(nil, &m)
 	if jerr == nil || cerr == nil {

@@ -32,6 +32,20 @@ type decoder struct {
 	// first of its object or array, so no comma comes before it.
 	first bool
 	err   error
+	// scratch is where arrays of structs are read into before they are
+	// copied out at their length (codec_gen.go: one field per type).
+	scratch scratch
+}
+
+// fromScratch is the i elements read into s, the scratch of their type,
+// as a slice of their own of length and capacity i; s goes back to
+// scratch cleared, so the next array of the type starts from zero values
+// and the scratch holds no pointer into what was decoded.
+func fromScratch[T any](s []T, i int, scratch *[]T) []T {
+	out := append(make([]T, 0, i), s[:i]...)
+	clear(s[:i])
+	*scratch = s[:0]
+	return out
 }
 
 type syntaxError struct {

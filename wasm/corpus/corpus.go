@@ -64,17 +64,17 @@ func Expected(s Scenario) (out string, err error) {
 	}()
 	costs := dcm.HAProxy26MemoryCosts()
 	lines := make([]string, 0, 2+len(s.Follow))
-	lines = append(lines, "compute "+answer(bridge.Compute([]byte(s.Compute))))
-	lines = append(lines, "simulateOn "+answer(bridge.SimulateOn([]byte(s.Snapshot), []byte(s.WhatIfs), costs)))
+	lines = append(lines, "compute "+answer(bridge.Compute(s.Compute)))
+	lines = append(lines, "simulateOn "+answer(bridge.SimulateOn(s.Snapshot, s.WhatIfs, costs)))
 	p := bridge.New(costs)
 	for _, c := range s.Follow {
 		switch c.Fn {
 		case FnFeed:
-			lines = append(lines, c.Fn+" "+answer(marshal(p.Feed([]byte(c.Arg)))))
+			lines = append(lines, c.Fn+" "+answer(marshal(p.Feed(c.Arg))))
 		case FnLoad:
-			lines = append(lines, c.Fn+" "+answer(marshal(p.Load([]byte(c.Arg)))))
+			lines = append(lines, c.Fn+" "+answer(marshal(p.Load(c.Arg))))
 		case FnSimulate:
-			lines = append(lines, c.Fn+" "+answer(p.Simulate([]byte(c.Arg))))
+			lines = append(lines, c.Fn+" "+answer(p.Simulate(c.Arg)))
 		case FnSeq:
 			lines = append(lines, c.Fn+" "+strconv.FormatUint(p.Seq(), 10))
 		default:

@@ -23,3 +23,27 @@ type ComputeInput struct {
 	Desired dcm.Desired `json:"desired"`
 	Caps    dcm.Caps    `json:"caps"`
 }
+
+// PlannerSnapshot is a dcm.Snapshot as the planner reads it: the members
+// it keeps (the bridge's picture), with the same names and types. The
+// routes, rejections and HAProxy's figures are the page's: the decoder
+// steps over them without building them, a tenth of a snapshot of 10,000
+// backends (its routes repeat the backends'). TestPlannerShapes holds the
+// members to dcm.Snapshot's.
+type PlannerSnapshot struct {
+	Seq         uint64         `json:"seq"`
+	Mode        dcm.Mode       `json:"mode"`
+	Caps        dcm.Caps       `json:"caps"`
+	Backends    []*dcm.Backend `json:"backends"`
+	Pool        []string       `json:"pool,omitempty"`
+	DefaultCert dcm.Cert       `json:"defaultCert,omitzero"`
+}
+
+// PlannerFeedMessage is a dcm.FeedMessage as the planner reads it: its
+// snapshot a PlannerSnapshot, without hello's and bye's members.
+type PlannerFeedMessage struct {
+	Type     string           `json:"type"`
+	Seq      uint64           `json:"seq"`
+	Snapshot *PlannerSnapshot `json:"snapshot,omitempty"`
+	Event    *dcm.Event       `json:"event,omitempty"`
+}
