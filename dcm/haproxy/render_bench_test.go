@@ -145,3 +145,55 @@ func BenchmarkRendererOneChange1000x10(b *testing.B) {
 		}
 	}
 }
+
+// TestRendererSpareTakenRewritesTwoShards: a route that takes a spare among
+// many rewrites the shard of the spare (its file now carries the route)
+// and no other: spares that stay in the pool keep their text, so a route
+// added at 10,000 routes does not rewrite the thousand spares' shards.
+func TestRendererSpareTakenRewritesTwoShards(t *testing.T) {
+	r := NewRenderer(Settings{AdminSocket: "/run/dcm/admin.sock", HTTPBind: "127.0.0.1:8000"})
+	st := bigState(300, 2)
+	for n := range 200 {
+		st.Pool = append(st.Pool, routing.PoolBackendName(dcm.KindHTTP, n))
+	}
+	before, err := r.Render(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := st.Pool[0]
+	rt := dcm.Route{Namespace: "bench", Name: "new", Kind: dcm.KindHTTP, Host: "new.bench", Path: "/", PathType: dcm.PathPrefix, Balance: "roundrobin"}
+	added := &dcm.Backend{Name: rt.BackendName(), Kind: dcm.KindHTTP, Route: rt, Slot: taken,
+		Servers: []dcm.Server{{Name: "new-0:http", Addr: "127.0.0.9", Port: 8080, Weight: 1, State: dcm.StateReady}}}
+	next := dcm.State{Backends: append(slices.Clone(st.Backends), added), Pool: st.Pool[1:]}
+	after, err := r.Render(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	was := map[string][]byte{}
+	for _, f := range before.Backends {
+		was[f.Name] = f.Text
+	}
+	var rewritten []string
+	for _, f := range after.Backends {
+		if old, ok := was[f.Name]; !ok || len(old) == 0 || &old[0] != &f.Text[0] {
+			rewritten = append(rewritten, f.Name)
+		}
+	}
+	want := []string{shardName(shardOf(taken))}
+	if shardOf(added.Name) != shardOf(taken) {
+		// The spare's shard loses it, the route's shard gains the route
+		// under the spare's HAProxy name.
+		want = append(want, shardName(shardOf(added.Name)))
+		slices.Sort(want)
+	}
+	if !slices.Equal(rewritten, want) {
+		t.Errorf("shards rewritten %v, want %v", rewritten, want)
+	}
+	fresh, err := Render(Settings{AdminSocket: "/run/dcm/admin.sock", HTTPBind: "127.0.0.1:8000"}, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(after.Text(), fresh.Text()) {
+		t.Error("the cached rendering differs from a fresh one")
+	}
+}

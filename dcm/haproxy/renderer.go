@@ -141,11 +141,11 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 	}
 	spares := r.spares
 	if r.proxies == nil || !slices.Equal(st.Pool, r.pool) {
-		if spares, err = r.renderSpares(st.Pool); err != nil {
+		if spares, ch.sparesGone, ch.sparesCame, err = r.renderSpares(st.Pool); err != nil {
 			return Files{}, err
 		}
 	}
-	proxies, err := r.carried(spares, ch)
+	proxies, err := r.carried(ch)
 	if err != nil {
 		return Files{}, err
 	}
@@ -183,6 +183,9 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 type changes struct {
 	gone, came  []*dcm.Backend
 	keys, certs bool
+	// sparesGone and sparesCame are the free spares that left the pool and
+	// joined it.
+	sparesGone, sparesCame []string
 }
 
 // renderBackends renders the file of every backend, reusing the last
@@ -256,25 +259,55 @@ func (r *Renderer) renderBackend(b *dcm.Backend, old *renderedBackend) (*rendere
 		shard: shardOf(b.Name)}, nil
 }
 
-// renderSpares renders the free spares' files, sorted by name.
-func (r *Renderer) renderSpares(pool []string) ([]BackendFile, error) {
-	out := make([]BackendFile, 0, len(pool))
-	for _, name := range pool {
-		if _, ok := routing.SpareKind(name); !ok {
-			return nil, fmt.Errorf("spare backend %q: not a pool or route backend name", name)
+// renderSpares gives the free spares' files, sorted by name, and which
+// spares left the pool and joined it. A spare's file depends on its name
+// alone, so a kept spare keeps its file: a route that takes one spare
+// among a thousand renders one file, not a thousand.
+func (r *Renderer) renderSpares(pool []string) (out []BackendFile, gone, came []string, err error) {
+	names := slices.Clone(pool)
+	slices.Sort(names)
+	out = make([]BackendFile, 0, len(names))
+	old := r.spares
+	for i, name := range names {
+		if i > 0 && names[i-1] == name {
+			return nil, nil, nil, fmt.Errorf("spare backend %q: in the pool twice", name)
 		}
-		spare := dcm.Backend{Name: name}
-		if k, _, _ := routing.ParsePoolBackend(name); k == routing.PoolSticky {
-			spare.Route.Sticky = true // a cookie and no key: the route that takes it sets one
+		for len(old) > 0 && old[0].Name < name {
+			gone = append(gone, old[0].Name)
+			old = old[1:]
 		}
-		var w bytes.Buffer
-		if err := renderBackend(&w, spare, r.settings.CookieSecret, r.settings.HTTP2); err != nil {
-			return nil, err
+		if len(old) > 0 && old[0].Name == name {
+			out = append(out, old[0])
+			old = old[1:]
+			continue
 		}
-		out = append(out, BackendFile{Name: name, Text: w.Bytes()})
+		f, err := r.renderSpare(name)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		out = append(out, f)
+		came = append(came, name)
 	}
-	slices.SortFunc(out, func(a, b BackendFile) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	for _, f := range old {
+		gone = append(gone, f.Name)
+	}
+	return out, gone, came, nil
+}
+
+// renderSpare renders one free spare's file.
+func (r *Renderer) renderSpare(name string) (BackendFile, error) {
+	if _, ok := routing.SpareKind(name); !ok {
+		return BackendFile{}, fmt.Errorf("spare backend %q: not a pool or route backend name", name)
+	}
+	spare := dcm.Backend{Name: name}
+	if k, _, _ := routing.ParsePoolBackend(name); k == routing.PoolSticky {
+		spare.Route.Sticky = true // a cookie and no key: the route that takes it sets one
+	}
+	var w bytes.Buffer
+	if err := renderBackend(&w, spare, r.settings.CookieSecret, r.settings.HTTP2); err != nil {
+		return BackendFile{}, err
+	}
+	return BackendFile{Name: name, Text: w.Bytes()}, nil
 }
 
 // carried maps each HAProxy backend to the backend it carries, refusing a
@@ -282,13 +315,12 @@ func (r *Renderer) renderSpares(pool []string) ([]BackendFile, error) {
 // changed, and the spares when the pool did. The changes are checked in an
 // overlay first, so a refused rendering leaves the Renderer's map as it
 // was without copying it.
-func (r *Renderer) carried(spares []BackendFile, ch changes) (map[string]string, error) {
+func (r *Renderer) carried(ch changes) (map[string]string, error) {
 	proxies := r.proxies
 	if proxies == nil {
 		proxies = map[string]string{}
 	}
-	sparesMoved := len(spares) != len(r.spares) || len(spares) > 0 && &spares[0] != &r.spares[0]
-	if len(ch.gone)+len(ch.came) == 0 && !sparesMoved {
+	if len(ch.gone)+len(ch.came)+len(ch.sparesGone)+len(ch.sparesCame) == 0 {
 		return proxies, nil
 	}
 	overlay := map[string]string{} // "": the entry goes
@@ -304,11 +336,9 @@ func (r *Renderer) carried(spares []BackendFile, ch changes) (map[string]string,
 			overlay[b.ProxyName()] = ""
 		}
 	}
-	if sparesMoved {
-		for _, s := range r.spares {
-			if name, _ := get(s.Name); name == s.Name {
-				overlay[s.Name] = ""
-			}
+	for _, s := range ch.sparesGone {
+		if name, _ := get(s); name == s {
+			overlay[s] = ""
 		}
 	}
 	for _, b := range ch.came {
@@ -317,13 +347,11 @@ func (r *Renderer) carried(spares []BackendFile, ch changes) (map[string]string,
 		}
 		overlay[b.ProxyName()] = b.Name
 	}
-	if sparesMoved {
-		for _, s := range spares {
-			if other, dup := get(s.Name); dup {
-				return nil, fmt.Errorf("HAProxy backend %q carries two backends (%s, a free spare)", s.Name, other)
-			}
-			overlay[s.Name] = s.Name
+	for _, s := range ch.sparesCame {
+		if other, dup := get(s); dup {
+			return nil, fmt.Errorf("HAProxy backend %q carries two backends (%s, a free spare)", s, other)
 		}
+		overlay[s] = s
 	}
 	for proxy, name := range overlay {
 		if name == "" {
@@ -336,7 +364,7 @@ func (r *Renderer) carried(spares []BackendFile, ch changes) (map[string]string,
 }
 
 // shardTexts assembles the shards again whose backends changed: those of
-// the backends that came and went, and of the spares when the pool moved.
+// the backends and of the free spares that came and went.
 func (r *Renderer) shardTexts(backends []*dcm.Backend, files []*renderedBackend, spares []BackendFile, ch changes) [Shards][]byte {
 	shards := r.shards
 	var dirty [Shards]bool
@@ -344,10 +372,8 @@ func (r *Renderer) shardTexts(backends []*dcm.Backend, files []*renderedBackend,
 	for _, b := range append(ch.gone, ch.came...) {
 		dirty[shardOf(b.Name)] = true
 	}
-	if len(spares) != len(r.spares) || len(spares) > 0 && &spares[0] != &r.spares[0] {
-		for _, s := range append(slices.Clone(r.spares), spares...) {
-			dirty[shardOf(s.Name)] = true
-		}
+	for _, s := range append(slices.Clone(ch.sparesGone), ch.sparesCame...) {
+		dirty[shardOf(s)] = true
 	}
 	var texts [Shards][][]byte // the backends of each dirty shard, in name order
 	for k := range backends {

@@ -144,14 +144,16 @@ func RunScale(t *testing.T, cfg ScaleConfig, routes int, farm *podFarm) ScaleRes
 	// The throughput first, while dcm is quiet: after the endpoint changes
 	// it would poll HAProxy for the removed servers until they are idle.
 	t.Run("throughput", func(t *testing.T) { res.Throughput = runThroughput(t, cfg, s.Stack, routes, farm) })
-	lat, err := k.EventToHAProxy(ctx, s.Engine, s.src, routes, cfg.Changes)
-	if err != nil {
-		res.note("event → HAProxy: %v after %d changes", err, len(lat))
-	}
-	res.Event = sorted(lat)
-	routeOps(t, cfg, k, s.Stack, farm, &res)
-	resync(t, cfg, k, s.Stack, &res)
-	grow(t, cfg, k, s.Stack, farm, &res)
+	profiled(t, routes, "event", func() {
+		lat, err := k.EventToHAProxy(ctx, s.Engine, s.src, routes, cfg.Changes)
+		if err != nil {
+			res.note("event → HAProxy: %v after %d changes", err, len(lat))
+		}
+		res.Event = sorted(lat)
+	})
+	profiled(t, routes, "routes", func() { routeOps(t, cfg, k, s.Stack, farm, &res) })
+	profiled(t, routes, "resync", func() { resync(t, cfg, k, s.Stack, &res) })
+	profiled(t, routes, "grow", func() { grow(t, cfg, k, s.Stack, farm, &res) })
 	return res
 }
 
