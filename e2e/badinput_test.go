@@ -124,6 +124,7 @@ func TestHostileObjectsAreRejectedAlone(t *testing.T) {
 	})
 
 	// Nothing of them reached HAProxy's files.
+	s.Engine.FlushFiles() // written behind the syncs
 	for _, name := range []string{"haproxy.cfg", "maps/host_exact.map", "maps/host_prefix.map"} {
 		b, err := os.ReadFile(filepath.Join(s.Dir, name))
 		if err != nil && !os.IsNotExist(err) {

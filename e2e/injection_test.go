@@ -84,6 +84,7 @@ func injCases() []injCase {
 // from: haproxy.cfg, the map files, the commands sent to the admin socket.
 func noTrace(t *testing.T, s *harness.Stack) {
 	t.Helper()
+	s.Engine.FlushFiles() // written behind the syncs
 	files, err := filepath.Glob(filepath.Join(s.Dir, "maps", "*.map"))
 	if err != nil {
 		t.Fatal(err)

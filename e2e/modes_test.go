@@ -154,6 +154,7 @@ func TestFilesEqualRuntimeAfterEverySync(t *testing.T) {
 	s := harness.Start(t, harness.Options{})
 	s.Scale("demo", "web", 6)
 	s.DemoServes(webHost, "/", "demo", "web", 6)
+	s.Engine.FlushFiles() // written behind the sync that served them
 	files, err := haproxy.ReadFiles(s.Dir)
 	if err != nil {
 		t.Fatal(err)

@@ -53,6 +53,7 @@ func filesEqualRuntime(t *testing.T, s *harness.Stack) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Engine.FlushFiles() // written behind the syncs
 	files, err := s.Driver.ReadFiles()
 	if err != nil {
 		t.Fatal(err)

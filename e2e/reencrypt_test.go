@@ -68,6 +68,7 @@ func withTLSRoutes(base dcm.Desired, routes []dcm.Route, pods []pod) dcm.Desired
 // caFiles lists the CA files in HAProxy's work directory.
 func caFiles(t *testing.T, s *harness.Stack) []string {
 	t.Helper()
+	s.Engine.FlushFiles() // written behind the syncs
 	entries, err := os.ReadDir(filepath.Join(s.Dir, haproxy.CAsDir))
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)

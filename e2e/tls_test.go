@@ -106,6 +106,7 @@ func TestEdgeCertRotation(t *testing.T) {
 		}
 	}
 	onDisk := func(name string) string {
+		s.Engine.FlushFiles() // written behind the syncs
 		b, err := os.ReadFile(filepath.Join(s.Dir, name))
 		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)

@@ -120,6 +120,9 @@ type Engine struct {
 	expectations []*expectation
 	// track lets a change cost what it changes (tracking.go).
 	track tracking
+	// files writes the applied states' files behind the syncs (files.go);
+	// set by Run before the first sync.
+	files *fileWriter
 	// retry holds a failed reload: its reasons, when to try again, and the
 	// delay after that (doubling up to a minute).
 	retry struct {
@@ -201,7 +204,10 @@ func (e *Engine) Run(ctx context.Context, source Source) error {
 		return fmt.Errorf("start haproxy: %w", err)
 	}
 	defer e.driver.Close()
+	files := newFileWriter(e.writeFilesNow, e.writeFailed)
+	defer files.close() // before the driver's Close: the last state is written
 	e.mu.Lock()
+	e.files = files
 	// HAProxy loaded initial from the file, where drain is written as
 	// maint: expect that, so the first read-back reports no drift.
 	e.setDesired(desired)

@@ -115,6 +115,8 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 // reload loads the configuration rendered from p.Next, then applies p.Ops to
 // the new worker (what a file cannot express).
 func (e *Engine) reload(ctx context.Context, p dcm.Plan, seen time.Time) {
+	// No write of an older state may land after the reload's own.
+	e.files.flush()
 	reasons := p.Reasons
 	start := time.Now()
 	res, err := e.driver.Reload(ctx, p.Next)
@@ -180,17 +182,25 @@ func (e *Engine) reload(ctx context.Context, p dcm.Plan, seen time.Time) {
 	e.observe(ctx, nil)
 }
 
-func (e *Engine) writeFiles(st dcm.State) {
+// writeFiles has the files of st written behind the sync (fileWriter).
+func (e *Engine) writeFiles(st dcm.State) { e.files.queue(st) }
+
+// writeFilesNow writes the files of st, on the file writer's goroutine.
+func (e *Engine) writeFilesNow(st dcm.State) error {
 	start := time.Now()
 	if err := e.driver.Write(st); err != nil {
-		// The runtime is right but the files are not: a reload now would
-		// lose state, so make the next sync reload from a fresh render.
-		e.log.Error("writing configuration files failed", "err", err)
-		e.publish(dcm.Event{Type: dcm.EventSyncError, Reason: "write-failed", Message: err.Error()})
-		e.RequestReload(dcm.ReasonRuntimeError)
-		return
+		return err
 	}
 	e.metrics.ConfigWrite.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// writeFailed: the runtime is right but the files are not, so a reload now
+// would lose state: the next sync reloads from a fresh render.
+func (e *Engine) writeFailed(err error) {
+	e.log.Error("writing configuration files failed", "err", err)
+	e.publish(dcm.Event{Type: dcm.EventSyncError, Reason: "write-failed", Message: err.Error()})
+	e.RequestReload(dcm.ReasonRuntimeError)
 }
 
 func (e *Engine) commit(st dcm.State) {

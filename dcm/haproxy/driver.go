@@ -62,10 +62,19 @@ type Driver struct {
 	mu     sync.Mutex
 	proc   *Process
 	client *Client
-	files  Files // what the running worker loaded, or was told at runtime
+
+	// filesMu orders the writes of the files, and is taken after mu
+	// (Start, Reload and SetMaxConn hold both): Write takes it alone, so a
+	// write behind the engine's sync never holds up the next Apply.
+	filesMu sync.Mutex
+	files   Files // what the running worker loaded, or was told at runtime
 	// written is the state files were rendered from, so a change of a
 	// global setting rewrites the files of the state HAProxy runs.
 	written dcm.State
+
+	// applied is the state the last Apply, Reload or Start led to (pemFiles).
+	appliedMu sync.Mutex
+	applied   dcm.State
 	// defaultCert is the HTTPS frontend's default certificate (PEM).
 	defaultCert []byte
 	cancel      context.CancelFunc
@@ -114,6 +123,9 @@ func (d *Driver) Start(ctx context.Context, initial dcm.State) error {
 			return err
 		}
 	}
+	d.filesMu.Lock()
+	defer d.filesMu.Unlock()
+	d.setApplied(initial)
 	files, err := d.renderFiles(initial)
 	if err != nil {
 		return fmt.Errorf("render initial configuration: %w", err)
@@ -210,6 +222,9 @@ func (d *Driver) Reload(ctx context.Context, st dcm.State) (ReloadResult, error)
 	}
 	// Rendered under mu: a global setting changed meanwhile (SetMaxConn)
 	// is in the files this worker loads.
+	d.filesMu.Lock()
+	defer d.filesMu.Unlock()
+	d.setApplied(st)
 	files, err := d.renderFiles(st)
 	if err != nil {
 		return ReloadResult{}, fmt.Errorf("reload: %w", err)

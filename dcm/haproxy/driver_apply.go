@@ -24,6 +24,7 @@ import (
 // commands it lists, and returns unsent the certificate and CA ops after
 // them.
 func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error {
+	d.setApplied(next)
 	certFirst, ops, certLast, err := splitCertOps(ops)
 	if err != nil {
 		return fmt.Errorf("apply: %w", err)

@@ -46,12 +46,12 @@ func (d *Driver) render(st dcm.State) (Files, error) {
 // changed since the last write serves a certificate or has servers with a
 // CA file: at 10,000 routes, listing them costs more than the change.
 func (d *Driver) Write(st dcm.State) error {
+	d.filesMu.Lock() // before rendering: a write never lands after a later one
+	defer d.filesMu.Unlock()
 	files, err := d.render(st)
 	if err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.files.Config == nil || pemsMoved(d.written, st) {
 		if err := d.pemFiles(&files, st); err != nil {
 			return fmt.Errorf("write: %w", err)
@@ -100,4 +100,22 @@ func pemsMoved(a, b dcm.State) bool {
 		}
 	}
 	return false
+}
+
+// setApplied records the state HAProxy is being brought to.
+func (d *Driver) setApplied(st dcm.State) {
+	d.appliedMu.Lock()
+	d.applied = st
+	d.appliedMu.Unlock()
+}
+
+// isLatest reports whether st is the state last applied: the same
+// backends (states share them, so the same slice) and default
+// certificate.
+func (d *Driver) isLatest(st dcm.State) bool {
+	d.appliedMu.Lock()
+	defer d.appliedMu.Unlock()
+	a := d.applied
+	same := len(a.Backends) == len(st.Backends) && (len(a.Backends) == 0 || &a.Backends[0] == &st.Backends[0])
+	return same && a.DefaultCert == st.DefaultCert
 }

@@ -57,6 +57,8 @@ func (d *Driver) SetMaxConn(ctx context.Context, n int) (reload bool, err error)
 	if reload {
 		return true, nil
 	}
+	d.filesMu.Lock()
+	defer d.filesMu.Unlock()
 	files, err := d.renderFiles(d.written)
 	if err != nil {
 		return false, fmt.Errorf("set maxconn: %w", err)

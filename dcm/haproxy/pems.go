@@ -87,8 +87,11 @@ func (d *Driver) caPEM(u dcm.UpstreamTLS) ([]byte, error) {
 }
 
 // pemFiles adds to f the certificate and CA files st names, and forgets
-// the versions it no longer does.
+// the versions it no longer does when st is the state last applied: the
+// engine writes files behind its syncs, so an older state's write must
+// not forget a version that a later Apply loaded for its own state.
 func (d *Driver) pemFiles(f *Files, st dcm.State) error {
+	latest := d.isLatest(st)
 	cas := dcm.CAsOf(st.Backends)
 	keepCAs := make(map[string]bool, len(cas))
 	if len(cas) > 0 {
@@ -102,7 +105,9 @@ func (d *Driver) pemFiles(f *Files, st dcm.State) error {
 		f.CAs[CAFile(c.Version)] = p
 		keepCAs[c.Version] = true
 	}
-	d.caPEMs.keepOnly(keepCAs)
+	if latest {
+		d.caPEMs.keepOnly(keepCAs)
+	}
 	if d.cfg.Settings.HTTPSBind == "" {
 		return nil
 	}
@@ -123,6 +128,8 @@ func (d *Driver) pemFiles(f *Files, st dcm.State) error {
 		f.Certs[CertFile(c.Host)] = p
 		keepCerts[certKey(c)] = true
 	}
-	d.certPEMs.keepOnly(keepCerts)
+	if latest {
+		d.certPEMs.keepOnly(keepCerts)
+	}
 	return nil
 }
