@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// TestFileWriter: states queued while a write runs are coalesced into the
+// latest; flush returns once everything queued before it is written; a
+// failed write is reported and does not stop the writer; close writes
+// what is queued.
+func TestFileWriter(t *testing.T) {
+	state := func(n int) dcm.State { return dcm.State{Pool: make([]string, n)} }
+	release, started := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var written []int
+	var failures []error
+	w := newFileWriter(func(st dcm.State) error {
+		if len(st.Pool) == 1 {
+			close(started)
+			<-release // the first write is slow
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		written = append(written, len(st.Pool))
+		if len(st.Pool) == 5 {
+			return errors.New("disk full")
+		}
+		return nil
+	}, func(err error) {
+		mu.Lock()
+		failures = append(failures, err)
+		mu.Unlock()
+	})
+	w.queue(state(1))
+	<-started
+	for n := 2; n <= 4; n++ {
+		w.queue(state(n)) // while 1 is being written
+	}
+	close(release)
+	w.flush()
+	mu.Lock()
+	if len(written) != 2 || written[0] != 1 || written[1] != 4 {
+		t.Errorf("written %v, want 1, then 4 (2 and 3 coalesced away)", written)
+	}
+	mu.Unlock()
+	w.queue(state(5))
+	w.flush()
+	w.queue(state(6))
+	w.close()
+	mu.Lock()
+	defer mu.Unlock()
+	if written[len(written)-1] != 6 {
+		t.Errorf("written %v: close did not write the last state", written)
+	}
+	if len(failures) != 1 || failures[0].Error() != "disk full" {
+		t.Errorf("failures %v, want the one of state 5", failures)
+	}
+	w.flush() // after close: returns at once
+}
