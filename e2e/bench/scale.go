@@ -89,7 +89,9 @@ type ScaleResult struct {
 	AddVerbs, DeleteVerbs     map[string]int
 	RouteOpsReloads           int // reloads while routes were added and deleted
 
-	Throughput Throughput
+	// Throughput spreads the load over all routes, Lookup over 10 of them
+	// (runThroughput says why both).
+	Throughput, Lookup Throughput
 
 	Grown       int // routes the growth added
 	GrowTook    time.Duration
@@ -143,7 +145,7 @@ func RunScale(t *testing.T, cfg ScaleConfig, routes int, farm *podFarm) ScaleRes
 	}
 	// The throughput first, while dcm is quiet: after the endpoint changes
 	// it would poll HAProxy for the removed servers until they are idle.
-	t.Run("throughput", func(t *testing.T) { res.Throughput = runThroughput(t, cfg, s.Stack, routes, farm) })
+	t.Run("throughput", func(t *testing.T) { res.Throughput, res.Lookup = runThroughput(t, cfg, s.Stack, routes, farm) })
 	profiled(t, routes, "event", func() {
 		lat, err := k.EventToHAProxy(ctx, s.Engine, s.src, routes, cfg.Changes)
 		if err != nil {

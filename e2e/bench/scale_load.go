@@ -179,17 +179,19 @@ func servesAll(ctx context.Context, addr string, routes int, p pods, deadline ti
 }
 
 // loader sends the throughput load to one HAProxy: conns keep-alive
-// connections, each request for a random route's host.
+// connections, each request for a random route's host, drawn from hot
+// when it is set.
 type loader struct {
 	addr    string
 	routes  int
+	hot     []int
 	pods    pods
 	clients []*http.Client
 	rngs    []*rand.Rand
 }
 
-func newLoader(addr string, routes int, p pods, conns int, seed uint64) *loader {
-	l := &loader{addr: addr, routes: routes, pods: p}
+func newLoader(s side, conns int, seed uint64) *loader {
+	l := &loader{addr: s.addr, routes: s.routes, hot: s.hot, pods: s.pods}
 	for i := range conns {
 		// One connection per client: exactly conns connections to HAProxy.
 		tr := &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1}
@@ -224,6 +226,9 @@ func (l *loader) window(d time.Duration, max int) window {
 			rng := l.rngs[i]
 			for time.Now().Before(deadline) && sent.Add(1) <= int64(max) {
 				r := rng.IntN(l.routes)
+				if len(l.hot) > 0 {
+					r = l.hot[rng.IntN(len(l.hot))]
+				}
 				code, body, err := get(context.Background(), c, l.addr, KubeHost(r), "/")
 				if err == nil {
 					err = l.pods.check(r, code, body)
@@ -246,11 +251,22 @@ func (l *loader) window(d time.Duration, max int) window {
 // baseRoutes is the size the throughput at scale is compared with.
 const baseRoutes = 10
 
-// side is one HAProxy the throughput load goes to.
+// side is one HAProxy the throughput load goes to: to all its routes, or
+// to the routes hot names.
 type side struct {
 	addr   string
 	routes int
+	hot    []int
 	pods   pods
+}
+
+// spread is baseRoutes of routes spread evenly over all of them.
+func spread(routes int) []int {
+	hot := make([]int, baseRoutes)
+	for i := range hot {
+		hot[i] = i * routes / baseRoutes
+	}
+	return hot
 }
 
 // startBase starts a second dcm and HAProxy of baseRoutes routes on the
@@ -270,9 +286,22 @@ func startBase(t *testing.T, cfg ScaleConfig, p pods) side {
 // runThroughput measures requests per second through the stack's HAProxy
 // at its size against a second dcm and HAProxy of baseRoutes routes on
 // pods of their own.
-func runThroughput(t *testing.T, cfg ScaleConfig, s *harness.Stack, routes int, f *podFarm) Throughput {
+//
+// Twice: with the load spread over all its routes, and over baseRoutes of
+// them (spread) against all of the small stack's. Over all 10,000 routes,
+// each of their 100,000 servers sees a request every few seconds, longer
+// than HAProxy keeps an idle connection to it (pool-purge-delay), so
+// nearly every request opens a new connection to a pod, which a stack of
+// 10 routes never does; over as many routes on each side, the pods'
+// connections are reused alike, and the ratio is what the number of
+// routes costs a request: the lookup in maps of 10,000 entries.
+func runThroughput(t *testing.T, cfg ScaleConfig, s *harness.Stack, routes int, f *podFarm) (all, lookup Throughput) {
 	base := startBase(t, cfg, f.apart(cfg.Listeners, cfg.Endpoints))
-	return compareThroughput(t, cfg, side{addr: s.HTTPAddr, routes: routes, pods: f.shared(cfg.Listeners, cfg.Endpoints)}, base)
+	big := side{addr: s.HTTPAddr, routes: routes, pods: f.shared(cfg.Listeners, cfg.Endpoints)}
+	all = compareThroughput(t, cfg, big, base)
+	big.hot = spread(routes)
+	lookup = compareThroughput(t, cfg, big, base)
+	return all, lookup
 }
 
 // throughputControl is the same measurement between two stacks of
@@ -287,7 +316,7 @@ func throughputControl(t *testing.T, cfg ScaleConfig, f *podFarm) Throughput {
 // compareThroughput sends the load to a and to base in turns, after a
 // warm-up of each.
 func compareThroughput(t *testing.T, cfg ScaleConfig, a, base side) Throughput {
-	big, small := newLoader(a.addr, a.routes, a.pods, cfg.Conns, 1), newLoader(base.addr, base.routes, base.pods, cfg.Conns, 2)
+	big, small := newLoader(a, cfg.Conns, 1), newLoader(base, cfg.Conns, 2)
 	defer big.close()
 	defer small.close()
 	tp := Throughput{FailReasons: map[string]int{}}
