@@ -1,6 +1,10 @@
 package plan
 
-import "github.com/dcm-router/dcm/dcm"
+import (
+	"slices"
+
+	"github.com/dcm-router/dcm/dcm"
+)
 
 // withCheckInter reloads a backend whose servers would go on checking at
 // another interval than their route's: HAProxy 2.6 fixes a server's
@@ -14,6 +18,9 @@ func withCheckInter(r backendPlan, d dcm.DesiredBackend) backendPlan {
 		return r
 	}
 	want := dcm.CheckInterOf(d.Route)
+	if !slices.ContainsFunc(r.next.Servers, func(s dcm.Server) bool { return s.CheckInterMillis != want }) {
+		return r // the common case, without a map of the endpoints
+	}
 	wanted := make(map[string]bool, len(d.Endpoints))
 	for _, e := range d.Endpoints {
 		wanted[e.Name] = true
