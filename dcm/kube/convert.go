@@ -439,20 +439,22 @@ func ValidateEndpointSlice(slice *discoveryv1.EndpointSlice) error {
 			}
 		}
 	}
+	// Field names are spelled only for an error: a resync validates every
+	// slice of the cluster.
 	for i, ep := range slice.Endpoints {
 		for j, a := range ep.Addresses {
-			field := fmt.Sprintf("endpoints[%d].addresses[%d]", i, j)
-			if err := dcm.ValidateAddr(field, a); err != nil {
-				return err
+			field := func() string { return fmt.Sprintf("endpoints[%d].addresses[%d]", i, j) }
+			if err := dcm.ValidateAddr("address", a); err != nil {
+				return dcm.ValidateAddr(field(), a)
 			}
 			if addr := netip.MustParseAddr(a); !want(addr) {
-				return &dcm.InvalidError{Reason: dcm.RejectInvalidAddress, Field: field, Value: a}
+				return &dcm.InvalidError{Reason: dcm.RejectInvalidAddress, Field: field(), Value: a}
 			}
 		}
 		pod := podName(ep)
 		if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
-			if err := dcm.ValidateDNSSubdomain(fmt.Sprintf("endpoints[%d].targetRef.name", i), ep.TargetRef.Name); err != nil {
-				return err
+			if err := dcm.ValidateDNSSubdomain("pod", ep.TargetRef.Name); err != nil {
+				return dcm.ValidateDNSSubdomain(fmt.Sprintf("endpoints[%d].targetRef.name", i), ep.TargetRef.Name)
 			}
 		}
 		if len(ep.Addresses) == 0 {
