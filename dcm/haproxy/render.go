@@ -289,12 +289,15 @@ func renderRouting(w *bytes.Buffer, s Settings, https bool) {
 // HTTP frontends, keyed by txn.be (the HAProxy backend the lookup found,
 // which the maps are keyed by, a spare's name when the route rides one):
 // after the forwarded headers and before the request goes to its
-// backend, in the order they ran in the backend before: the cookie's
-// name, the timeouts, the rewrite, the header actions. A request without
-// a route (txn.be unset) meets none of them. Written once here rather
-// than in every backend: HAProxy keeps each rule in every proxy that has
-// it; a backend keeps only what needs a backend (renderRouteTimeouts).
+// backend, in the order they ran in the backend before: the allowlist
+// (before the backend's rate limits: a refused client is not counted),
+// the cookie's name, the timeouts, the rewrite, the header actions. A
+// request without a route (txn.be unset) meets none of them. Written
+// once here rather than in every backend: HAProxy keeps each rule in
+// every proxy that has it; a backend keeps only what needs a backend
+// (renderRouteTimeouts), and for now its rate limits.
 func renderRouteRules(w *bytes.Buffer) {
+	renderFrontendAllowlistRule(w)
 	renderCookieRules(w)
 	renderRouteTimeoutVars(w)
 	renderRewriteRule(w)
@@ -326,8 +329,10 @@ func renderInsecureRouting(w *bytes.Buffer, s Settings) {
 		fmt.Fprintf(w, "    http-request redirect location https://%%[var(txn.host)]%s%%[pathq] code %d if { var(txn.insecure) -m str redirect-%d }\n", port, code, code)
 	}
 	// None answers as a request no route matches: the request loses its
-	// route here, so that none of the route's rules below applies to it,
-	// and it goes to the default backend.
+	// route here, so that none of the route's rules below (its allowlist
+	// first) applies to it, and it goes to the default backend. The
+	// redirects above come before the allowlist, as OpenShift's router
+	// redirects in its frontend and checks the allowlist in the backend.
 	fmt.Fprintf(w, "    http-request unset-var(txn.be) if { var(txn.insecure) -m str %s }\n", routing.ActionNone)
 	renderForwarded(w, s.Forwarded, false)
 	renderRouteRules(w)
@@ -368,7 +373,16 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string, h2 HTTP2
 		}
 		fmt.Fprintf(w, "    server %s %s\n", srv.Name, args)
 	}
-	renderAllowlistRule(w)
+	if tcpBackend(b) {
+		// A passthrough backend keeps its route's allowlist, keyed by its
+		// own name: its frontend, fe_tls, is a TCP one whose tcp-request
+		// content accept of the ClientHello ends its rules, and which
+		// finds the route by SNI only in use_backend. Moving the rule
+		// there would mean looking the SNI up before that accept, in the
+		// frontend every TLS connection passes; here SNI routing stays
+		// as it was.
+		renderAllowlistRule(w)
+	}
 	renderRateLimitRules(w)
 	if !tcpBackend(b) {
 		// An HTTP backend, a spare's too, holds the set-timeout rules,

@@ -512,9 +512,10 @@ func TestRenderInsecure(t *testing.T) {
 			"    http-request set-var(txn.insecure) var(txn.be),map_str(maps/insecure.map) if !{ var(txn.insecure) -m found }\n",
 		"    http-request redirect location https://%[var(txn.host)]%[pathq] code 302 if { var(txn.insecure) -m str redirect-302 }\n",
 		// None: the request loses its route right after the redirects,
-		// before the route's rules, and goes to be_default.
+		// before the route's rules (its allowlist), and goes to be_default.
 		"    http-request redirect location https://%[var(txn.host)]%[pathq] code 308 if { var(txn.insecure) -m str redirect-308 }\n" +
 			"    http-request unset-var(txn.be) if { var(txn.insecure) -m str none }\n",
+		frontendAllowlistRule,
 		rewriteRule + headerRules + "    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n    default_backend be_default\n",
 	} {
 		if !strings.Contains(http, want) {
