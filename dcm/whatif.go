@@ -112,9 +112,12 @@ type MemoryCosts struct {
 // HAProxy26MemoryCosts are the costs measured on Debian's HAProxy 2.6.12 on
 // 2026-12-02 (go test -run '^$' -bench MemoryCosts -count 3 ./dcm/haproxy/:
 // 11,239-11,252 bytes per backend, 5,849-5,873 per cfg server, 4,329-4,370
-// per runtime server), and per backend again on 2026-12-03 once every
-// backend had its allowlist and rate-limit rules (23,065-23,175 bytes:
-// 1.9 KB the allowlist, 10 KB the stick table and its rules).
+// per runtime server), and per backend again on 2026-12-04 (the same
+// command: 12,071-12,157 bytes), once an HTTP backend held only its
+// balance and two set-timeout rules, its route's other rules running in
+// the HTTP frontends (31,281-31,367 bytes the same day with every rule in
+// every backend). The benchmark's backends are HTTP ones: a passthrough
+// backend keeps its allowlist and rate-limit rules, about 23 KB.
 func HAProxy26MemoryCosts() MemoryCosts {
-	return MemoryCosts{PerBackend: 23120, PerCfgServer: 5860, PerRuntimeServer: 4340}
+	return MemoryCosts{PerBackend: 12120, PerCfgServer: 5860, PerRuntimeServer: 4340}
 }

@@ -16,21 +16,29 @@ import (
 // AllowlistLuaName is the Lua file of the allowlist fetch, next to the cfg.
 const AllowlistLuaName = "dcm_allowlist.lua"
 
-// Client allowlists (dcm.Route.Allowlist). Every backend, spares included,
-// has the same rule:
+// Client allowlists (dcm.Route.Allowlist). The HTTP frontends have one
+// rule for every HTTP route, keyed by the route's HAProxy backend that
+// the lookup found (txn.be):
+//
+//	http-request reject if { var(txn.be),map_str(maps/allowlist.map) -m found } !{ lua.dcm_allowed(txn.be) -m bool }
+//
+// and every passthrough backend, spares included, the same rule keyed by
+// its own name (fe_tls, a TCP frontend, knows the route only when it
+// picks the backend by SNI: renderBackend):
 //
 //	tcp-request content reject if { be_name,map_str(maps/allowlist.map) -m found } !{ lua.dcm_allowed -m bool }
 //
-// A backend without an entry in the allowlist map (dcm.MapAllowlist) pays
+// A route without an entry in the allowlist map (dcm.MapAllowlist) pays
 // one map lookup and calls no Lua; one with an entry asks the fetch below,
 // which reads the same map (Lua's Map shares the map file's pattern
 // reference by its name, so an entry added, set or deleted at runtime is
 // what the next request sees: measured, no reload). So a list that comes,
-// changes or goes is a map entry and never re-renders a backend. tcp-request
-// content reject closes the connection without an answer, as OpenShift's
-// router does; in an HTTP backend it is evaluated for every request, in a
-// TCP one (passthrough) for the connection, and src is the client's
-// address in both (fe_https takes it from fe_tls's PROXY header).
+// changes or goes is a map entry and never re-renders a backend. Both
+// rules close the connection without an answer, as OpenShift's router
+// does (http-request reject acts as tcp-request content reject does);
+// the HTTP rule is evaluated for every request, the TCP one for the
+// connection, and src is the client's address in both (fe_https takes it
+// from fe_tls's PROXY header).
 //
 // It replaces a file per backend (acl … src -f acls/<backend>.acl):
 // HAProxy 2.6 keeps pattern references in a list and looks each new one
@@ -139,8 +147,13 @@ local function match(l, s)
   return (k ~= nil and any(a, fam[k])) or any(a, fam.wide)
 end
 
-core.register_fetches("dcm_allowed", function(txn)
-  local l = list(txn.f:be_name())
+-- The backend is the one the request is in, or, given a variable's name,
+-- the one that variable holds (an HTTP frontend's route).
+core.register_fetches("dcm_allowed", function(txn, var)
+  local be
+  if var == nil then be = txn.f:be_name() else be = txn:get_var(var) end
+  if be == nil then return false end
+  local l = list(be)
   if l == false then return true end
   if l == nil then return false end
   local src = txn.f:src()
@@ -156,10 +169,17 @@ end)
 // AllowlistLua is the script dcm writes as AllowlistLuaName.
 func AllowlistLua() []byte { return []byte(allowlistLua) }
 
-// renderAllowlistRule is the rule every backend gets, after its servers
-// and before the rate limits: a refused client is not counted.
+// renderAllowlistRule is the rule every passthrough backend gets, after
+// its servers and before the rate limits: a refused client is not
+// counted.
 func renderAllowlistRule(w *bytes.Buffer) {
 	fmt.Fprintf(w, "    tcp-request content reject if { be_name,map_str(%s) -m found } !{ lua.dcm_allowed -m bool }\n", MapFile(dcm.MapAllowlist))
+}
+
+// renderFrontendAllowlistRule is the rule of the HTTP routes, in the HTTP
+// frontends (renderRouteRules), before the rate limits.
+func renderFrontendAllowlistRule(w *bytes.Buffer) {
+	fmt.Fprintf(w, "    http-request reject if { var(txn.be),map_str(%s) -m found } !{ lua.dcm_allowed(txn.be) -m bool }\n", MapFile(dcm.MapAllowlist))
 }
 
 // validateAllowlistEntry checks an entry of the allowlist map as the map

@@ -18,8 +18,13 @@ import (
 	"github.com/dcm-router/dcm/internal/testkit"
 )
 
-// allowlistRule is the rule every backend has.
-const allowlistRule = "    tcp-request content reject if { be_name,map_str(maps/allowlist.map) -m found } !{ lua.dcm_allowed -m bool }\n"
+// allowlistRule is the rule every passthrough backend has, and
+// frontendAllowlistRule the one of the HTTP routes, in every HTTP
+// frontend.
+const (
+	allowlistRule         = "    tcp-request content reject if { be_name,map_str(maps/allowlist.map) -m found } !{ lua.dcm_allowed -m bool }\n"
+	frontendAllowlistRule = "    http-request reject if { var(txn.be),map_str(maps/allowlist.map) -m found } !{ lua.dcm_allowed(txn.be) -m bool }\n"
+)
 
 // getFrom sends one request from the source address src (loopback): the
 // status, or the error of a connection HAProxy closed without an answer.
@@ -134,8 +139,8 @@ func TestAllowlistAtRuntime(t *testing.T) {
 	filesEqualRuntime(t, d)
 	cfg, err := readConfig(d.cfg.WorkDir)
 	mustf(t, err, "read cfg")
-	if n := strings.Count(string(cfg), allowlistRule); n != 3 {
-		t.Errorf("the rule is in %d backends, want 3 (a spare's too):\n%s", n, cfg)
+	if n, m := strings.Count(string(cfg), frontendAllowlistRule), strings.Count(string(cfg), allowlistRule); n != 1 || m != 0 {
+		t.Errorf("the HTTP rule is written %d times, the TCP one %d; want once in fe_http and in no backend (a spare's neither):\n%s", n, m, cfg)
 	}
 
 	served := func(src, host string, want bool) {
@@ -219,5 +224,68 @@ func TestLegacyACLsRemoved(t *testing.T) {
 				t.Errorf("acls/ holds %v (%v), want %v", left, err, tt.left)
 			}
 		})
+	}
+}
+
+// TestAllowlistAfterInsecurePolicy: plain HTTP meets a route's insecure
+// policy before its allowlist, as in OpenShift's router (the redirect in
+// the frontend, the allowlist in the backend): a client off the list is
+// redirected to HTTPS by a Redirect route and answered 503, as for no
+// route, by a None route, not closed; over HTTPS the list applies, to
+// that client's connection closed and to a listed client's served.
+func TestAllowlistAfterInsecurePolicy(t *testing.T) {
+	t.Parallel()
+	pod := serverFor(testkit.StartBackend(t, "127.0.0.4", "web"), dcm.StateReady)
+	redir := edgeRoute("ns", "redir", "redir.test", "")
+	redir.Insecure, redir.RedirectCode = dcm.InsecureRedirect, 302
+	closed := edgeRoute("ns", "closed", "closed.test", "")
+	closed.Insecure = dcm.InsecureNone
+	for _, r := range []*dcm.Route{&redir, &closed} {
+		r.Allowlist = []string{"127.0.0.2"}
+	}
+	https := testkit.FreeAddr(t)
+	_, bind := startDriver(t, state(backendFor(redir, pod), backendFor(closed, pod)), func(c *DriverConfig) {
+		c.Settings.HTTPSBind = https
+		c.Certs = &testkit.CertStore{}
+	})
+
+	plain := func(src, host string) (int, string, error) {
+		dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 5 * time.Second}
+		client := &http.Client{Timeout: 5 * time.Second,
+			Transport:     &http.Transport{DisableKeepAlives: true, DialContext: dialer.DialContext},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		req, err := http.NewRequest("GET", "http://"+bind+"/x", nil)
+		mustf(t, err, "request")
+		req.Host = host
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		_, _ = io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Location"), nil
+	}
+	for _, src := range []string{"127.0.0.2", "127.0.0.3"} {
+		if code, loc, err := plain(src, "redir.test"); err != nil || code != http.StatusFound || loc != "https://redir.test/x" {
+			t.Errorf("http://redir.test from %s: %d %q %v, want the redirect", src, code, loc, err)
+		}
+		if code, _, err := plain(src, "closed.test"); err != nil || code != http.StatusServiceUnavailable {
+			t.Errorf("http://closed.test from %s: %d %v, want 503", src, code, err)
+		}
+	}
+	secure := func(src, host string) (int, error) {
+		dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 5 * time.Second}
+		conn, err := dialer.Dial("tcp", https)
+		mustf(t, err, "dial %s", https)
+		code, _, err := getOver(conn, host)
+		return code, err
+	}
+	for _, host := range []string{"redir.test", "closed.test"} {
+		if code, err := secure("127.0.0.2", host); err != nil || code != http.StatusOK {
+			t.Errorf("https://%s from the listed client: %d %v, want 200", host, code, err)
+		}
+		if code, err := secure("127.0.0.3", host); err == nil {
+			t.Errorf("https://%s from a client off the list: %d, want the connection closed", host, code)
+		}
 	}
 }

@@ -12,12 +12,13 @@ const HeadersLuaName = "dcm_headers.lua"
 
 // HAProxy 2.6 takes a header name in `http-request set-header` literally,
 // so a rule per name would reload the first time a Route names a new
-// header. Instead every HTTP backend runs one Lua action per direction
-// that looks its own name up in the headers map (dcm.MapHeaders) and
+// header. Instead the HTTP frontends run one Lua action per direction
+// that looks the request's route (txn.be, its HAProxy backend) up in the
+// headers map (dcm.MapHeaders) and
 // applies the actions it finds (routing.HeaderValue decodes below). Lua's
 // Map shares the pattern reference of the map file by its name, so an
 // entry added or set on the runtime API is what the next request sees:
-// measured with the real binary, no reload. A backend without an entry
+// measured with the real binary, no reload. A route without an entry
 // pays one map lookup (docs/routes.md has the numbers).
 //
 // The script is loaded with lua-load, not lua-load-per-thread: a
@@ -83,7 +84,9 @@ local function value(txn, phase, segs)
 end
 
 local function run(txn, phase)
-  local v = headers:lookup(txn.sf:be_name())
+  local be = txn:get_var("txn.be")
+  if be == nil then return end
+  local v = headers:lookup(be)
   if v == nil or v == "" then return end
   for _, a in ipairs(actions(v)[phase]) do
     if phase == "q" then
@@ -106,12 +109,13 @@ func renderHeadersGlobal(w *bytes.Buffer) {
 	fmt.Fprintf(w, "    lua-load %s\n", HeadersLuaName)
 }
 
-// renderHeaderRules runs the header actions in an HTTP backend (a spare's
-// too: the route that takes it may have actions).
-// The map is looked up in the cfg first, so that a backend without
-// actions calls no Lua: it shares the map with the script by its name.
+// renderHeaderRules runs the header actions in the HTTP frontends
+// (renderRouteRules). The map is looked up in the cfg first, so that a
+// route without actions calls no Lua: it shares the map with the script
+// by its name. The response's actions run before fe_https's HSTS rule, as
+// a backend's http-response rules ran before the frontend's.
 func renderHeaderRules(w *bytes.Buffer) {
-	cond := " if { be_name,map_str(" + MapFile(dcm.MapHeaders) + ") -m found }\n"
+	cond := " if { var(txn.be),map_str(" + MapFile(dcm.MapHeaders) + ") -m found }\n"
 	w.WriteString("    http-request lua.dcm_request_headers" + cond)
 	w.WriteString("    http-response lua.dcm_response_headers" + cond)
 }

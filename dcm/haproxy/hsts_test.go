@@ -10,7 +10,10 @@ import (
 
 // TestHSTS: an edge route's Strict-Transport-Security header is sent on its
 // HTTPS responses only, with its value (';' and all, through the runtime
-// API too), and changes by a map replace with the same worker.
+// API too), and changes by a map replace with the same worker. The
+// route's response header actions run before it, as a backend's
+// http-response rules run before the frontend's: an action that copies
+// the header sees none.
 func TestHSTS(t *testing.T) {
 	t.Parallel()
 	ca := testkit.NewCA(t)
@@ -19,6 +22,8 @@ func TestHSTS(t *testing.T) {
 	https := testkit.FreeAddr(t)
 	r := edgeRoute("ns", "secure", "secure.test", store.Put("ns/secure-tls", ca.Leaf(t, "secure.test").PEM()))
 	r.HTTP.HSTS = "max-age=31536000;includeSubDomains"
+	r.Headers = &dcm.HeaderActions{Response: []dcm.HeaderAction{
+		{Name: "X-Seen-HSTS", Type: dcm.HeaderSet, Value: "[%[res.hdr(Strict-Transport-Security)]]"}}}
 	other := edgeRoute("ns", "other", "other.test", "")
 	st := state(backendFor(r, serverFor(pod, dcm.StateReady)), backendFor(other, serverFor(pod, dcm.StateReady)))
 	d, bind := startDriver(t, st, func(c *DriverConfig) {
@@ -36,6 +41,9 @@ func TestHSTS(t *testing.T) {
 	}
 	if got := hsts("https", https, "secure.test"); got != r.HTTP.HSTS {
 		t.Errorf("https: %q, want %q", got, r.HTTP.HSTS)
+	}
+	if resp, _ := request(t, "https", https, "secure.test", "/", nil); resp.Header.Get("X-Seen-HSTS") != "[]" {
+		t.Errorf("the header action saw %q, want [] (it runs before HSTS)", resp.Header.Get("X-Seen-HSTS"))
 	}
 	if got := hsts("http", bind, "secure.test"); got != "" {
 		t.Errorf("http: %q, want none", got)

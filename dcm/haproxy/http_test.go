@@ -151,9 +151,10 @@ func TestRenderRefusesBadErrorPage(t *testing.T) {
 	}
 }
 
-// routeTimeoutLines end every HTTP backend.
-const routeTimeoutLines = "    http-request set-timeout server be_name,map_str(maps/timeout_server.map) if { be_name,map_str(maps/timeout_server.map) -m found }\n" +
-	"    http-request set-timeout tunnel be_name,map_str(maps/timeout_tunnel.map) if { be_name,map_str(maps/timeout_tunnel.map) -m found }\n"
+// routeTimeoutLines end every HTTP backend: the timeouts the frontend read
+// from the maps.
+const routeTimeoutLines = "    http-request set-timeout server var(txn.timeout_server)\n" +
+	"    http-request set-timeout tunnel var(txn.timeout_tunnel)\n"
 
 // TestSettingMapValues: a setting map's values are its allow-list only,
 // and an HSTS value's ';' is escaped so the CLI reads one command.

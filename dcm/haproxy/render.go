@@ -267,11 +267,12 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 		renderRouting(w, s, true)
 		renderHSTS(w)
 	}
+	renderRateLimitTable(w)
 	// A request no route matches: the 503 page of http-error, as
-	// OpenShift's router answers it.
+	// OpenShift's router answers it. It reads no map: the HTTP frontends
+	// read every map a route's rules use, which is what keeps those maps
+	// known to the runtime API when no route has an entry yet.
 	fmt.Fprintf(w, "\nbackend %s\n", DefaultBackend)
-	renderRouteTimeouts(w)
-	renderCookieMaps(w)
 	w.WriteString("    http-request return status 503 default-errorfiles\n")
 }
 
@@ -280,8 +281,30 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 func renderRouting(w *bytes.Buffer, s Settings, https bool) {
 	renderLookup(w)
 	renderForwarded(w, s.Forwarded, https)
+	renderRouteRules(w)
 	w.WriteString("    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n")
 	fmt.Fprintf(w, "    default_backend %s\n", DefaultBackend)
+}
+
+// renderRouteRules are the rules of the route a request found, in the
+// HTTP frontends, keyed by txn.be (the HAProxy backend the lookup found,
+// which the maps are keyed by, a spare's name when the route rides one):
+// after the forwarded headers and before the request goes to its
+// backend, in the order they ran in the backend before: the allowlist,
+// the rate limits (a refused client is not counted), the cookie's name,
+// the timeouts, the rewrite, the header actions. A request without a
+// route (txn.be unset) meets none of them. Written once here rather than
+// in every backend: HAProxy keeps each rule in every proxy that has it,
+// and an empty HTTP backend took 31 KB of its memory with these rules,
+// 12 KB without (BenchmarkMemoryCosts); a backend keeps only what needs
+// a backend (renderRouteTimeouts).
+func renderRouteRules(w *bytes.Buffer) {
+	renderFrontendAllowlistRule(w)
+	renderFrontendRateLimitRules(w)
+	renderCookieRules(w)
+	renderRouteTimeoutVars(w)
+	renderRewriteRule(w)
+	renderHeaderRules(w)
 }
 
 // renderInsecureRouting is fe_http's routing when HTTPS is served: the
@@ -308,10 +331,16 @@ func renderInsecureRouting(w *bytes.Buffer, s Settings) {
 	for _, code := range dcm.RedirectCodes {
 		fmt.Fprintf(w, "    http-request redirect location https://%%[var(txn.host)]%s%%[pathq] code %d if { var(txn.insecure) -m str redirect-%d }\n", port, code, code)
 	}
+	// None answers as a request no route matches: the request loses its
+	// route here, so that none of the route's rules below (its allowlist
+	// first) applies to it, and it goes to the default backend. The
+	// redirects above come before the allowlist, as OpenShift's router
+	// redirects in its frontend and checks the allowlist in the backend.
+	fmt.Fprintf(w, "    http-request unset-var(txn.be) if { var(txn.insecure) -m str %s }\n", routing.ActionNone)
 	renderForwarded(w, s.Forwarded, false)
+	renderRouteRules(w)
 	// After every http-request rule, which HAProxy runs first anyway: it
 	// warns at each start about a use_backend written before one.
-	fmt.Fprintf(w, "    use_backend %s if { var(txn.insecure) -m str %s }\n", DefaultBackend, routing.ActionNone)
 	w.WriteString("    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n")
 	fmt.Fprintf(w, "    default_backend %s\n", DefaultBackend)
 }
@@ -347,13 +376,23 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string, h2 HTTP2
 		}
 		fmt.Fprintf(w, "    server %s %s\n", srv.Name, args)
 	}
-	renderAllowlistRule(w)
-	renderRateLimitRules(w)
-	if b.Route.Sticky {
-		renderCookieRules(w) // after the tcp-request rules, which run first anyway
-	}
-	if !tcpBackend(b) {
-		renderHTTPBackendRules(w)
+	if tcpBackend(b) {
+		// A passthrough backend keeps its route's rules, keyed by its own
+		// name: its frontend, fe_tls, is a TCP one whose tcp-request
+		// content accept of the ClientHello ends its rules, and which
+		// finds the route by SNI only in use_backend. Moving the rules
+		// there would mean looking the SNI up before that accept, in the
+		// frontend every TLS connection passes; here SNI routing stays
+		// as it was, for about 11 KB more per passthrough backend.
+		renderAllowlistRule(w)
+		renderRateLimitRules(w)
+	} else {
+		// An HTTP backend, a spare's too, holds only what needs a
+		// backend: every other rule of its route runs in the HTTP
+		// frontends (renderRouteRules), once for all routes, so that a
+		// backend, and above all a spare that serves nothing yet, costs
+		// HAProxy little memory.
+		renderRouteTimeouts(w)
 	}
 	return nil
 }

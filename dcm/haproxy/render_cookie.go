@@ -20,7 +20,14 @@ const CookieName = "DCMSRV"
 // every replica and every reload agree (cookie on add server is 3.0).
 const cookieLine = "    cookie " + CookieName + " insert indirect nocache httponly dynamic\n"
 
-// cookieRules translate between the route's cookie and CookieName. On the
+// cookieRules translate between the route's cookie and CookieName, in the
+// HTTP frontends for every route (renderRouteRules), keyed by txn.be: only
+// a sticky route has an entry in the cookie maps, and its backend is
+// sticky (its own, or a sticky spare), so a request of any other route
+// meets two map lookups and nothing else. The frontend's http-request
+// rules run before the backend's cookie persistence reads the request,
+// and its http-after-response rules after the persistence inserted its
+// cookie, as the backend's did. On the
 // request, the value of the cookie named by the cookie_name map is found
 // in the Cookie header (a regex with a back reference to the name, put
 // before the header with '|', which no name holds: HAProxy takes no
@@ -55,18 +62,11 @@ func renderSticky(w *bytes.Buffer, b dcm.Backend, cookieSecret string) {
 	}
 }
 
-// renderCookieRules renders the rules that give a sticky backend's cookie
+// renderCookieRules renders the rules that give a sticky route's cookie
 // the route's name.
 func renderCookieRules(w *bytes.Buffer) { w.WriteString(cookieRules()) }
 
 func cookieMapRules(name, same string) string {
-	return "    http-request set-var(txn.dcm_ck) be_name,map_str(" + name + ")\n" +
-		"    http-request set-var(txn.dcm_ss) be_name,map_str(" + same + ")\n"
-}
-
-// renderCookieMaps reads the cookie maps in the default backend: HAProxy
-// knows a map on the runtime API only when the cfg reads it, and a cfg
-// may have no sticky backend yet.
-func renderCookieMaps(w *bytes.Buffer) {
-	w.WriteString(cookieMapRules(MapFile(dcm.MapCookieName), MapFile(dcm.MapCookieSameSite)))
+	return "    http-request set-var(txn.dcm_ck) var(txn.be),map_str(" + name + ")\n" +
+		"    http-request set-var(txn.dcm_ss) var(txn.be),map_str(" + same + ")\n"
 }

@@ -210,18 +210,30 @@ func renderHSTS(w *bytes.Buffer) {
 	fmt.Fprintf(w, "    http-response set-header Strict-Transport-Security %%[%s] if { %s -m found }\n", m, m)
 }
 
-// renderRouteTimeouts is a route's timeouts from the timeout setting maps,
-// keyed by the backend's own name. HAProxy 2.6 takes set-timeout in
-// backends only, so every HTTP backend, spares and be_default included
-// (which keeps the maps loaded when no route has one), renders it: the
-// same text in each, a change is a map replace.
+// routeTimeouts are the timeouts a route sets from its setting maps, and
+// the variable the HTTP frontends read each into.
+var routeTimeouts = []struct {
+	name, variable string
+	table          dcm.MapTable
+}{{"server", "txn.timeout_server", dcm.MapTimeoutServer}, {"tunnel", "txn.timeout_tunnel", dcm.MapTimeoutTunnel}}
+
+// renderRouteTimeoutVars reads a route's timeouts from the timeout setting
+// maps, keyed by txn.be, into variables, in the HTTP frontends
+// (renderRouteRules): set-var sets nothing for a route without an entry.
+func renderRouteTimeoutVars(w *bytes.Buffer) {
+	for _, t := range routeTimeouts {
+		fmt.Fprintf(w, "    http-request set-var(%s) var(txn.be),map_str(%s)\n", t.variable, MapFile(t.table))
+	}
+}
+
+// renderRouteTimeouts sets the timeouts from those variables, in every
+// HTTP backend, spares included: HAProxy 2.6 takes set-timeout in
+// backends only. Without a condition, as a guard ACL costs about 1 KB per
+// backend: set-timeout with an expression that yields nothing, as an
+// absent variable does, leaves the timeout as it was (TestRouteTimeouts).
 func renderRouteTimeouts(w *bytes.Buffer) {
-	for _, t := range []struct {
-		name  string
-		table dcm.MapTable
-	}{{"server", dcm.MapTimeoutServer}, {"tunnel", dcm.MapTimeoutTunnel}} {
-		m := "be_name,map_str(" + MapFile(t.table) + ")"
-		fmt.Fprintf(w, "    http-request set-timeout %s %s if { %s -m found }\n", t.name, m, m)
+	for _, t := range routeTimeouts {
+		fmt.Fprintf(w, "    http-request set-timeout %s var(%s)\n", t.name, t.variable)
 	}
 }
 

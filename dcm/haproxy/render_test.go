@@ -194,8 +194,7 @@ func TestRenderRefusesHostile(t *testing.T) {
 var lineShapes = []*regexp.Regexp{
 	regexp.MustCompile(`^backend be_[A-Za-z0-9._:-]+$`),
 	regexp.MustCompile(`^    balance (roundrobin|leastconn|random|first)$`),
-	regexp.MustCompile(`^    http-(request|response) lua\.dcm_(request|response)_headers if \{ be_name,map_str\(maps/headers\.map\) -m found \}$`),
-	regexp.MustCompile(`^    http-request lua\.dcm_rewrite if \{ be_name,map_str\(maps/rewrite\.map\) -m found \}$`),
+	regexp.MustCompile(`^    http-request set-timeout (server|tunnel) var\(txn\.timeout_(server|tunnel)\)$`),
 	regexp.MustCompile(`^    server [A-Za-z0-9._:-]+ (\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5} weight \d{1,3}( check inter (\d+ms|5s))?( maxconn \d{1,7})?( disabled)?$`),
 	regexp.MustCompile(`^    tcp-request content reject if \{ be_name,map_str\(maps/allowlist\.map\) -m found \} !\{ lua\.dcm_allowed -m bool \}$`),
 	regexp.MustCompile(`^    stick-table type ip size 100k expire 30s store conn_cur,conn_rate\(3s\),http_req_rate\(10s\)$`),
@@ -512,8 +511,12 @@ func TestRenderInsecure(t *testing.T) {
 			"    http-request set-var(txn.insecure) var(txn.host),regsub(^[^.]*,),map_str(maps/insecure_host.map) if !{ var(txn.insecure) -m found }\n" +
 			"    http-request set-var(txn.insecure) var(txn.be),map_str(maps/insecure.map) if !{ var(txn.insecure) -m found }\n",
 		"    http-request redirect location https://%[var(txn.host)]%[pathq] code 302 if { var(txn.insecure) -m str redirect-302 }\n",
-		"    http-request redirect location https://%[var(txn.host)]%[pathq] code 308 if { var(txn.insecure) -m str redirect-308 }\n",
-		"    use_backend be_default if { var(txn.insecure) -m str none }\n    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n    default_backend be_default\n",
+		// None: the request loses its route right after the redirects,
+		// before the route's rules (its allowlist), and goes to be_default.
+		"    http-request redirect location https://%[var(txn.host)]%[pathq] code 308 if { var(txn.insecure) -m str redirect-308 }\n" +
+			"    http-request unset-var(txn.be) if { var(txn.insecure) -m str none }\n",
+		frontendAllowlistRule,
+		rewriteRule + headerRules + "    use_backend %[var(txn.be)] if { var(txn.be) -m found }\n    default_backend be_default\n",
 	} {
 		if !strings.Contains(http, want) {
 			t.Errorf("fe_http lacks %q:\n%s", want, http)

@@ -14,19 +14,22 @@ const RewriteLuaName = "dcm_rewrite.lua"
 // <target>\1`: a regex per route. HAProxy 2.6 compiles a regex when it
 // parses the cfg (regsub and replace-path take literals, and bytes() no
 // variable offset), so a rule per route would reload for each new route
-// and each changed target. Instead every HTTP backend runs one Lua action
-// that looks its own name up in the rewrite map (dcm.MapRewrite), whose
+// and each changed target. Instead the HTTP frontends run one Lua action
+// that looks the request's route (txn.be, its HAProxy backend) up in the
+// rewrite map (dcm.MapRewrite), whose
 // value is the prefix to replace and its target (routing.RewriteValue),
 // and replaces the path, the query string kept, as replace-path does. As
 // for the header actions, Lua's Map shares the map file's pattern
 // reference by name: an entry added or set at runtime is what the next
-// request sees, no reload; a backend without an entry calls no Lua (the cfg looks
+// request sees, no reload; a route without an entry calls no Lua (the cfg looks
 // the map up first).
 const rewriteLua = `-- Written by dcm; every change is rewritten, edits are lost.
 local rewrites = Map.new("` + MapsDir + "/" + string(dcm.MapRewrite) + ".map" + `", Map._str)
 
 core.register_action("dcm_rewrite", { "http-req" }, function(txn)
-  local v = rewrites:lookup(txn.sf:be_name())
+  local be = txn:get_var("txn.be")
+  if be == nil then return end
+  local v = rewrites:lookup(be)
   if v == nil then return end
   local sep = v:find("|", 1, true)
   if sep == nil then return end
@@ -49,15 +52,9 @@ func renderLuaGlobal(w *bytes.Buffer) {
 	fmt.Fprintf(w, "    lua-load %s\n", AllowlistLuaName)
 }
 
-// renderHTTPBackendRules are the rules every HTTP backend ends with: the
-// route's timeouts, its rewrite, its header actions, each from its map.
-func renderHTTPBackendRules(w *bytes.Buffer) {
-	renderRouteTimeouts(w)
-	renderRewriteRule(w)
-	renderHeaderRules(w)
-}
-
-// renderRewriteRule runs the rewrite in an HTTP backend (a spare's too).
+// renderRewriteRule runs the rewrite in the HTTP frontends
+// (renderRouteRules), after the forwarded headers, as it ran in the
+// backend after them.
 func renderRewriteRule(w *bytes.Buffer) {
-	w.WriteString("    http-request lua.dcm_rewrite if { be_name,map_str(" + MapFile(dcm.MapRewrite) + ") -m found }\n")
+	w.WriteString("    http-request lua.dcm_rewrite if { var(txn.be),map_str(" + MapFile(dcm.MapRewrite) + ") -m found }\n")
 }

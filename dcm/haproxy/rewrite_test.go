@@ -15,8 +15,8 @@ import (
 	"github.com/dcm-router/dcm/internal/testkit"
 )
 
-// rewriteRule is in every HTTP backend, before the header rules.
-const rewriteRule = "    http-request lua.dcm_rewrite if { be_name,map_str(maps/rewrite.map) -m found }\n"
+// rewriteRule is in every HTTP frontend, before the header rules.
+const rewriteRule = "    http-request lua.dcm_rewrite if { var(txn.be),map_str(maps/rewrite.map) -m found }\n"
 
 func TestRewriteLuaReadsTheRewriteMap(t *testing.T) {
 	if !strings.Contains(rewriteLua, `Map.new("`+MapFile(dcm.MapRewrite)+`", Map._str)`) {

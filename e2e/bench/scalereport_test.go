@@ -48,7 +48,7 @@ func TestScaleMarkdown(t *testing.T) {
 		"| 3 | throughput at the size ÷ at 10 routes, 10 routes of each, median round | ≥ 0.90 (within 10 %) | 0.70 (middle half of 4 rounds 0.60–0.90) |",
 		"| 4 | startup: HAProxy serves every route | ≤ 10 s | 2.5 s | — |",
 		"| 5 | reloads while the cluster grows by 1,000 routes | — | 7 (pool-exhausted 7) | — | — | — |\n",
-		"| 5 | spares' memory, share of HAProxy's | ≤ 2 % | 3.09 % (140 × 23,120 bytes of 100 MB) |",
+		"| 5 | spares' memory, share of HAProxy's | ≤ 2 % | 1.62 % (140 × 12,120 bytes of 100 MB) |",
 		"| 6 | full resync: last write → HAProxy acknowledged all | < 100 ms | 60.0 ms | — | — | met at 1,000, not measured at 10,000 |\n",
 		"(writing the 1,000 slices took 200.0 ms)",
 		"gave a median round of 1.00 (middle\nhalf 0.90–1.10)",
