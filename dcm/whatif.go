@@ -104,7 +104,14 @@ type Simulation struct {
 // the real binary by dcm/haproxy's BenchmarkMemoryCosts (see its comment for
 // the run); the what-if estimate multiplies them.
 type MemoryCosts struct {
-	PerBackend       int64 `json:"perBackend"`
+	// PerBackend is an empty HTTP backend's (plain, edge and reencrypt
+	// routes', and their spares').
+	PerBackend int64 `json:"perBackend"`
+	// PerTCPBackend is an empty passthrough backend's (a route's or a
+	// spare's): it keeps its route's allowlist and rate-limit rules and
+	// stick table, which an HTTP backend leaves to the HTTP frontends, so
+	// it costs about twice as much.
+	PerTCPBackend    int64 `json:"perTCPBackend"`
 	PerCfgServer     int64 `json:"perCfgServer"`
 	PerRuntimeServer int64 `json:"perRuntimeServer"`
 }
@@ -116,8 +123,9 @@ type MemoryCosts struct {
 // command: 12,071-12,157 bytes), once an HTTP backend held only its
 // balance and two set-timeout rules, its route's other rules running in
 // the HTTP frontends (31,281-31,367 bytes the same day with every rule in
-// every backend). The benchmark's backends are HTTP ones: a passthrough
-// backend keeps its allowlist and rate-limit rules, about 23 KB.
+// every backend). Per passthrough backend, which keeps its allowlist and
+// rate-limit rules, on 2026-12-04 too (the same command: 23,351-23,499
+// bytes, 12,087-12,247 per HTTP backend in the same runs).
 func HAProxy26MemoryCosts() MemoryCosts {
-	return MemoryCosts{PerBackend: 12120, PerCfgServer: 5860, PerRuntimeServer: 4340}
+	return MemoryCosts{PerBackend: 12120, PerTCPBackend: 23400, PerCfgServer: 5860, PerRuntimeServer: 4340}
 }

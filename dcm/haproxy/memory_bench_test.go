@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 // workerRSS reads the resident memory of HAProxy's current worker.
@@ -36,8 +37,9 @@ func workerRSS(tb testing.TB, d *Driver) int64 {
 }
 
 // BenchmarkMemoryCosts measures what the what-if planner's memory estimate
-// multiplies (dcm.MemoryCosts): the worker's RSS per empty backend (with its
-// map entry), per server in haproxy.cfg, per server added with add server.
+// multiplies (dcm.MemoryCosts): the worker's RSS per empty HTTP backend
+// (with its map entry), per empty passthrough backend (with its SNI map
+// entry), per server in haproxy.cfg, per server added with add server.
 // It runs once whatever b.N is: go test -run '^$' -bench MemoryCosts ./dcm/haproxy/
 func BenchmarkMemoryCosts(b *testing.B) {
 	const n, perBackend = 1000, 8
@@ -63,9 +65,33 @@ func BenchmarkMemoryCosts(b *testing.B) {
 	}
 	runtimeServers := workerRSS(b, d)
 
+	// Passthrough backends are measured apart: they keep their route's
+	// allowlist and rate-limit rules and stick table (renderBackend),
+	// which HTTP backends leave to the HTTP frontends. With an HTTPS
+	// address on both sides of the difference, so that fe_tls loads the
+	// SNI map their entries are in, as fe_http loads the HTTP backends'.
+	https := func(c *DriverConfig) { c.Settings.HTTPSBind = testkit.FreeAddr(b) }
+	emptyTLS, _ := startDriver(b, dcm.State{}, https)
+	baseTLS := workerRSS(b, emptyTLS)
+	tcp, _ := startDriver(b, passthroughState(n), https)
+	withTCP := workerRSS(b, tcp)
+
 	for b.Loop() {
 	}
 	b.ReportMetric(float64(withBackends-base)/n, "bytes/backend")
+	b.ReportMetric(float64(withTCP-baseTLS)/n, "bytes/tcp-backend")
 	b.ReportMetric(float64(cfgServers-withBackends)/(n*perBackend), "bytes/cfg-server")
 	b.ReportMetric(float64(runtimeServers-withBackends)/n, "bytes/runtime-server")
+}
+
+// passthroughState is bigState's n routes without servers as passthrough
+// routes: a TCP backend each, found by its host in the SNI map.
+func passthroughState(n int) dcm.State {
+	st := bigState(n, 0)
+	for i, be := range st.Backends {
+		rt := be.Route
+		rt.Kind, rt.Balance = dcm.KindPassthrough, dcm.BalanceSource
+		st.Backends[i] = &dcm.Backend{Name: rt.BackendName(), Kind: rt.Kind, Route: rt}
+	}
+	return st
 }
