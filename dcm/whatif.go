@@ -59,6 +59,10 @@ type SimTotals struct {
 	// SpareBackends counts the free spare backends of the pool (dynamic
 	// mode): they exist in HAProxy, and cost memory, until a route takes one.
 	SpareBackends int `json:"spareBackends"`
+	// TCPBackends counts the passthrough routes' backends among Backends
+	// (not the spares): each costs HAProxy about twice an HTTP one
+	// (MemoryCosts).
+	TCPBackends int `json:"tcpBackends"`
 	// MemoryBytes estimates the HAProxy worker's memory for backends and
 	// servers, from MemoryCosts.
 	MemoryBytes int64 `json:"memoryBytes"`

@@ -179,6 +179,8 @@ func TotalRows(s *dcm.Simulation) []TotalRow {
 	n := strconv.Itoa
 	return []TotalRow{
 		{"backends", "Backends", n(b.Backends), n(a.Backends)},
+		// Apart, as a passthrough backend costs about twice the memory.
+		{"tcpBackends", "of which passthrough (TCP)", n(b.TCPBackends), n(a.TCPBackends)},
 		{"ready", "Servers ready", n(b.Ready), n(a.Ready)},
 		{"drain", "Servers draining", n(b.Drain), n(a.Drain)},
 		{"maint", "Servers in maint", n(b.Maint), n(a.Maint)},

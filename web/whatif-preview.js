@@ -25,7 +25,7 @@ export function bytes(n) {
   return `${(n / (1 << 20)).toFixed(1)} MiB`;
 }
 
-const totalKeys = ['backends', 'ready', 'drain', 'maint', 'cfgServers', 'runtimeServers', 'slotsFree', 'spareBackends'];
+const totalKeys = ['backends', 'tcpBackends', 'ready', 'drain', 'maint', 'cfgServers', 'runtimeServers', 'slotsFree', 'spareBackends'];
 
 export class Preview {
   // el: the preview's section; stats: window.dcmWhatIf.

@@ -356,7 +356,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string, h2 HTTP2
 		return fmt.Errorf("backend %q: %w", b.Name, err)
 	}
 	fmt.Fprintf(w, "\nbackend %s\n", b.ProxyName())
-	if tcpBackend(b) {
+	if routing.TCPBackend(&b) {
 		w.WriteString("    mode tcp\n")
 		renderTCPTimeouts(w, b.Route)
 	}
@@ -376,7 +376,7 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string, h2 HTTP2
 		}
 		fmt.Fprintf(w, "    server %s %s\n", srv.Name, args)
 	}
-	if tcpBackend(b) {
+	if routing.TCPBackend(&b) {
 		// A passthrough backend keeps its route's rules, keyed by its own
 		// name: its frontend, fe_tls, is a TCP one whose tcp-request
 		// content accept of the ClientHello ends its rules, and which
@@ -395,16 +395,6 @@ func renderBackend(w *bytes.Buffer, b dcm.Backend, cookieSecret string, h2 HTTP2
 		renderRouteTimeouts(w)
 	}
 	return nil
-}
-
-// tcpBackend reports whether a backend carries connections, not requests:
-// a passthrough route's, or a spare for one.
-func tcpBackend(b dcm.Backend) bool {
-	if b.Route.Name != "" {
-		return b.Route.Kind == dcm.KindPassthrough
-	}
-	k, ok := routing.SpareKind(b.ProxyName())
-	return ok && k == dcm.KindPassthrough
 }
 
 // ServerArgs renders what follows a server's name, for both the cfg

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/routing"
 )
 
 // totals counts a state as a preview shows it: backends, servers by state
@@ -18,19 +19,32 @@ func totals(st dcm.State, d dcm.Desired, costs dcm.MemoryCosts) dcm.SimTotals {
 }
 
 // withSpares completes the counts of st's servers: its backends and
-// spares, and the memory of all of them.
+// spares, and the memory of all of them. A passthrough backend or spare
+// costs PerTCPBackend, every other PerBackend: t counts the routes' TCP
+// backends, the spares' kinds are read from their names here (a pool
+// holds a few dozen, and they change with every route added or deleted).
 func withSpares(t dcm.SimTotals, st dcm.State, costs dcm.MemoryCosts) dcm.SimTotals {
 	t.Backends = len(st.Backends)
 	t.SpareBackends = len(st.Pool)
-	t.MemoryBytes = int64(t.Backends+t.SpareBackends)*costs.PerBackend + int64(t.CfgServers)*costs.PerCfgServer +
-		int64(t.RuntimeServers)*costs.PerRuntimeServer
+	tcp := t.TCPBackends
+	for _, name := range st.Pool {
+		if routing.TCPSpare(name) {
+			tcp++
+		}
+	}
+	t.MemoryBytes = int64(t.Backends+t.SpareBackends-tcp)*costs.PerBackend + int64(tcp)*costs.PerTCPBackend +
+		int64(t.CfgServers)*costs.PerCfgServer + int64(t.RuntimeServers)*costs.PerRuntimeServer
 	return t
 }
 
-// backendTotals counts one backend's servers. Only a free slot depends on
-// d: whether its desired backend carries the slot's endpoint.
+// backendTotals counts one backend's servers, and the backend if it is a
+// TCP one. Only a free slot depends on d: whether its desired backend
+// carries the slot's endpoint.
 func backendTotals(b *dcm.Backend, d dcm.Desired) dcm.SimTotals {
 	var t dcm.SimTotals
+	if routing.TCPBackend(b) {
+		t.TCPBackends = 1
+	}
 	var db *dcm.DesiredBackend // looked up for slots only
 	for _, s := range b.Servers {
 		switch s.State {
@@ -62,8 +76,10 @@ func backendTotals(b *dcm.Backend, d dcm.Desired) dcm.SimTotals {
 	return t
 }
 
-// addTotals adds (sign 1) or takes away (sign -1) u's server counts.
+// addTotals adds (sign 1) or takes away (sign -1) u's server counts and
+// TCP backends.
 func addTotals(t, u dcm.SimTotals, sign int) dcm.SimTotals {
+	t.TCPBackends += sign * u.TCPBackends
 	t.Ready += sign * u.Ready
 	t.Drain += sign * u.Drain
 	t.Maint += sign * u.Maint

@@ -201,6 +201,49 @@ func TestSimulateCountsSpares(t *testing.T) {
 	}
 }
 
+// TestSimulateCountsTCPBackends: a passthrough backend, a route's or a
+// spare's, is counted at PerTCPBackend, every other at PerBackend. A
+// passthrough route that takes a passthrough spare costs only its
+// servers; without a pool, its new backend costs PerTCPBackend; a
+// deleted one gives it back.
+func TestSimulateCountsTCPBackends(t *testing.T) {
+	db := &dcm.Route{Namespace: "demo", Name: "db", Kind: dcm.KindPassthrough, Host: "db.example", Path: "/",
+		PathType: dcm.PathPrefix, Balance: dcm.BalanceSource, Services: []dcm.ServiceRef{{Name: "web", Port: "http"}}}
+	add := []dcm.WhatIf{{Kind: dcm.WhatIfAddRoute, Route: db}}
+	c := dcm.HAProxy26MemoryCosts()
+
+	pooled := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2}
+	sim := Simulate(snapshotOf(withService(webApp(2)), pooled), add, c)
+	b, a := sim.Before, sim.After
+	// The web route's HTTP backend, 2 HTTP and 2 reencrypt spares; 2
+	// passthrough spares.
+	if want := 5*c.PerBackend + 2*c.PerTCPBackend + 2*c.PerCfgServer; b.TCPBackends != 0 || b.MemoryBytes != want {
+		t.Errorf("before: %d TCP backends, memory %d, want 0 and %d", b.TCPBackends, b.MemoryBytes, want)
+	}
+	if a.TCPBackends != 1 || a.SpareBackends != 5 || a.MemoryBytes != b.MemoryBytes+2*c.PerRuntimeServer {
+		t.Errorf("after: %+v, want 1 TCP backend, 5 spares, the memory of 2 runtime servers more", a)
+	}
+
+	plain := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
+	sim = Simulate(snapshotOf(withService(webApp(2)), plain), add, c)
+	b, a = sim.Before, sim.After
+	if want := b.MemoryBytes + c.PerTCPBackend + 2*c.PerCfgServer; a.TCPBackends != 1 || a.MemoryBytes != want {
+		t.Errorf("after a reload: %+v, want 1 TCP backend and memory %d", a, want)
+	}
+
+	// From a state with the passthrough route, deleting it.
+	withDB := withService(webApp(2))
+	withDB.Backends = append(withDB.Backends, desiredOf(*db, ep("db-0", "10.0.1.1", dcm.StateReady)).Backends...)
+	sim = Simulate(snapshotOf(withDB, plain), []dcm.WhatIf{{Kind: dcm.WhatIfDeleteRoute, Backend: db.BackendName()}}, c)
+	b, a = sim.Before, sim.After
+	if b.TCPBackends != 1 || b.MemoryBytes != c.PerBackend+c.PerTCPBackend+3*c.PerCfgServer {
+		t.Errorf("with the passthrough route: %+v", b)
+	}
+	if want := b.MemoryBytes - c.PerTCPBackend - c.PerCfgServer; a.TCPBackends != 0 || a.MemoryBytes != want {
+		t.Errorf("after deleting it: %+v, want no TCP backend and memory %d", a, want)
+	}
+}
+
 // TestSimulateSplitRoute: scaling the primary of a route split 80/20
 // predicts the weights the kube layer will compute: every server's weight
 // follows, the canary's included.

@@ -109,3 +109,21 @@ func comparePool(a, b string) int {
 	}
 	return strings.Compare(a, b)
 }
+
+// TCPBackend reports whether a backend carries connections, not requests:
+// a passthrough route's, or a spare for one. The renderer gives such a
+// backend mode tcp and its route's rules; the planner's memory estimate
+// counts it at MemoryCosts.PerTCPBackend, as those rules make it cost.
+func TCPBackend(b *dcm.Backend) bool {
+	if b.Route.Name != "" {
+		return b.Route.Kind == dcm.KindPassthrough
+	}
+	return TCPSpare(b.ProxyName())
+}
+
+// TCPSpare reports whether a free spare (a name of State.Pool) is a
+// passthrough one, a TCP backend.
+func TCPSpare(name string) bool {
+	k, ok := SpareKind(name)
+	return ok && k == dcm.KindPassthrough
+}

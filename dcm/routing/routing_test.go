@@ -136,6 +136,7 @@ func TestPoolNames(t *testing.T) {
 	}{
 		{name: "be_http:_pool:1", kind: dcm.KindHTTP, n: 1, ok: true, spare: dcm.KindHTTP},
 		{name: "be_reencrypt:_pool:12", kind: dcm.KindReencrypt, n: 12, ok: true, spare: dcm.KindReencrypt},
+		{name: "be_passthrough:_pool:3", kind: dcm.KindPassthrough, n: 3, ok: true, spare: dcm.KindPassthrough},
 		// Not numbered spares; SpareKind reads them as route backends.
 		{name: "be_http:_pool:01", spare: dcm.KindHTTP},
 		{name: "be_http:_pool:0", spare: dcm.KindHTTP},
@@ -153,6 +154,9 @@ func TestPoolNames(t *testing.T) {
 		}
 		if k, ok := SpareKind(tt.name); k != tt.spare || ok != (tt.spare != "") {
 			t.Errorf("SpareKind(%q) = %q, %v; want %q", tt.name, k, ok, tt.spare)
+		}
+		if tcp := TCPSpare(tt.name); tcp != (tt.spare == dcm.KindPassthrough) {
+			t.Errorf("TCPSpare(%q) = %v", tt.name, tcp)
 		}
 	}
 	names := []string{"be_http:ns:old", "be_http:_pool:10", "be_passthrough:_pool:1", "be_http:_pool:2"}

@@ -783,7 +783,7 @@ func decSimTotals(d *decoder, v *dcm.SimTotals) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "backends,ready,drain,maint,cfgServers,runtimeServers,slotsFree,spareBackends,memoryBytes") {
+		switch c.find(d.key(), "backends,ready,drain,maint,cfgServers,runtimeServers,slotsFree,spareBackends,tcpBackends,memoryBytes") {
 		case 0:
 			d.int(&v.Backends)
 		case 1:
@@ -801,6 +801,8 @@ func decSimTotals(d *decoder, v *dcm.SimTotals) {
 		case 7:
 			d.int(&v.SpareBackends)
 		case 8:
+			d.int(&v.TCPBackends)
+		case 9:
 			d.int64(&v.MemoryBytes)
 		default:
 			d.skip()
@@ -818,6 +820,7 @@ func encSimTotals(e *encoder, k string, v *dcm.SimTotals) {
 	e.int64("\"runtimeServers\":", int64(v.RuntimeServers))
 	e.int64("\"slotsFree\":", int64(v.SlotsFree))
 	e.int64("\"spareBackends\":", int64(v.SpareBackends))
+	e.int64("\"tcpBackends\":", int64(v.TCPBackends))
 	e.int64("\"memoryBytes\":", v.MemoryBytes)
 	e.end('}')
 }
