@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dcm-router/dcm/dcm/routing"
 	"github.com/dcm-router/dcm/e2e/harness"
 )
 
@@ -81,6 +82,9 @@ type ScaleResult struct {
 	BaseHeapMB   float64
 	HAProxyPSSMB float64 // master and workers, once every route serves
 	Spares       int     // free spare backends at the start
+	// TCPSpares are the passthrough ones among Spares: each keeps its
+	// route's rules and costs HAProxy about twice an HTTP spare.
+	TCPSpares int
 
 	Event []time.Duration // informer event → HAProxy acknowledged, sorted
 
@@ -193,7 +197,13 @@ func startScale(t *testing.T, cfg ScaleConfig, k *KubeCluster, farm *podFarm, re
 		t.Fatal(err)
 	}
 	res.HAProxyPSSMB = float64(hs.pssKB) / 1024
-	res.Spares = len(s.Engine.Snapshot().Pool)
+	pool := s.Engine.Snapshot().Pool
+	res.Spares = len(pool)
+	for _, name := range pool {
+		if routing.TCPSpare(name) {
+			res.TCPSpares++
+		}
+	}
 	return scaleStack{Stack: s, src: src}, true
 }
 

@@ -87,13 +87,17 @@ func perRoute(commands, routes int) float64 {
 	return float64(commands) / float64(routes)
 }
 
-// spareShare is the spares' estimated memory (each an empty backend,
-// dcm.HAProxy26MemoryCosts) as a percentage of HAProxy's PSS.
+// spareShare is the spares' estimated memory (each an empty backend of
+// its kind, dcm.HAProxy26MemoryCosts: a passthrough one keeps its route's
+// rules and costs about twice an HTTP one) as a percentage of HAProxy's
+// PSS.
 func (r ScaleResult) spareShare() float64 {
 	if r.StartErr != "" || r.HAProxyPSSMB == 0 {
 		return math.NaN()
 	}
-	return 100 * float64(r.Spares) * float64(dcm.HAProxy26MemoryCosts().PerBackend) / (r.HAProxyPSSMB * (1 << 20))
+	c := dcm.HAProxy26MemoryCosts()
+	bytes := int64(r.Spares-r.TCPSpares)*c.PerBackend + int64(r.TCPSpares)*c.PerTCPBackend
+	return 100 * float64(bytes) / (r.HAProxyPSSMB * (1 << 20))
 }
 
 // rows are the figures, in the issue's order.
@@ -154,7 +158,9 @@ func (rep ScaleReport) rows() []*scaleRow {
 			}
 		}
 		if !math.IsNaN(m.vals[i]) {
-			m.extra[i] = fmt.Sprintf("(%s × %s bytes of %.0f MB)", thousands(r.Spares), thousands(int(dcm.HAProxy26MemoryCosts().PerBackend)), r.HAProxyPSSMB)
+			c := dcm.HAProxy26MemoryCosts()
+			m.extra[i] = fmt.Sprintf("(%s HTTP × %s + %s passthrough × %s bytes of %.0f MB)", thousands(r.Spares-r.TCPSpares), thousands(int(c.PerBackend)),
+				thousands(r.TCPSpares), thousands(int(c.PerTCPBackend)), r.HAProxyPSSMB)
 		}
 		if !math.IsNaN(w.vals[i]) {
 			w.extra[i] = fmt.Sprintf("(writing the %s slices took %s)", thousands(r.Routes), fmtMS(durMS(r.ResyncWrite)))
@@ -393,8 +399,10 @@ func (rep ScaleReport) mdScaleMethod(b *strings.Builder) {
 	w("   HAProxy's: the sum of `Pss` over its master and worker.\n")
 	w("5. **Growth**: %s routes created %d at a time, each step once the last was served; reloads are\n", thousands(cfg.Grow), cfg.GrowStep)
 	w("   `dcm_reload_duration_seconds` samples, reasons `dcm_reloads_total`. dcm renders a tenth of each kind's routes as\n")
-	w("   spares (`plan.PoolShare`, never fewer than `--pool-size`); their memory is their count times an empty backend's\n")
-	w("   cost measured on HAProxy 2.6 (`dcm.HAProxy26MemoryCosts`, %s bytes), against HAProxy's PSS at the start.\n", thousands(int(dcm.HAProxy26MemoryCosts().PerBackend)))
+	c := dcm.HAProxy26MemoryCosts()
+	w("   spares (`plan.PoolShare`, never fewer than `--pool-size`); their memory is each kind's count times an empty\n")
+	w("   backend's cost measured on HAProxy 2.6 (`dcm.HAProxy26MemoryCosts`: %s bytes an HTTP one, %s a passthrough\n", thousands(int(c.PerBackend)), thousands(int(c.PerTCPBackend)))
+	w("   one, which keeps its route's allowlist and rate limits), against HAProxy's PSS at the start.\n")
 	w("6. **Full resync**: every route's EndpointSlice written at once by four writers, each flipping the route's first\n")
 	w("   endpoint; until the engine's events show every backend as written (an `applied` event carries the backends it\n")
 	w("   touched). The goal is checked on the time from the last write: before it dcm cannot have everything; the time from\n")

@@ -45,10 +45,10 @@ func TestScale(t *testing.T) {
 				return
 			}
 			t.Logf("%d routes: event → HAProxy p50 %.1f ms p99 %.1f ms; add p99 %.1f ms, %d commands for %d; delete p99 %.1f ms, %d commands for %d; "+
-				"throughput %.0f req/s vs %.0f at %d routes (median round %.2f; over %d routes of each %.2f); ready %s, serving %s, dcm RSS +%.0f MB (peak +%.0f, heap +%.0f), HAProxy %.0f MB PSS, %d spares; "+
+				"throughput %.0f req/s vs %.0f at %d routes (median round %.2f; over %d routes of each %.2f); ready %s, serving %s, dcm RSS +%.0f MB (peak +%.0f, heap +%.0f), HAProxy %.0f MB PSS, %d spares (%d passthrough); "+
 				"growth by %d: %d reloads %v; resync %s from the last write, %s from the first (writes %s); notes %q",
 				n, pct(r.Event, .5), pct(r.Event, .99), pct(r.Add, .99), r.AddChanges, len(r.Add), pct(r.Delete, .99), r.DeleteChanges, len(r.Delete),
-				r.Throughput.RPS, r.Throughput.BaseRPS, baseRoutes, r.Throughput.Median(), baseRoutes, r.Lookup.Median(), r.Ready, r.Served, r.DCMRSSMB, r.DCMPeakMB, r.DCMHeapMB, r.HAProxyPSSMB, r.Spares,
+				r.Throughput.RPS, r.Throughput.BaseRPS, baseRoutes, r.Throughput.Median(), baseRoutes, r.Lookup.Median(), r.Ready, r.Served, r.DCMRSSMB, r.DCMPeakMB, r.DCMHeapMB, r.HAProxyPSSMB, r.Spares, r.TCPSpares,
 				r.Grown, r.GrowReloads, r.GrowReasons, r.ResyncLast, r.ResyncFirst, r.ResyncWrite, r.Notes)
 		})
 	}
