@@ -161,12 +161,12 @@ func (s *System) connect(ctx context.Context, deps Deps) (dynamic.Interface, err
 	if err != nil {
 		return nil, err
 	}
-	warnings, err := kube.CheckAccess(ctx, client, s.cfg.Namespaces)
+	lacking, err := kube.CheckAccess(ctx, client, s.cfg.Namespaces)
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range warnings {
-		s.log.Warn("permission missing: the API cannot scale workloads", "permission", w)
+	for _, l := range lacking {
+		s.log.Warn("permission missing: dcm runs without "+l.Feature, "permission", l.String())
 	}
 	s.client = client
 	return dyn, nil
