@@ -18,13 +18,14 @@ type Permission struct {
 	// disable Feature, with a warning.
 	Required bool
 	// Feature is what an optional permission is for (FeatureScale,
-	// FeatureTokens).
+	// FeatureEvents, FeatureTokens).
 	Feature string
 }
 
 // The features of optional permissions: without one dcm runs, less it.
 const (
 	FeatureScale  = "scaling workloads from the portal"
+	FeatureEvents = "Kubernetes Events on rejected Ingresses and Routes"
 	FeatureTokens = "signing in to the portal with Kubernetes tokens"
 )
 
@@ -77,6 +78,11 @@ func Permissions() []Permission {
 	out = append(out,
 		Permission{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews", Feature: FeatureTokens},
 		Permission{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews", Feature: FeatureTokens})
+	// Events (events.k8s.io/v1) on the objects dcm rejects: client-go's
+	// broadcaster creates one, then patches it into a series as it repeats.
+	for _, verb := range []string{"create", "patch"} {
+		out = append(out, Permission{Verb: verb, Group: "events.k8s.io", Resource: "events", Feature: FeatureEvents})
+	}
 	return out
 }
 

@@ -53,6 +53,8 @@ func TestCheckAccess(t *testing.T) {
 			wantMissing: []string{"watch namespaces in all namespaces"}},
 		{name: "scaling is optional", denied: []string{"update deployments/scale"}, wantLacking: []string{FeatureScale}},
 		{name: "token sign-in is optional", denied: []string{"create tokenreviews"}, wantLacking: []string{FeatureTokens}},
+		{name: "events are optional", denied: []string{"create events", "patch events"}, namespaces: []string{"a"},
+			wantLacking: []string{FeatureEvents, FeatureEvents}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
