@@ -68,6 +68,22 @@ func clients(cfg *rest.Config) (kubernetes.Interface, dynamic.Interface, error) 
 	return client, dyn, nil
 }
 
+// eventsClient writes dcm's Kubernetes Events, with a rate limit of its
+// own: client-go's broadcaster folds repeats into series, but each object
+// and reason still makes a write, and however many objects a change turns
+// bad (a restart, a host taken over) those writes must neither flood the
+// API server nor queue before the watches and status writes of clients.
+func eventsClient(cfg *rest.Config) (kubernetes.Interface, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "dcm-events"
+	cfg.QPS, cfg.Burst = 5, 25
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes events client: %w", err)
+	}
+	return client, nil
+}
+
 func workDir(dir string) (string, error) {
 	if dir == "" {
 		base, err := os.UserCacheDir()

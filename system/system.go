@@ -59,6 +59,7 @@ type System struct {
 	engine   *engine.Engine
 	source   engine.Source
 	kube     *kube.Source // nil with Deps.Source
+	events   *kube.Events // nil but against a real cluster that lets dcm write them
 	access   access
 	portal   net.Listener
 	ready    chan struct{}
@@ -161,12 +162,21 @@ func (s *System) connect(ctx context.Context, deps Deps) (dynamic.Interface, err
 	if err != nil {
 		return nil, err
 	}
-	warnings, err := kube.CheckAccess(ctx, client, s.cfg.Namespaces)
+	lacking, err := kube.CheckAccess(ctx, client, s.cfg.Namespaces)
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range warnings {
-		s.log.Warn("permission missing: the API cannot scale workloads", "permission", w)
+	for _, l := range lacking {
+		s.log.Warn("permission missing: dcm runs without "+l.Feature, "permission", l.String())
+	}
+	// Events only here, with a real cluster: the demo's in-memory one
+	// would keep them for ever, and nobody can describe its objects.
+	if !kube.Lacks(lacking, kube.FeatureEvents) {
+		ec, err := eventsClient(restCfg)
+		if err != nil {
+			return nil, err
+		}
+		s.events = kube.NewEvents(ec)
 	}
 	s.client = client
 	return dyn, nil
@@ -199,7 +209,7 @@ func (s *System) kubeSource(dyn dynamic.Interface, backendCA []byte, pems *kube.
 	src := kube.NewSource(s.client, kube.Options{IngressClass: s.cfg.IngressClass, Namespaces: s.cfg.Namespaces,
 		DefaultBackendCA: backendCA, PEMs: pems, AllowCrossNamespaceHosts: s.cfg.AllowCrossNamespaceHosts,
 		AllowWildcardRoutes: s.cfg.AllowWildcardRoutes, DefaultCertificate: s.cfg.DefaultSSLCertificate,
-		RouteSelector: routeSel, NamespaceSelector: nsSel}, s.engine, s.log.With("part", "kube"))
+		RouteSelector: routeSel, NamespaceSelector: nsSel, Events: s.events}, s.engine, s.log.With("part", "kube"))
 	switch {
 	case dyn != nil && s.cfg.Routes:
 		src.WatchRoutes(kube.RouteWatchOptions{Client: dyn, Discovery: s.client.Discovery(),

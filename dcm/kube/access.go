@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -14,9 +15,19 @@ import (
 type Permission struct {
 	Verb, Group, Resource, Subresource string
 	// Required permissions stop dcm at start when missing; the others only
-	// disable a feature (scaling from the portal), with a warning.
+	// disable Feature, with a warning.
 	Required bool
+	// Feature is what an optional permission is for (FeatureScale,
+	// FeatureEvents, FeatureTokens).
+	Feature string
 }
+
+// The features of optional permissions: without one dcm runs, less it.
+const (
+	FeatureScale  = "scaling workloads from the portal"
+	FeatureEvents = "Kubernetes Events on rejected Ingresses and Routes"
+	FeatureTokens = "signing in to the portal with Kubernetes tokens"
+)
 
 func (p Permission) String() string {
 	r := p.Resource
@@ -60,13 +71,18 @@ func Permissions() []Permission {
 	}
 	for _, r := range []string{"deployments", "statefulsets"} {
 		for _, verb := range []string{"get", "update"} {
-			out = append(out, Permission{Verb: verb, Group: "apps", Resource: r, Subresource: "scale"})
+			out = append(out, Permission{Verb: verb, Group: "apps", Resource: r, Subresource: "scale", Feature: FeatureScale})
 		}
 	}
 	// The portal's sign-in with Kubernetes tokens, and RBAC per action.
 	out = append(out,
-		Permission{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"},
-		Permission{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"})
+		Permission{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews", Feature: FeatureTokens},
+		Permission{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews", Feature: FeatureTokens})
+	// Events (events.k8s.io/v1) on the objects dcm rejects: client-go's
+	// broadcaster creates one, then patches it into a series as it repeats.
+	for _, verb := range []string{"create", "patch"} {
+		out = append(out, Permission{Verb: verb, Group: "events.k8s.io", Resource: "events", Feature: FeatureEvents})
+	}
 	return out
 }
 
@@ -88,13 +104,26 @@ func scopesOf(p Permission, namespaces []string) []string {
 	return namespaces
 }
 
+// Lacking is an optional permission dcm does not hold, and where.
+type Lacking struct {
+	Permission
+	Where string // "in all namespaces", "in namespace <ns>"
+}
+
+func (l Lacking) String() string { return l.Permission.String() + " " + l.Where }
+
+// Lacks says whether lacking holds a permission of feature.
+func Lacks(lacking []Lacking, feature string) bool {
+	return slices.ContainsFunc(lacking, func(l Lacking) bool { return l.Feature == feature })
+}
+
 // CheckAccess asks the API server, with SelfSubjectAccessReviews, whether
 // dcm's identity holds every permission it uses, in each namespace watched
 // (all namespaces when none). It returns a *MissingPermissionError for the
-// required ones that are missing, and the optional ones that are missing as
-// warnings; informers would otherwise retry a forbidden list for ever with
-// nothing but log lines to show for it.
-func CheckAccess(ctx context.Context, client kubernetes.Interface, namespaces []string) (warnings []string, err error) {
+// required ones that are missing, and the optional ones that are missing
+// (dcm goes without their feature); informers would otherwise retry a
+// forbidden list for ever with nothing but log lines to show for it.
+func CheckAccess(ctx context.Context, client kubernetes.Interface, namespaces []string) (lacking []Lacking, err error) {
 	scopes := namespaces
 	if len(scopes) == 0 {
 		scopes = []string{""}
@@ -121,12 +150,12 @@ func CheckAccess(ctx context.Context, client kubernetes.Interface, namespaces []
 			if p.Required {
 				missing = append(missing, p.String()+" "+where)
 			} else {
-				warnings = append(warnings, p.String()+" "+where)
+				lacking = append(lacking, Lacking{Permission: p, Where: where})
 			}
 		}
 	}
 	if len(missing) > 0 {
-		return warnings, &MissingPermissionError{Missing: missing}
+		return lacking, &MissingPermissionError{Missing: missing}
 	}
-	return warnings, nil
+	return lacking, nil
 }

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,11 +38,11 @@ func denying(denied ...string) *fake.Clientset {
 
 func TestCheckAccess(t *testing.T) {
 	tests := []struct {
-		name         string
-		denied       []string
-		namespaces   []string
-		wantMissing  []string
-		wantWarnings int
+		name        string
+		denied      []string
+		namespaces  []string
+		wantMissing []string
+		wantLacking []string // features
 	}{
 		{name: "everything granted"},
 		{name: "no watch on slices", denied: []string{"watch endpointslices"},
@@ -50,11 +51,14 @@ func TestCheckAccess(t *testing.T) {
 			wantMissing: []string{"list ingresses.networking.k8s.io in namespace a", "list ingresses.networking.k8s.io in namespace b"}},
 		{name: "namespaces are cluster-scoped", denied: []string{"watch namespaces"}, namespaces: []string{"a", "b"},
 			wantMissing: []string{"watch namespaces in all namespaces"}},
-		{name: "scaling is optional", denied: []string{"update deployments/scale"}, wantWarnings: 1},
+		{name: "scaling is optional", denied: []string{"update deployments/scale"}, wantLacking: []string{FeatureScale}},
+		{name: "token sign-in is optional", denied: []string{"create tokenreviews"}, wantLacking: []string{FeatureTokens}},
+		{name: "events are optional", denied: []string{"create events", "patch events"}, namespaces: []string{"a"},
+			wantLacking: []string{FeatureEvents, FeatureEvents}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			warnings, err := CheckAccess(context.Background(), denying(tt.denied...), tt.namespaces)
+			lacking, err := CheckAccess(context.Background(), denying(tt.denied...), tt.namespaces)
 			var missing *MissingPermissionError
 			if len(tt.wantMissing) == 0 {
 				if err != nil {
@@ -63,8 +67,17 @@ func TestCheckAccess(t *testing.T) {
 			} else if !errors.As(err, &missing) || strings.Join(missing.Missing, ";") != strings.Join(tt.wantMissing, ";") {
 				t.Fatalf("CheckAccess = %v, want missing %q", err, tt.wantMissing)
 			}
-			if len(warnings) != tt.wantWarnings {
-				t.Errorf("warnings %q, want %d", warnings, tt.wantWarnings)
+			var features []string
+			for _, l := range lacking {
+				features = append(features, l.Feature)
+			}
+			if !slices.Equal(features, tt.wantLacking) {
+				t.Errorf("lacking %v (features %q), want %q", lacking, features, tt.wantLacking)
+			}
+			for _, f := range tt.wantLacking {
+				if !Lacks(lacking, f) {
+					t.Errorf("Lacks(%v, %q) = false", lacking, f)
+				}
 			}
 		})
 	}

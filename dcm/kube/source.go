@@ -57,6 +57,9 @@ type Options struct {
 	// to hosts without a certificate of their own (--default-ssl-certificate);
 	// "": dcm's self-signed one.
 	DefaultCertificate string
+	// Events writes Kubernetes Events on the Ingresses and Routes dcm
+	// rejects (NewEvents); nil writes none.
+	Events *Events
 }
 
 // Reporter hears about objects dcm refuses to serve. Rejected is called once
@@ -327,6 +330,13 @@ func (s *Source) Run(ctx context.Context) error {
 	}
 	defer s.queue.ShutDown()
 	ctx, cancel := context.WithCancel(ctx)
+	if s.opts.Events != nil {
+		// Before the first sync, whose rejections would be lost otherwise.
+		if err := s.opts.Events.start(ctx); err != nil {
+			cancel()
+			return err
+		}
+	}
 	defer func() {
 		// Informers stop with ctx; Shutdown waits for them.
 		cancel()

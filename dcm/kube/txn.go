@@ -89,6 +89,7 @@ func (s *Source) commit(t *txn, seen time.Time) {
 			s.log.Info("accepted", "object", r.ref.String())
 			s.reporter.Accepted(r.ref)
 		}
+		s.recordEvent(r)
 	}
 	// The initial state is signalled once, when it is complete.
 	if changed && s.synced.Load() {

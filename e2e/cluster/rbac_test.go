@@ -63,6 +63,13 @@ func TestManifestsGrantExactlyWhatDCMUses(t *testing.T) {
 		want = append(want, p.String())
 	}
 	slices.Sort(want)
+	// Events: exactly what client-go's events/v1 broadcaster sends (a
+	// create, then patches of its series; never update, get or list).
+	for _, verb := range []string{"create", "patch"} {
+		if !slices.Contains(want, verb+" events.events.k8s.io") {
+			t.Errorf("kube.Permissions() lacks %s events.events.k8s.io: %q", verb, want)
+		}
+	}
 	if got := grants(role.Rules); !slices.Equal(got, want) {
 		t.Errorf("deploy/rbac.yaml grants %q\ndcm uses %q", got, want)
 	}
