@@ -27,6 +27,9 @@ const (
 	FeatureScale  = "scaling workloads from the portal"
 	FeatureEvents = "Kubernetes Events on rejected Ingresses and Routes"
 	FeatureTokens = "signing in to the portal with Kubernetes tokens"
+	// FeatureLeaderElection: without the Lease, no replica can know it
+	// is the only one writing, so none writes status.
+	FeatureLeaderElection = "writing Route and Ingress status (leader election)"
 )
 
 func (p Permission) String() string {
@@ -59,6 +62,16 @@ func Permissions() []Permission {
 		out = append(out, Permission{Verb: verb, Group: RouteGVR.Group, Resource: RouteGVR.Resource, Required: true})
 	}
 	out = append(out, Permission{Verb: "update", Group: RouteGVR.Group, Resource: RouteGVR.Resource, Subresource: "status", Required: true})
+	// Ingresses' status.loadBalancer.ingress (--publish-service,
+	// --publish-address); the Service published is read through the
+	// Services informer's permissions.
+	out = append(out, Permission{Verb: "update", Group: "networking.k8s.io", Resource: "ingresses", Subresource: "status", Required: true})
+	// The Lease the status writers elect their leader with, in one
+	// namespace (deploy/ grants it with a Role there): client-go's
+	// leader election gets it, creates it once, then updates it.
+	for _, verb := range []string{"get", "create", "update"} {
+		out = append(out, Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Feature: FeatureLeaderElection})
+	}
 	// The namespaces of a shard (--namespace-selector): their labels say
 	// which namespaces' Ingresses and Routes dcm serves.
 	for _, verb := range []string{"list", "watch"} {
@@ -95,11 +108,17 @@ func (e *MissingPermissionError) Error() string {
 	return "missing permission: " + strings.Join(e.Missing, "; ") + " (grant them as deploy/rbac.yaml does)"
 }
 
-// scopesOf: reviews and namespaces are cluster-scoped objects, the rest is
+// scopesOf: reviews and namespaces are cluster-scoped objects, the Lease
+// lives in leaseNamespace (none checked without an election), the rest is
 // checked in each namespace watched.
-func scopesOf(p Permission, namespaces []string) []string {
-	if p.Resource == "tokenreviews" || p.Resource == "subjectaccessreviews" || p.Resource == "namespaces" {
+func scopesOf(p Permission, namespaces []string, leaseNamespace string) []string {
+	switch {
+	case p.Resource == "tokenreviews" || p.Resource == "subjectaccessreviews" || p.Resource == "namespaces":
 		return []string{""}
+	case p.Resource == "leases" && leaseNamespace == "":
+		return nil
+	case p.Resource == "leases":
+		return []string{leaseNamespace}
 	}
 	return namespaces
 }
@@ -123,14 +142,17 @@ func Lacks(lacking []Lacking, feature string) bool {
 // required ones that are missing, and the optional ones that are missing
 // (dcm goes without their feature); informers would otherwise retry a
 // forbidden list for ever with nothing but log lines to show for it.
-func CheckAccess(ctx context.Context, client kubernetes.Interface, namespaces []string) (lacking []Lacking, err error) {
+//
+// leaseNamespace is where the status writers' Lease is ("": no leader
+// election, and the Lease's permissions are not asked for).
+func CheckAccess(ctx context.Context, client kubernetes.Interface, namespaces []string, leaseNamespace string) (lacking []Lacking, err error) {
 	scopes := namespaces
 	if len(scopes) == 0 {
 		scopes = []string{""}
 	}
 	var missing []string
 	for _, p := range Permissions() {
-		for _, ns := range scopesOf(p, scopes) {
+		for _, ns := range scopesOf(p, scopes, leaseNamespace) {
 			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 				ResourceAttributes: &authorizationv1.ResourceAttributes{
 					Namespace: ns, Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource,

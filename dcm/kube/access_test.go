@@ -43,6 +43,7 @@ func TestCheckAccess(t *testing.T) {
 		namespaces  []string
 		wantMissing []string
 		wantLacking []string // features
+		lease       string   // the Lease's namespace
 	}{
 		{name: "everything granted"},
 		{name: "no watch on slices", denied: []string{"watch endpointslices"},
@@ -55,10 +56,13 @@ func TestCheckAccess(t *testing.T) {
 		{name: "token sign-in is optional", denied: []string{"create tokenreviews"}, wantLacking: []string{FeatureTokens}},
 		{name: "events are optional", denied: []string{"create events", "patch events"}, namespaces: []string{"a"},
 			wantLacking: []string{FeatureEvents, FeatureEvents}},
+		{name: "leases are checked in their namespace only", denied: []string{"update leases"}, namespaces: []string{"a", "b"},
+			lease: "dcm-system", wantLacking: []string{FeatureLeaderElection}},
+		{name: "no election, no lease asked for", denied: []string{"get leases"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			lacking, err := CheckAccess(context.Background(), denying(tt.denied...), tt.namespaces)
+			lacking, err := CheckAccess(context.Background(), denying(tt.denied...), tt.namespaces, tt.lease)
 			var missing *MissingPermissionError
 			if len(tt.wantMissing) == 0 {
 				if err != nil {

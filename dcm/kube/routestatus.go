@@ -13,14 +13,18 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 )
 
-// RouterName is the name dcm gives itself in a Route's status.ingress.
-const RouterName = "dcm"
-
 func (s *Source) runStatusWorker(ctx context.Context) {
 	for {
 		key, shutdown := s.rw.status.Get()
 		if shutdown {
 			return
+		}
+		if !s.leading.Load() {
+			// Another replica writes; winning the Lease queues every
+			// Route again (queueAllStatus).
+			s.rw.status.Forget(key)
+			s.rw.status.Done(key)
+			continue
 		}
 		if err := s.writeStatus(ctx, key); err != nil {
 			s.log.Warn("writing route status, retrying", "route", key, "err", err)
@@ -44,6 +48,7 @@ func (s *Source) writeStatus(ctx context.Context, key string) error {
 	case err != nil:
 		return err
 	case u == nil:
+		s.contention.forget("route:" + key)
 		return nil
 	case !inShard:
 		return s.dropStatus(ctx, u)
@@ -73,15 +78,26 @@ func (s *Source) writeStatus(ctx context.Context, key string) error {
 	entries, _, _ := unstructured.NestedSlice(u.Object, "status", "ingress")
 	mine := -1
 	for i, e := range entries {
-		if m, ok := e.(map[string]any); ok && m["routerName"] == RouterName {
+		if m, ok := e.(map[string]any); ok && m["routerName"] == s.routerName() {
 			mine = i
 		}
 	}
-	if mine >= 0 && sameAdmission(entries[mine], host, cond) {
+	canonical := s.opts.RouterCanonicalHostname
+	if mine >= 0 && sameAdmission(entries[mine], host, canonical, cond) {
+		return nil
+	}
+	want := fmt.Sprint(host, "\x00", canonical, "\x00", cond)
+	if wait := s.contention.hold("route:"+key, want, u.GetResourceVersion(), s.now()); wait > 0 {
+		s.log.Warn("route status contended: another writer keeps changing this router's entry; leaving it alone for a while",
+			"route", key, "routerName", s.routerName(), "for", wait)
+		s.rw.status.AddAfter(key, wait)
 		return nil
 	}
 	cond["lastTransitionTime"] = s.now().UTC().Format(time.RFC3339)
-	entry := map[string]any{"host": host, "routerName": RouterName, "conditions": []any{cond}}
+	entry := map[string]any{"host": host, "routerName": s.routerName(), "conditions": []any{cond}}
+	if canonical != "" {
+		entry["routerCanonicalHostname"] = canonical
+	}
 	if mine >= 0 {
 		entries[mine] = entry
 	} else {
@@ -91,18 +107,36 @@ func (s *Source) writeStatus(ctx context.Context, key string) error {
 	if err := unstructured.SetNestedSlice(u.Object, entries, "status", "ingress"); err != nil {
 		return fmt.Errorf("set status: %w", err)
 	}
-	_, err = s.rw.opts.Client.Resource(RouteGVR).Namespace(ns).UpdateStatus(ctx, u, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) {
+	out, err := s.rw.opts.Client.Resource(RouteGVR).Namespace(ns).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		s.contention.forget("route:" + key)
 		return nil
+	case err != nil:
+		return fmt.Errorf("update status of route %s: %w", key, err)
 	}
-	return err
+	s.statusWrites.Add(1)
+	s.contention.wrote("route:"+key, want, out.GetResourceVersion(), s.now())
+	return nil
+}
+
+// routerName is --router-name: the routerName of dcm's entry in
+// status.ingress.
+func (s *Source) routerName() string {
+	if s.opts.RouterName == "" {
+		return DefaultRouterName
+	}
+	return s.opts.RouterName
 }
 
 // sameAdmission compares an entry of status.ingress with what dcm would
 // write, ignoring the transition time.
-func sameAdmission(entry any, host string, cond map[string]any) bool {
+func sameAdmission(entry any, host, canonical string, cond map[string]any) bool {
 	m, ok := entry.(map[string]any)
 	if !ok || m["host"] != host {
+		return false
+	}
+	if c, _ := m["routerCanonicalHostname"].(string); c != canonical {
 		return false
 	}
 	conds, ok := m["conditions"].([]any)

@@ -194,7 +194,7 @@ func (s *Source) dropStatus(ctx context.Context, u *unstructured.Unstructured) e
 	entries, _, _ := unstructured.NestedSlice(u.Object, "status", "ingress")
 	kept := slices.DeleteFunc(slices.Clone(entries), func(e any) bool {
 		m, ok := e.(map[string]any)
-		return ok && m["routerName"] == RouterName
+		return ok && m["routerName"] == s.routerName()
 	})
 	if len(kept) == len(entries) {
 		return nil
@@ -205,6 +205,9 @@ func (s *Source) dropStatus(ctx context.Context, u *unstructured.Unstructured) e
 	}
 	_, err := s.rw.opts.Client.Resource(RouteGVR).Namespace(u.GetNamespace()).UpdateStatus(ctx, u, metav1.UpdateOptions{})
 	switch {
+	case err == nil:
+		s.statusWrites.Add(1)
+		return nil
 	case apierrors.IsNotFound(err):
 		return nil
 	case apierrors.IsConflict(err):

@@ -88,7 +88,7 @@ func TestShardStatusRemoved(t *testing.T) {
 		rt.SetLabels(map[string]string{"shard": "a"})
 		rt.Object["status"] = map[string]any{"ingress": []any{
 			map[string]any{"routerName": "default", "host": "r.example.com"},
-			map[string]any{"routerName": RouterName, "host": "r.example.com"},
+			map[string]any{"routerName": DefaultRouterName, "host": "r.example.com"},
 		}}
 		client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 			map[schema.GroupVersionResource]string{RouteGVR: "RouteList"}, rt.DeepCopy())

@@ -60,6 +60,13 @@ type Options struct {
 	// Events writes Kubernetes Events on the Ingresses and Routes dcm
 	// rejects (NewEvents); nil writes none.
 	Events *Events
+	// RouterName is the routerName of dcm's entry in a Route's
+	// status.ingress (--router-name; "": DefaultRouterName), and
+	// RouterCanonicalHostname its routerCanonicalHostname ("": none).
+	RouterName, RouterCanonicalHostname string
+	// ContentionWindow is how long a status another writer keeps
+	// changing is left alone (contention; 0: a minute).
+	ContentionWindow time.Duration
 }
 
 // Reporter hears about objects dcm refuses to serve. Rejected is called once
@@ -160,6 +167,14 @@ type Source struct {
 
 	rw routeWatch
 	dc defaultCertWatch
+	// is writes Ingress status (nil: none written).
+	is *ingressStatus
+	// election is set by ElectLeader; leading says whether this replica
+	// writes status (always, without an election).
+	election     *ElectionOptions
+	leading      atomic.Bool
+	contention   *contention
+	statusWrites atomic.Int64 // status updates that succeeded, for tests
 
 	// pems receives the PEM of certificates and CAs for the driver.
 	pems *PEMStore
@@ -252,8 +267,13 @@ func newSource(opts Options, reporter Reporter, logger *slog.Logger) *Source {
 		routeListers: map[string]cache.GenericLister{},
 		backends:     map[string]*dcm.DesiredBackend{},
 		rejections:   map[dcm.ObjectRef]dcm.Rejection{},
+		contention:   newContention(opts.ContentionWindow),
 	}
 }
+
+// StatusWrites counts the status updates (Routes and Ingresses) this
+// Source made.
+func (s *Source) StatusWrites() int64 { return s.statusWrites.Load() }
 
 // PEMs is where the Source keeps the PEM the HAProxy driver asks for.
 func (s *Source) PEMs() *PEMStore { return s.pems }
@@ -366,13 +386,14 @@ func (s *Source) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Go(func() { wait.UntilWithContext(ctx, s.runWorker, time.Second) })
-	if s.rw.status != nil {
-		wg.Go(func() { wait.UntilWithContext(ctx, s.runStatusWorker, time.Second) })
-	}
+	s.startStatus(ctx, &wg)
 	<-ctx.Done()
 	s.queue.ShutDown()
 	if s.rw.status != nil {
 		s.rw.status.ShutDown()
+	}
+	if s.is != nil {
+		s.is.queue.ShutDown()
 	}
 	wg.Wait()
 	return nil

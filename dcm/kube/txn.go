@@ -61,6 +61,9 @@ func (s *Source) commit(t *txn, seen time.Time) {
 			// Its admission may have changed: status.ingress says so.
 			s.rw.status.Add(ref.Namespace + "/" + ref.Name)
 		}
+		if ref.Kind == KindIngress && s.is != nil {
+			s.is.queue.Add(ref.Namespace + "/" + ref.Name)
+		}
 		old, had := s.rejections[ref]
 		switch {
 		case r == nil && had:
