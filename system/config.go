@@ -49,6 +49,25 @@ type Config struct {
 	// Ingresses and Routes dcm serves and of their namespaces; "": all.
 	RouteSelector, NamespaceSelector string
 
+	// Status (system/status.go).
+	// RouterName is --router-name: the routerName of dcm's entry in a
+	// Route's status.ingress; RouterCanonicalHostname is
+	// --router-canonical-hostname, its routerCanonicalHostname.
+	RouterName, RouterCanonicalHostname string
+	// PublishService (namespace/name) and PublishAddresses are
+	// --publish-service and --publish-address: what an Ingress's
+	// status.loadBalancer.ingress says; neither: no Ingress status.
+	PublishService   string
+	PublishAddresses []string
+	// LeaderElect is --leader-elect: replicas elect the one that writes
+	// status with a Lease (LeaderElectionLease, "": kube.LeaseName of
+	// RouterName) in LeaderElectionNamespace ("": the pod's, else
+	// dcm-system), held for LeaseDuration, renewed within RenewDeadline,
+	// tried every RetryPeriod (--leader-election-*).
+	LeaderElect                                          bool
+	LeaderElectionNamespace, LeaderElectionLease         string
+	LeaseDuration, RenewDeadline, LeaderElectRetryPeriod time.Duration
+
 	// HAProxy.
 	HAProxyBin   string // --haproxy-bin
 	MasterSocket string // --haproxy-master-socket
@@ -104,29 +123,34 @@ const DefaultCookieSecret = "dcm-default-cookie-secret"
 // Defaults is the configuration dcm runs with when no flag is given.
 func Defaults() Config {
 	return Config{
-		Routes:             true,
-		HAProxyBin:         "haproxy",
-		HTTPBind:           "127.0.0.1:8000",
-		HTTPSBind:          "127.0.0.1:8443",
-		Mode:               dcm.ModeDynamic,
-		Slots:              8,
-		PoolSize:           10,
-		StickyPoolSize:     10,
-		MaxConnections:     DefaultMaxConnections,
-		ForwardedHeaders:   string(dcm.ForwardAppend),
-		Timeouts:           haproxy.DefaultTimeouts,
-		Listen:             "127.0.0.1:8080",
-		EventHistory:       10000,
-		LogLevel:           "info",
-		DemoReadinessDelay: 500 * time.Millisecond,
-		DemoPreStopDelay:   time.Second,
-		ObserveEvery:       10 * time.Second,
-		IdlePollEvery:      200 * time.Millisecond,
-		RetryReloadAfter:   time.Second,
-		AdminReadTimeout:   haproxy.DefaultReadTimeout,
-		ReloadTimeout:      30 * time.Second,
-		RoutesRecheck:      10 * time.Second,
-		RoutesMaxRecheck:   5 * time.Minute,
+		Routes:                 true,
+		RouterName:             kube.DefaultRouterName,
+		LeaderElect:            true,
+		LeaseDuration:          15 * time.Second,
+		RenewDeadline:          10 * time.Second,
+		LeaderElectRetryPeriod: 2 * time.Second,
+		HAProxyBin:             "haproxy",
+		HTTPBind:               "127.0.0.1:8000",
+		HTTPSBind:              "127.0.0.1:8443",
+		Mode:                   dcm.ModeDynamic,
+		Slots:                  8,
+		PoolSize:               10,
+		StickyPoolSize:         10,
+		MaxConnections:         DefaultMaxConnections,
+		ForwardedHeaders:       string(dcm.ForwardAppend),
+		Timeouts:               haproxy.DefaultTimeouts,
+		Listen:                 "127.0.0.1:8080",
+		EventHistory:           10000,
+		LogLevel:               "info",
+		DemoReadinessDelay:     500 * time.Millisecond,
+		DemoPreStopDelay:       time.Second,
+		ObserveEvery:           10 * time.Second,
+		IdlePollEvery:          200 * time.Millisecond,
+		RetryReloadAfter:       time.Second,
+		AdminReadTimeout:       haproxy.DefaultReadTimeout,
+		ReloadTimeout:          30 * time.Second,
+		RoutesRecheck:          10 * time.Second,
+		RoutesMaxRecheck:       5 * time.Minute,
 	}
 }
 
@@ -168,6 +192,9 @@ func (c Config) Validate() error {
 		return errors.New("--event-history must be between 1 and 1000000")
 	}
 	if err := c.validateHTTP(); err != nil {
+		return err
+	}
+	if err := c.validateStatus(); err != nil {
 		return err
 	}
 	for _, d := range []struct {

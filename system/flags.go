@@ -43,6 +43,7 @@ func (c *Config) FlagSet() *pflag.FlagSet {
 	fs.DurationVar(&c.DemoReadinessDelay, "demo-readiness-delay", c.DemoReadinessDelay, "demo: time from pod start to ready")
 	fs.DurationVar(&c.DemoPreStopDelay, "demo-prestop-delay", c.DemoPreStopDelay, "demo: time a terminating pod keeps accepting before it shuts down")
 	httpFlags(fs, c)
+	statusFlags(fs, c)
 	return fs
 }
 
@@ -68,6 +69,20 @@ func httpFlags(fs *pflag.FlagSet, c *Config) {
 	} {
 		fs.DurationVar(d.v, "timeout-"+d.name, *d.v, "HAProxy's timeout "+d.doc)
 	}
+}
+
+// statusFlags are the flags of status writes (system/status.go).
+func statusFlags(fs *pflag.FlagSet, c *Config) {
+	fs.StringVar(&c.RouterName, "router-name", c.RouterName, "routerName of dcm's entry in a Route's status.ingress, as OpenShift's router's ROUTER_SERVICE_NAME: routers of other names (other shards) keep their own entries; replicas of one router share the name and its Lease")
+	fs.StringVar(&c.RouterCanonicalHostname, "router-canonical-hostname", c.RouterCanonicalHostname, "routerCanonicalHostname of dcm's entry in a Route's status.ingress: the host name clients' DNS should point the Route's host at (default: none written)")
+	fs.StringVar(&c.PublishService, "publish-service", c.PublishService, "Service (namespace/name) in front of dcm whose load-balancer addresses, else ClusterIP, Ingresses' status.loadBalancer.ingress shows, as ingress-nginx's flag (default: none)")
+	fs.StringSliceVar(&c.PublishAddresses, "publish-address", c.PublishAddresses, "addresses (IP or host name, comma-separated) Ingresses' status.loadBalancer.ingress shows when no --publish-service is given (default: none; with neither, Ingress status is not written)")
+	fs.BoolVar(&c.LeaderElect, "leader-elect", c.LeaderElect, "replicas elect the one that writes Route and Ingress status with a coordination.k8s.io Lease; every replica serves (false: this replica writes status, fit for one replica only)")
+	fs.StringVar(&c.LeaderElectionNamespace, "leader-election-namespace", c.LeaderElectionNamespace, "namespace of the Lease (default: the pod's, from $POD_NAMESPACE or the ServiceAccount, else dcm-system)")
+	fs.StringVar(&c.LeaderElectionLease, "leader-election-lease", c.LeaderElectionLease, "name of the Lease (default: dcm-status-<router-name>)")
+	fs.DurationVar(&c.LeaseDuration, "leader-election-lease-duration", c.LeaseDuration, "how long a leader's Lease holds without renewal: the longest a failed leader's status writes wait for a successor")
+	fs.DurationVar(&c.RenewDeadline, "leader-election-renew-deadline", c.RenewDeadline, "how long the leader tries to renew before it stops writing status (less than the lease duration)")
+	fs.DurationVar(&c.LeaderElectRetryPeriod, "leader-election-retry-period", c.LeaderElectRetryPeriod, "how often replicas try to take or renew the Lease")
 }
 
 // modeValue is --mode: any word is taken, Validate says which are modes.

@@ -60,6 +60,8 @@ type System struct {
 	source   engine.Source
 	kube     *kube.Source // nil with Deps.Source
 	events   *kube.Events // nil but against a real cluster that lets dcm write them
+	// noStatus: dcm may not hold the Lease, so it writes no status.
+	noStatus bool
 	access   access
 	portal   net.Listener
 	ready    chan struct{}
@@ -162,13 +164,14 @@ func (s *System) connect(ctx context.Context, deps Deps) (dynamic.Interface, err
 	if err != nil {
 		return nil, err
 	}
-	lacking, err := kube.CheckAccess(ctx, client, s.cfg.Namespaces)
+	lacking, err := kube.CheckAccess(ctx, client, s.cfg.Namespaces, s.cfg.leaseNamespace())
 	if err != nil {
 		return nil, err
 	}
 	for _, l := range lacking {
 		s.log.Warn("permission missing: dcm runs without "+l.Feature, "permission", l.String())
 	}
+	s.noStatus = kube.Lacks(lacking, kube.FeatureLeaderElection)
 	// Events only here, with a real cluster: the demo's in-memory one
 	// would keep them for ever, and nobody can describe its objects.
 	if !kube.Lacks(lacking, kube.FeatureEvents) {
@@ -209,11 +212,15 @@ func (s *System) kubeSource(dyn dynamic.Interface, backendCA []byte, pems *kube.
 	src := kube.NewSource(s.client, kube.Options{IngressClass: s.cfg.IngressClass, Namespaces: s.cfg.Namespaces,
 		DefaultBackendCA: backendCA, PEMs: pems, AllowCrossNamespaceHosts: s.cfg.AllowCrossNamespaceHosts,
 		AllowWildcardRoutes: s.cfg.AllowWildcardRoutes, DefaultCertificate: s.cfg.DefaultSSLCertificate,
-		RouteSelector: routeSel, NamespaceSelector: nsSel, Events: s.events}, s.engine, s.log.With("part", "kube"))
+		RouteSelector: routeSel, NamespaceSelector: nsSel, Events: s.events,
+		RouterName: s.cfg.RouterName, RouterCanonicalHostname: s.cfg.RouterCanonicalHostname}, s.engine, s.log.With("part", "kube"))
+	if dyn != nil && !s.noStatus {
+		s.wireStatus(src)
+	}
 	switch {
 	case dyn != nil && s.cfg.Routes:
 		src.WatchRoutes(kube.RouteWatchOptions{Client: dyn, Discovery: s.client.Discovery(),
-			Convert: kube.RouteOptions{Subdomain: s.cfg.RouteSubdomain, AllowWildcard: s.cfg.AllowWildcardRoutes}, Status: true,
+			Convert: kube.RouteOptions{Subdomain: s.cfg.RouteSubdomain, AllowWildcard: s.cfg.AllowWildcardRoutes}, Status: !s.noStatus,
 			Recheck: s.cfg.RoutesRecheck, MaxRecheck: s.cfg.RoutesMaxRecheck})
 	case s.cfg.Routes:
 		// The demo's in-memory cluster has no API server to serve the
@@ -338,6 +345,9 @@ func (s *System) Driver() *haproxy.Driver        { return s.driver }
 func (s *System) Registry() *prometheus.Registry { return s.registry }
 func (s *System) Client() kubernetes.Interface   { return s.client }
 func (s *System) Cluster() *demo.Cluster         { return s.cluster }
+
+// Kube is the Kubernetes source (nil when the caller brought its own).
+func (s *System) Kube() *kube.Source { return s.kube }
 
 // Config is the configuration the System runs.
 func (s *System) Config() Config { return s.cfg }

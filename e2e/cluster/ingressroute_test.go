@@ -42,7 +42,7 @@ func generatedRoute(ing *networkingv1.Ingress, host, path, service string) *unst
 func dcmEntry(u *unstructured.Unstructured) bool {
 	entries, _, _ := unstructured.NestedSlice(u.Object, "status", "ingress")
 	for _, e := range entries {
-		if m, ok := e.(map[string]any); ok && m["routerName"] == kube.RouterName {
+		if m, ok := e.(map[string]any); ok && m["routerName"] == kube.DefaultRouterName {
 			return true
 		}
 	}

@@ -50,19 +50,35 @@ func TestManifestsGrantExactlyWhatDCMUses(t *testing.T) {
 		t.Fatal(err)
 	}
 	var role *rbacv1.ClusterRole
+	var leaseRules []rbacv1.PolicyRule
 	for _, o := range objs {
-		if r, ok := o.(*rbacv1.ClusterRole); ok {
+		switch r := o.(type) {
+		case *rbacv1.ClusterRole:
 			role = r
+		case *rbacv1.Role:
+			// Leases only, and only in dcm's namespace: a Role there.
+			if r.Namespace != "dcm-system" {
+				t.Errorf("Role %s in namespace %s, want dcm-system", r.Name, r.Namespace)
+			}
+			leaseRules = append(leaseRules, r.Rules...)
 		}
 	}
 	if role == nil {
 		t.Fatal("deploy/rbac.yaml has no ClusterRole")
 	}
-	var want []string
+	var want, wantLeases []string
 	for _, p := range kube.Permissions() {
-		want = append(want, p.String())
+		if p.Resource == "leases" {
+			wantLeases = append(wantLeases, p.String())
+		} else {
+			want = append(want, p.String())
+		}
 	}
 	slices.Sort(want)
+	slices.Sort(wantLeases)
+	if got := grants(leaseRules); !slices.Equal(got, wantLeases) {
+		t.Errorf("deploy/rbac.yaml's Role grants %q\ndcm uses %q", got, wantLeases)
+	}
 	// Events: exactly what client-go's events/v1 broadcaster sends (a
 	// create, then patches of its series; never update, get or list).
 	for _, verb := range []string{"create", "patch"} {
@@ -74,7 +90,7 @@ func TestManifestsGrantExactlyWhatDCMUses(t *testing.T) {
 		t.Errorf("deploy/rbac.yaml grants %q\ndcm uses %q", got, want)
 	}
 	// And the API server agrees that the ServiceAccount holds them.
-	if _, err := kube.CheckAccess(context.Background(), dcmClient(t), nil); err != nil {
+	if _, err := kube.CheckAccess(context.Background(), dcmClient(t), nil, "dcm-system"); err != nil {
 		t.Errorf("the deploy/ ServiceAccount: %v", err)
 	}
 }

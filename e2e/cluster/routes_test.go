@@ -543,7 +543,7 @@ func admitted(t *testing.T, routes dynamic.ResourceInterface, name, status, reas
 		for _, e := range entries {
 			m, _ := e.(map[string]any)
 			conds, _ := m["conditions"].([]any)
-			if m["routerName"] != kube.RouterName || len(conds) != 1 {
+			if m["routerName"] != kube.DefaultRouterName || len(conds) != 1 {
 				continue
 			}
 			c, _ := conds[0].(map[string]any)

@@ -46,7 +46,7 @@ func noStatusOfDCM(t *testing.T, routes dynamic.ResourceInterface, name string) 
 		}
 		entries, _, _ := unstructured.NestedSlice(u.Object, "status", "ingress")
 		for _, e := range entries {
-			if m, _ := e.(map[string]any); m["routerName"] == kube.RouterName {
+			if m, _ := e.(map[string]any); m["routerName"] == kube.DefaultRouterName {
 				return fmt.Errorf("dcm's status entry %v", m)
 			}
 		}

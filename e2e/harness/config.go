@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"crypto/rand"
 	"fmt"
 	"reflect"
 	"slices"
@@ -15,9 +16,12 @@ import (
 // dcm's defaults: stacks run side by side and one after the other on one
 // machine, so each gets free loopback ports and a work directory of its
 // own; and it runs the demo cluster unless the test brings a real one.
+// Each elects its status writer with a Lease of its own too: stacks of
+// different tests that share the control plane are not replicas of one
+// router (a test that wants replicas names one Lease for them).
 func environmentField(name string) bool {
 	switch name {
-	case "Listen", "HTTPBind", "HTTPSBind", "WorkDir", "Demo":
+	case "Listen", "HTTPBind", "HTTPSBind", "WorkDir", "Demo", "LeaderElectionLease":
 		return true
 	}
 	return false
@@ -31,6 +35,7 @@ func EffectiveConfig(tb testing.TB, o Options) system.Config {
 	env := system.Defaults()
 	env.Listen, env.HTTPBind, env.HTTPSBind = "127.0.0.1:0", testkit.FreeAddr(tb), testkit.FreeAddr(tb)
 	env.WorkDir = testkit.ShortDir(tb)
+	env.LeaderElectionLease = "dcm-status-" + strings.ToLower(rand.Text()[:12])
 	env.Demo = o.Kubernetes == nil && o.Source == nil && o.Cluster == nil
 	cfg := env
 	if o.Config != nil {

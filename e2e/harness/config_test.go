@@ -10,11 +10,11 @@ import (
 )
 
 // TestStartRunsShippedDefaults: a stack runs what dcm runs with no flags,
-// but for its environment (ports, work directory, the demo); what a test
+// but for its environment (ports, work directory, the demo, its Lease); what a test
 // names is the only other difference, and the engine runs with the
 // capabilities main derives from that configuration.
 func TestStartRunsShippedDefaults(t *testing.T) {
-	environment := []string{"HTTPBind", "HTTPSBind", "WorkDir", "Listen", "Demo"}
+	environment := []string{"HTTPBind", "HTTPSBind", "WorkDir", "Listen", "Demo", "LeaderElectionLease"}
 	tests := []struct {
 		name   string
 		config func(*system.Config)

@@ -103,7 +103,14 @@ type Stack struct {
 	// startFailed: TryStart returned dcm's error, so stopping does not
 	// fail the test with it (or with the cancellation that followed).
 	startFailed bool
+	// stopOnce: a test may stop dcm (Stop) before its end.
+	stopOnce sync.Once
+	stopFn   func()
 }
+
+// Stop ends dcm now, as at the end of the test (a replica that goes
+// away); later calls do nothing.
+func (s *Stack) Stop() { s.stopOnce.Do(s.stopFn) }
 
 // Commands lists the admin-socket commands sent so far, in order.
 func (s *Stack) Commands() []string {
@@ -157,7 +164,8 @@ func TryStart(tb testing.TB, o Options) (*Stack, error) {
 	s.PortalURL = "http://" + sys.PortalAddr()
 	done := make(chan error, 1)
 	go func() { done <- sys.Run(ctx) }()
-	tb.Cleanup(func() { s.stop(cancel, done) })
+	s.stopFn = func() { s.stop(cancel, done) }
+	tb.Cleanup(s.Stop)
 	go s.guardEvents(ctx)
 	within := o.ReadyWithin
 	if within <= 0 {

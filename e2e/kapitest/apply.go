@@ -67,6 +67,10 @@ func Apply(ctx context.Context, c kubernetes.Interface, paths ...string) error {
 				_, err = c.RbacV1().ClusterRoles().Create(ctx, o, opts)
 			case *rbacv1.ClusterRoleBinding:
 				_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, o, opts)
+			case *rbacv1.Role:
+				_, err = c.RbacV1().Roles(o.Namespace).Create(ctx, o, opts)
+			case *rbacv1.RoleBinding:
+				_, err = c.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, opts)
 			case *appsv1.Deployment:
 				_, err = c.AppsV1().Deployments(o.Namespace).Create(ctx, o, opts)
 			default:
