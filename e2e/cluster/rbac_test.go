@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -134,22 +135,8 @@ func TestMissingPermissionIsNamed(t *testing.T) {
 	if _, err := env.admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := serviceAccountConfig(t, ns, "dcm-limited")
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["kapi"] = &clientcmdapi.Cluster{Server: cfg.Host, InsecureSkipTLSVerify: true}
-	kc.AuthInfos["dcm-limited"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["kapi"] = &clientcmdapi.Context{Cluster: "kapi", AuthInfo: "dcm-limited"}
-	kc.CurrentContext = "kapi"
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-
-	bin := filepath.Join(t.TempDir(), "dcm")
-	build := exec.Command("go", "build", "-o", bin, "../..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	kubeconfig := writeKubeconfig(t, serviceAccountConfig(t, ns, "dcm-limited"))
+	bin := buildDCM(t)
 	runCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, bin, "--kubeconfig", kubeconfig, "--work-dir", t.TempDir(), "--listen", "127.0.0.1:0")
@@ -164,4 +151,31 @@ func TestMissingPermissionIsNamed(t *testing.T) {
 	if !strings.Contains(stderr.String(), want) {
 		t.Errorf("dcm's error does not name the missing permission %q:\n%s", want, stderr.String())
 	}
+}
+
+// writeKubeconfig writes a kubeconfig of cfg's host and token, for the dcm
+// binary.
+func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["kapi"] = &clientcmdapi.Cluster{Server: cfg.Host, InsecureSkipTLSVerify: true}
+	kc.AuthInfos["dcm"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts["kapi"] = &clientcmdapi.Context{Cluster: "kapi", AuthInfo: "dcm"}
+	kc.CurrentContext = "kapi"
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
+}
+
+// buildDCM builds the dcm binary, as shipped.
+func buildDCM(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "dcm")
+	build := exec.Command("go", "build", "-o", bin, "../..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
