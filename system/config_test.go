@@ -1,6 +1,7 @@
 package system
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,17 @@ func TestValidate(t *testing.T) {
 		{"default certificate of a route", func(c *Config) { c.DefaultSSLCertificate = "route:ns/name" }, "--default-ssl-certificate"},
 		{"default certificate hostile", func(c *Config) { c.DefaultSSLCertificate = "ns/a\nshow info" }, "--default-ssl-certificate"},
 		{"default certificate without https", func(c *Config) { c.DefaultSSLCertificate, c.HTTPSBind = "ns/def", "" }, "--https-bind"},
+		{"router name", func(c *Config) { c.RouterName, c.RouterCanonicalHostname = "internal", "apps.example.com" }, ""},
+		{"empty router name", func(c *Config) { c.RouterName = "" }, "--router-name"},
+		{"router name hostile", func(c *Config) { c.RouterName = "a b\nc" }, "--router-name"},
+		{"canonical hostname", func(c *Config) { c.RouterCanonicalHostname = "Apps_X" }, "--router-canonical-hostname"},
+		{"publish service", func(c *Config) { c.PublishService = "dcm-system/dcm" }, ""},
+		{"publish service without namespace", func(c *Config) { c.PublishService = "dcm" }, "--publish-service"},
+		{"publish address", func(c *Config) { c.PublishAddresses = []string{"192.0.2.1", "lb.example.com"} }, ""},
+		{"publish address hostile", func(c *Config) { c.PublishAddresses = []string{"a b"} }, "--publish-address"},
+		{"lease name", func(c *Config) { c.LeaderElectionLease = "Bad_Name" }, "--leader-election-lease"},
+		{"renew beyond lease", func(c *Config) { c.RenewDeadline = 20 * time.Second }, "--leader-election-renew-deadline"},
+		{"no election, durations unchecked", func(c *Config) { c.LeaderElect, c.LeaseDuration = false, 0 }, ""},
 	}
 	for _, tt := range tests {
 		c := Defaults()
@@ -64,5 +76,39 @@ func TestCaps(t *testing.T) {
 		if got := c.caps(v26); got != tt.want {
 			t.Errorf("%s: caps %+v, want %+v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestLease: where the status writers' Lease is, and its name.
+func TestLease(t *testing.T) {
+	if _, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		t.Skip("running in a pod: its namespace would win")
+	}
+	tests := []struct {
+		name      string
+		change    func(*Config)
+		podNS     string
+		wantNS    string
+		wantLease string
+	}{
+		{"defaults outside a pod", func(*Config) {}, "", "dcm-system", "dcm-status-dcm"},
+		{"the pod's namespace", func(*Config) {}, "ingress", "ingress", "dcm-status-dcm"},
+		{"the flag wins", func(c *Config) { c.LeaderElectionNamespace = "ops" }, "ingress", "ops", "dcm-status-dcm"},
+		{"derived from the router name", func(c *Config) { c.RouterName = "internal" }, "", "dcm-system", "dcm-status-internal"},
+		{"named", func(c *Config) { c.LeaderElectionLease = "mine" }, "", "dcm-system", "mine"},
+		{"no election", func(c *Config) { c.LeaderElect = false }, "ingress", "", "dcm-status-dcm"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("POD_NAMESPACE", tt.podNS)
+			c := Defaults()
+			tt.change(&c)
+			if got := c.leaseNamespace(); got != tt.wantNS {
+				t.Errorf("leaseNamespace() = %q, want %q", got, tt.wantNS)
+			}
+			if got := c.leaseName(); got != tt.wantLease {
+				t.Errorf("leaseName() = %q, want %q", got, tt.wantLease)
+			}
+		})
 	}
 }

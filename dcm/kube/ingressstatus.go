@@ -50,6 +50,40 @@ type ingressStatus struct {
 	// Service has been read (nothing is written before).
 	addrs []networkingv1.IngressLoadBalancerIngress
 	known bool
+	// gone holds the last state of Ingresses that left the cache (a
+	// relabel out of the shard), by namespace/name, until the writer has
+	// cleared dcm's addresses from it; goneMu is a leaf lock.
+	goneMu sync.Mutex
+	gone   map[string]*networkingv1.Ingress
+}
+
+// ingressGone keeps the last state of an Ingress that left the cache, as
+// routeGone does for Routes: relabelled out of the shard, it is no longer
+// dcm's, and the delete event carries the object at its new
+// resourceVersion, which the status update needs.
+func (s *Source) ingressGone(obj any) {
+	ing, ok := unwrapTombstone(obj).(*networkingv1.Ingress)
+	if !ok || s.is == nil {
+		return
+	}
+	key := ing.Namespace + "/" + ing.Name
+	s.is.goneMu.Lock()
+	if s.is.gone == nil {
+		s.is.gone = map[string]*networkingv1.Ingress{}
+	}
+	s.is.gone[key] = ing
+	s.is.goneMu.Unlock()
+	s.is.queue.Add(key)
+}
+
+// takeGone returns and forgets the last state of an Ingress that left
+// the cache, nil if none.
+func (is *ingressStatus) takeGone(key string) *networkingv1.Ingress {
+	is.goneMu.Lock()
+	defer is.goneMu.Unlock()
+	ing := is.gone[key]
+	delete(is.gone, key)
+	return ing
 }
 
 // WriteIngressStatus makes Run write the status of Ingresses: the
@@ -259,16 +293,25 @@ func (s *Source) runIngressStatusWorker(ctx context.Context) {
 // that does not lead.
 func (s *Source) writeIngressStatus(ctx context.Context, key string) error {
 	addrs, known := s.is.published()
-	if !s.leading.Load() || !known {
-		return nil // winning the Lease or reading the Service queues it again
+	switch {
+	case !s.leading.Load():
+		// Winning the Lease queues every Ingress again; one that left
+		// the cache meanwhile is the leader's to clear.
+		s.is.takeGone(key)
+		return nil
+	case !known:
+		return nil // reading the Service queues it again
 	}
 	ns, name, _ := strings.Cut(key, "/")
 	ls, ok := s.lister(ns)
 	if !ok {
 		return nil
 	}
+	gone := s.is.takeGone(key)
 	ing, err := ls.ingresses.Ingresses(ns).Get(name)
 	switch {
+	case apierrors.IsNotFound(err) && gone != nil:
+		return s.clearGoneIngress(ctx, gone, addrs)
 	case apierrors.IsNotFound(err):
 		s.contention.forget("ingress:" + key)
 		return nil
@@ -294,9 +337,9 @@ func (s *Source) writeIngressStatus(ctx context.Context, key string) error {
 	}
 	fp := lbString(want)
 	if wait := s.contention.hold("ingress:"+key, fp, ing.ResourceVersion, s.now()); wait > 0 {
+		s.is.queue.AddAfter(key, wait)
 		s.log.Warn("ingress status contended: another writer keeps changing its addresses; leaving it alone for a while",
 			"ingress", key, "for", wait)
-		s.is.queue.AddAfter(key, wait)
 		return nil
 	}
 	ing = ing.DeepCopy()
@@ -311,4 +354,30 @@ func (s *Source) writeIngressStatus(ctx context.Context, key string) error {
 	s.statusWrites.Add(1)
 	s.contention.wrote("ingress:"+key, fp, out.ResourceVersion, s.now())
 	return nil
+}
+
+// clearGoneIngress empties the status of an Ingress that left the cache
+// (out of the shard) if the addresses there are dcm's.
+func (s *Source) clearGoneIngress(ctx context.Context, ing *networkingv1.Ingress, addrs []networkingv1.IngressLoadBalancerIngress) error {
+	key := ing.Namespace + "/" + ing.Name
+	s.contention.forget("ingress:" + key)
+	if have := ing.Status.LoadBalancer.Ingress; len(have) == 0 || !sameLB(have, addrs) {
+		return nil
+	}
+	ing = ing.DeepCopy()
+	ing.Status.LoadBalancer.Ingress = nil
+	_, err := s.is.opts.Client.NetworkingV1().Ingresses(ing.Namespace).UpdateStatus(ctx, ing, metav1.UpdateOptions{})
+	switch {
+	case err == nil:
+		s.statusWrites.Add(1)
+		return nil
+	case apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		// It changed since: dcm cannot read it (it is outside the cache),
+		// and its next event brings it back here if it is still to clear.
+		s.log.Warn("ingress left the shard but changed before dcm's addresses could be cleared", "ingress", key)
+		return nil
+	}
+	return fmt.Errorf("clear status of ingress %s: %w", key, err)
 }

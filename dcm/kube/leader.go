@@ -107,14 +107,19 @@ func (s *Source) runElection(ctx context.Context) error {
 		// instead of leaving the others to wait out the lease.
 		ReleaseOnCancel: true,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(context.Context) {
+			// client-go calls OnStartedLeading in a goroutine of its own,
+			// with a context that ends when renewing stops: that goroutine
+			// alone sets and clears leading, so a quick loss can never be
+			// overtaken by a late start.
+			OnStartedLeading: func(lctx context.Context) {
 				s.log.Info("leading: this replica writes status", "lease", o.Namespace+"/"+o.Name, "identity", o.Identity)
 				s.leading.Store(true)
 				s.queueAllStatus()
-			},
-			OnStoppedLeading: func() {
+				<-lctx.Done()
 				s.leading.Store(false)
-				s.log.Info("not leading: another replica writes status", "lease", o.Namespace+"/"+o.Name)
+				if ctx.Err() == nil {
+					s.log.Warn("lost the Lease: this replica no longer writes status", "lease", o.Namespace+"/"+o.Name)
+				}
 			},
 			OnNewLeader: func(id string) {
 				if id != o.Identity {

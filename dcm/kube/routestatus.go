@@ -21,7 +21,9 @@ func (s *Source) runStatusWorker(ctx context.Context) {
 		}
 		if !s.leading.Load() {
 			// Another replica writes; winning the Lease queues every
-			// Route again (queueAllStatus).
+			// Route again (queueAllStatus). A Route that left the cache
+			// meanwhile is the leader's to clean.
+			s.takeGone(key)
 			s.rw.status.Forget(key)
 			s.rw.status.Done(key)
 			continue

@@ -224,6 +224,13 @@ func NewSource(client kubernetes.Interface, opts Options, reporter Reporter, log
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = secretSelector }))
 		sec := sf.Core().V1().Secrets()
 		s.addHandlers(ing.Informer(), svc.Informer(), eps.Informer())
+		if opts.RouteSelector != nil {
+			// An Ingress relabelled out of the shard arrives as a delete:
+			// its status is no longer dcm's (ingressGone).
+			if _, err := ing.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: s.ingressGone}); err != nil && s.initErr == nil {
+				s.initErr = fmt.Errorf("kube: add ingress event handler: %w", err)
+			}
+		}
 		if _, err := sec.Informer().AddEventHandler(s.handlers(prefixSecret, objectKey)); err != nil && s.initErr == nil {
 			s.initErr = fmt.Errorf("kube: add secret event handler: %w", err)
 		}

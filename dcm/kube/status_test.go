@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -206,5 +207,46 @@ func TestWriteIngressStatus(t *testing.T) {
 		if got := s.StatusWrites(); got != st.wantWrites {
 			t.Errorf("%s: %d writes, want %d", st.name, got, st.wantWrites)
 		}
+	}
+}
+
+// An Ingress relabelled out of the shard leaves the cache (the informer's
+// selector) as a delete: its published addresses are cleared all the same.
+func TestIngressStatusLeavesShard(t *testing.T) {
+	ctx := t.Context()
+	s, cl := newTestSource(t, Options{RouteSelector: labels.SelectorFromSet(labels.Set{"shard": "a"})}, nil)
+	_ = cl.svc.Add(testService("web"))
+	_ = cl.eps.Add(testSlice("web", "web-1", ready("web-0", "10.0.0.1")))
+	ing := testIngress("web", "a.example.com", time.Now(), httpPath("/", prefix, svcBackend("web", "http")))
+	ing.Labels = map[string]string{"shard": "a"}
+	client := fake.NewClientset(ing)
+	s.WriteIngressStatus(IngressStatusOptions{Client: client, Addresses: []string{"192.0.2.10"}})
+	s.leading.Store(true)
+	_ = cl.ing.Add(ing)
+	mustSync(t, s, "ingress/demo/web")
+	if err := s.writeIngressStatus(ctx, "demo/web"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.NetworkingV1().Ingresses("demo").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || len(got.Status.LoadBalancer.Ingress) != 1 {
+		t.Fatalf("published: %v %v", got.Status.LoadBalancer.Ingress, err)
+	}
+	// Relabelled: the API server's watch sends a delete with the new object.
+	got.Labels = map[string]string{"shard": "b"}
+	if got, err = client.NetworkingV1().Ingresses("demo").Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_ = cl.ing.Delete(ing)
+	s.ingressGone(got)
+	mustSync(t, s, "ingress/demo/web")
+	if err := s.writeIngressStatus(ctx, "demo/web"); err != nil {
+		t.Fatal(err)
+	}
+	got, err = client.NetworkingV1().Ingresses("demo").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || len(got.Status.LoadBalancer.Ingress) != 0 {
+		t.Errorf("not cleared: %v %v", got.Status.LoadBalancer.Ingress, err)
+	}
+	if w := s.StatusWrites(); w != 2 {
+		t.Errorf("%d writes, want 2", w)
 	}
 }
