@@ -70,14 +70,14 @@ func (c Config) leaseName() string {
 // Ingress status when something is published, and the leader election.
 // writeStatus is false when dcm may not hold the Lease: then no replica
 // can know it writes alone, so this one writes nothing.
-func (s *System) wireStatus(src *kube.Source) {
+func (s *System) wireStatus(src *kube.Source) error {
 	if s.cfg.PublishService != "" || len(s.cfg.PublishAddresses) > 0 {
 		src.WriteIngressStatus(kube.IngressStatusOptions{Client: s.client, Service: s.cfg.PublishService, Addresses: s.cfg.PublishAddresses})
 	}
 	if !s.cfg.LeaderElect {
-		return
+		return nil
 	}
-	src.ElectLeader(kube.ElectionOptions{Client: s.client, Namespace: s.cfg.leaseNamespace(), Name: s.cfg.leaseName(),
+	return src.ElectLeader(kube.ElectionOptions{Client: s.client, Namespace: s.cfg.leaseNamespace(), Name: s.cfg.leaseName(),
 		Identity: kube.Identity(), LeaseDuration: s.cfg.LeaseDuration, RenewDeadline: s.cfg.RenewDeadline,
 		RetryPeriod: s.cfg.LeaderElectRetryPeriod})
 }

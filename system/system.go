@@ -135,7 +135,9 @@ func New(ctx context.Context, cfg Config, deps Deps) (*System, error) {
 		s.driver, metrics, log.With("part", "engine"))
 	s.source = deps.Source
 	if s.source == nil {
-		s.kube = s.kubeSource(dyn, backendCA, pems)
+		if s.kube, err = s.kubeSource(dyn, backendCA, pems); err != nil {
+			return nil, err
+		}
 		s.source = s.kube
 	}
 
@@ -205,7 +207,7 @@ func (s *System) demoCluster(deps Deps) error {
 }
 
 // kubeSource watches what the Config says, keeping PEM in pems.
-func (s *System) kubeSource(dyn dynamic.Interface, backendCA []byte, pems *kube.PEMStore) *kube.Source {
+func (s *System) kubeSource(dyn dynamic.Interface, backendCA []byte, pems *kube.PEMStore) (*kube.Source, error) {
 	// Validate has parsed the selectors already.
 	routeSel, _ := kube.ParseSelector("--route-selector", s.cfg.RouteSelector)
 	nsSel, _ := kube.ParseSelector("--namespace-selector", s.cfg.NamespaceSelector)
@@ -215,7 +217,9 @@ func (s *System) kubeSource(dyn dynamic.Interface, backendCA []byte, pems *kube.
 		RouteSelector: routeSel, NamespaceSelector: nsSel, Events: s.events,
 		RouterName: s.cfg.RouterName, RouterCanonicalHostname: s.cfg.RouterCanonicalHostname}, s.engine, s.log.With("part", "kube"))
 	if dyn != nil && !s.noStatus {
-		s.wireStatus(src)
+		if err := s.wireStatus(src); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case dyn != nil && s.cfg.Routes:
@@ -227,7 +231,7 @@ func (s *System) kubeSource(dyn dynamic.Interface, backendCA []byte, pems *kube.
 		// Route CRD: say so, as a cluster without it is told.
 		s.log.Info("OpenShift Routes are not served by the embedded demo cluster; Ingresses are")
 	}
-	return src
+	return src, nil
 }
 
 // Run runs every part until ctx ends or one of them fails, then stops them

@@ -248,11 +248,7 @@ func (s *Source) startStatus(ctx context.Context, wg *sync.WaitGroup) {
 	if s.election == nil {
 		s.leading.Store(true)
 	} else {
-		wg.Go(func() {
-			if err := s.runElection(ctx); err != nil {
-				s.log.Error("no status written", "err", err)
-			}
-		})
+		wg.Go(func() { s.runElection(ctx) })
 	}
 	if s.rw.status != nil {
 		wg.Go(func() { wait.UntilWithContext(ctx, s.runStatusWorker, time.Second) })

@@ -69,8 +69,8 @@ func PodNamespace() string {
 
 // ElectLeader makes Run elect a leader among the replicas before this one
 // writes any status; without it, the Source writes status at once. Call
-// before Run.
-func (s *Source) ElectLeader(o ElectionOptions) {
+// before Run. The error is client-go's refusal of the configuration.
+func (s *Source) ElectLeader(o ElectionOptions) error {
 	if o.LeaseDuration <= 0 {
 		o.LeaseDuration = 15 * time.Second
 	}
@@ -80,28 +80,14 @@ func (s *Source) ElectLeader(o ElectionOptions) {
 	if o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline {
 		o.RetryPeriod = o.RenewDeadline / 5
 	}
-	s.election = &o
-}
-
-// Leading says whether this replica writes status now: it holds the
-// Lease, or no election was asked for.
-func (s *Source) Leading() bool { return s.leading.Load() }
-
-// runElection campaigns for the Lease until ctx ends. While this replica
-// leads, it writes status; on winning it queues every object, since what
-// changed while another replica led (or nobody did) was not written here.
-// Losing the Lease (renewal failed: the API server unreachable, a long
-// pause) only stops the writes: serving goes on, and the replica campaigns
-// again.
-func (s *Source) runElection(ctx context.Context) error {
-	o := s.election
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name},
-		Client:     o.Client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: o.Identity},
-	}
+	lease := o.Namespace + "/" + o.Name
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, Name: o.Name,
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name},
+			Client:     o.Client.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: o.Identity},
+		},
+		Name:          o.Name,
 		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
 		// A replica that stops (rollout, scale-in) hands over at once
 		// instead of leaving the others to wait out the lease.
@@ -110,20 +96,22 @@ func (s *Source) runElection(ctx context.Context) error {
 			// client-go calls OnStartedLeading in a goroutine of its own,
 			// with a context that ends when renewing stops: that goroutine
 			// alone sets and clears leading, so a quick loss can never be
-			// overtaken by a late start.
-			OnStartedLeading: func(lctx context.Context) {
-				s.log.Info("leading: this replica writes status", "lease", o.Namespace+"/"+o.Name, "identity", o.Identity)
+			// overtaken by a late start. Winning queues every object, since
+			// what changed while another replica led (or nobody did) was
+			// not written here.
+			OnStartedLeading: func(term context.Context) {
+				s.log.Info("leading: this replica writes status", "lease", lease, "identity", o.Identity)
 				s.leading.Store(true)
 				s.queueAllStatus()
-				<-lctx.Done()
+				<-term.Done()
 				s.leading.Store(false)
-				if ctx.Err() == nil {
-					s.log.Warn("lost the Lease: this replica no longer writes status", "lease", o.Namespace+"/"+o.Name)
-				}
+				s.log.Info("no longer leading: this replica stops writing status", "lease", lease)
 			},
+			// Required by client-go; leading is cleared above.
+			OnStoppedLeading: func() {},
 			OnNewLeader: func(id string) {
 				if id != o.Identity {
-					s.log.Info("status writer elected", "leader", id)
+					s.log.Info("status writer elected", "leader", id, "lease", lease)
 				}
 			},
 		},
@@ -131,10 +119,21 @@ func (s *Source) runElection(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kube: leader election: %w", err)
 	}
-	for ctx.Err() == nil {
-		le.Run(ctx) // returns when the lease is lost or ctx ends
-	}
+	s.election = le
 	return nil
+}
+
+// Leading says whether this replica writes status now: it holds the
+// Lease, or no election was asked for.
+func (s *Source) Leading() bool { return s.leading.Load() }
+
+// runElection campaigns for the Lease until ctx ends. Losing it (renewal
+// failed: the API server unreachable, a long pause) only stops the
+// writes: serving goes on, and the replica campaigns again.
+func (s *Source) runElection(ctx context.Context) {
+	for ctx.Err() == nil {
+		s.election.Run(ctx) // returns when the lease is lost or ctx ends
+	}
 }
 
 // queueAllStatus queues every Route and Ingress for a status check.

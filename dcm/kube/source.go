@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -171,7 +172,7 @@ type Source struct {
 	is *ingressStatus
 	// election is set by ElectLeader; leading says whether this replica
 	// writes status (always, without an election).
-	election     *ElectionOptions
+	election     *leaderelection.LeaderElector
 	leading      atomic.Bool
 	contention   *contention
 	statusWrites atomic.Int64 // status updates that succeeded, for tests

@@ -1,6 +1,9 @@
 package kube
 
 import (
+	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,4 +252,53 @@ func TestIngressStatusLeavesShard(t *testing.T) {
 	if w := s.StatusWrites(); w != 2 {
 		t.Errorf("%d writes, want 2", w)
 	}
+}
+
+// Two replicas on one Lease (client-go's fake keeps it): exactly one
+// leads; when it stops, it releases the Lease and the other leads.
+func TestElectLeader(t *testing.T) {
+	client := fake.NewClientset()
+	var srcs []*Source
+	var cancels []context.CancelFunc
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i := range 2 {
+		s := newSource(Options{}, nil, nil)
+		err := s.ElectLeader(ElectionOptions{Client: client, Namespace: "dcm-system", Name: LeaseName(DefaultRouterName),
+			Identity: fmt.Sprint("replica-", i), LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		srcs, cancels = append(srcs, s), append(cancels, cancel)
+		wg.Go(func() { s.runElection(ctx) })
+	}
+	leaders := func() []int {
+		var out []int
+		for i, s := range srcs {
+			if s.Leading() {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	waitFor := func(what string, ok func([]int) bool) []int {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !ok(leaders()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: leaders %v", what, leaders())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return leaders()
+	}
+	first := waitFor("one leader", func(l []int) bool { return len(l) == 1 })[0]
+	time.Sleep(300 * time.Millisecond)
+	if l := leaders(); len(l) != 1 {
+		t.Fatalf("leaders %v", l)
+	}
+	cancels[first]()
+	waitFor("the other leads", func(l []int) bool { return len(l) == 1 && l[0] != first })
 }
