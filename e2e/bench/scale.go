@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -165,6 +167,7 @@ type scaleStack struct {
 // dcm did not start (res says why).
 func startScale(t *testing.T, cfg ScaleConfig, k *KubeCluster, farm *podFarm, res *ScaleResult) (scaleStack, bool) {
 	base := memBaseline()
+	heapProfile(t, res.Routes, "before")
 	began := time.Now()
 	src := k.Source(t)
 	s, err := harness.TryStart(t, harness.Options{Source: src, ReadyWithin: cfg.ReadyWithin})
@@ -180,6 +183,7 @@ func startScale(t *testing.T, cfg ScaleConfig, k *KubeCluster, farm *podFarm, re
 	res.Served = time.Since(began)
 	res.DCMRSSMB, res.DCMPeakMB, res.DCMHeapMB = base.growth()
 	res.BaseHeapMB = float64(base.heap) / (1 << 20)
+	heapProfile(t, res.Routes, "started")
 	procs, err := s.Driver.Procs(context.Background())
 	if err != nil {
 		t.Fatalf("show proc: %v", err)
@@ -220,6 +224,34 @@ func (m memStart) growth() (rss, peak, heap float64) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return float64(rssKB-m.rssKB) / 1024, float64(hwmKB-m.rssKB) / 1024, float64(int64(ms.HeapAlloc)-m.heap) / (1 << 20)
+}
+
+// heapProfile writes the heap profile to DCM_BENCH_HEAPPROFILE (unset:
+// nothing), the size and the moment inserted before its extension
+// (/tmp/heap.pprof → /tmp/heap-10000-started.pprof). "before" is taken
+// just before dcm starts, "started" once every route serves, both after
+// a collection: inuse_space of "started" is what dcm keeps, alloc_space
+// against "before" (pprof -base) what its start allocated.
+func heapProfile(tb testing.TB, routes int, moment string) {
+	path := os.Getenv("DCM_BENCH_HEAPPROFILE")
+	if path == "" {
+		return
+	}
+	ext := filepath.Ext(path)
+	path = fmt.Sprintf("%s-%d-%s%s", strings.TrimSuffix(path, ext), routes, moment, ext)
+	runtime.GC() // inuse_space is as of the last collection
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatalf("heap profile: %v", err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		tb.Fatalf("heap profile %s: %v", path, err)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	tb.Logf("heap profile %s: heap in use %d MB, stacks %d MB, %d goroutines, VmRSS %d MB", path,
+		ms.HeapInuse>>20, ms.StackInuse>>20, runtime.NumGoroutine(), func() int64 { rss, _ := selfStatus(); return rss >> 10 }())
 }
 
 // selfStatus reads VmRSS and VmHWM (kB) of this process; 0 when unreadable.
