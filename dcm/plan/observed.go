@@ -60,8 +60,11 @@ func Merge(st dcm.State, obs map[string][]dcm.Server, names []string, traffic bo
 				drift = append(drift, b.Name+"/"+s.Name+": dcm has "+s.Addr+":"+strconv.Itoa(s.Port)+" w"+strconv.Itoa(s.Weight)+" "+string(s.State)+
 					", HAProxy "+o.Addr+":"+strconv.Itoa(o.Port)+" w"+strconv.Itoa(o.Weight)+" "+string(o.State))
 			}
+			if (s.Addr != "" || o.Addr != "0.0.0.0") && s.Addr != o.Addr {
+				s.Addr = o.Addr // else dcm's string: states share it, HAProxy's is one more copy
+			}
 			if s.Addr != "" || o.Addr != "0.0.0.0" {
-				s.Addr, s.Port = o.Addr, o.Port
+				s.Port = o.Port
 			}
 			s.Weight, s.State, s.Health = o.Weight, o.State, o.Health
 			if traffic {
