@@ -81,12 +81,13 @@ type Renderer struct {
 	crtList []byte
 }
 
-// renderedBackend is a backend's file and what it was rendered from.
+// renderedBackend is a backend's file and what it was rendered from
+// besides its servers (those of the backend last rendered, which no one
+// modifies). Its text is a slice of its shard's: the text is held once.
 type renderedBackend struct {
 	sticky  string // the backend's name when sticky
 	balance string
 	tcp     [2]int64 // dcm.Route.TCPTimeouts
-	servers []dcm.Server
 	key     routeKey
 	text    []byte
 	shard   int
@@ -178,11 +179,13 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 
 // changes is what a rendering found changed since the last: the backends
 // whose pointer moved, as they were (gone) and as they are (came), whether
-// one of their map keys moved, and whether one of them serves a
-// certificate.
+// one of their map keys moved, whether one of them serves a certificate,
+// and the shards whose text changed (a backend that moved but renders as
+// it did leaves its shard as it is).
 type changes struct {
 	gone, came  []*dcm.Backend
 	keys, certs bool
+	shards      [Shards]bool
 }
 
 // renderBackends renders the file of every backend, reusing the last
@@ -202,6 +205,7 @@ func (r *Renderer) renderBackends(backends []*dcm.Backend) ([]*renderedBackend, 
 		for i < len(r.last) && r.last[i].Name < b.Name {
 			ch.gone, ch.keys = append(ch.gone, r.last[i]), true
 			ch.certs = ch.certs || certs(r.last[i])
+			ch.shards[r.files[i].shard] = true
 			i++
 		}
 		if i < len(r.last) && r.last[i] == b {
@@ -209,14 +213,15 @@ func (r *Renderer) renderBackends(backends []*dcm.Backend) ([]*renderedBackend, 
 			i++
 			continue
 		}
+		var prev *dcm.Backend
 		var old *renderedBackend
 		if i < len(r.last) && r.last[i].Name == b.Name {
-			old = r.files[i]
+			prev, old = r.last[i], r.files[i]
 			ch.gone = append(ch.gone, r.last[i])
 			ch.certs = ch.certs || certs(r.last[i])
 			i++
 		}
-		rb, err := r.renderBackend(b, old)
+		rb, err := r.renderBackend(b, prev, old)
 		if err != nil {
 			return nil, ch, err
 		}
@@ -224,17 +229,26 @@ func (r *Renderer) renderBackends(backends []*dcm.Backend) ([]*renderedBackend, 
 		ch.came = append(ch.came, b)
 		ch.keys = ch.keys || old == nil || old.key != rb.key
 		ch.certs = ch.certs || certs(b)
+		if old == nil || !sameBytes(rb.text, old.text) {
+			ch.shards[rb.shard] = true
+		}
 	}
 	for ; i < len(r.last); i++ {
 		ch.gone, ch.keys = append(ch.gone, r.last[i]), true
 		ch.certs = ch.certs || certs(r.last[i])
+		ch.shards[r.files[i].shard] = true
 	}
 	return files, ch, nil
 }
 
+// sameBytes reports whether a and b are the same bytes in memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 // renderBackend renders b's file, or keeps old's text when b renders as
-// old did.
-func (r *Renderer) renderBackend(b *dcm.Backend, old *renderedBackend) (*renderedBackend, error) {
+// prev, which old was rendered from, did.
+func (r *Renderer) renderBackend(b, prev *dcm.Backend, old *renderedBackend) (*renderedBackend, error) {
 	sticky := ""
 	if b.Route.Sticky {
 		sticky = b.Name
@@ -243,7 +257,7 @@ func (r *Renderer) renderBackend(b *dcm.Backend, old *renderedBackend) (*rendere
 	tcp[0], tcp[1] = b.Route.TCPTimeouts()
 	key := keyOf(b)
 	if old != nil && old.balance == b.Route.Balance && old.sticky == sticky && old.tcp == tcp && old.key.slot == key.slot &&
-		slices.EqualFunc(old.servers, b.Servers, sameRendering) {
+		slices.EqualFunc(prev.Servers, b.Servers, sameRendering) {
 		rb := *old
 		rb.key = key
 		return &rb, nil
@@ -252,8 +266,7 @@ func (r *Renderer) renderBackend(b *dcm.Backend, old *renderedBackend) (*rendere
 	if err := renderBackend(&w, *b, r.settings.CookieSecret, r.settings.HTTP2); err != nil {
 		return nil, err
 	}
-	return &renderedBackend{sticky: sticky, balance: b.Route.Balance, tcp: tcp, servers: slices.Clone(b.Servers), key: key, text: w.Bytes(),
-		shard: shardOf(b.Name)}, nil
+	return &renderedBackend{sticky: sticky, balance: b.Route.Balance, tcp: tcp, key: key, text: w.Bytes(), shard: shardOf(b.Name)}, nil
 }
 
 // renderSpares renders the free spares' files, sorted by name.
@@ -335,15 +348,14 @@ func (r *Renderer) carried(spares []BackendFile, ch changes) (map[string]string,
 	return proxies, nil
 }
 
-// shardTexts assembles the shards again whose backends changed: those of
-// the backends that came and went, and of the spares when the pool moved.
+// shardTexts assembles the shards again whose text changed: those of the
+// backends rendered anew, come or gone, and of the spares when the pool
+// moved. The backends' texts then become slices of their shard's, so
+// that a shard's text is held once.
 func (r *Renderer) shardTexts(backends []*dcm.Backend, files []*renderedBackend, spares []BackendFile, ch changes) [Shards][]byte {
 	shards := r.shards
-	var dirty [Shards]bool
+	dirty := ch.shards
 	all := r.proxies == nil // nothing rendered before
-	for _, b := range append(ch.gone, ch.came...) {
-		dirty[shardOf(b.Name)] = true
-	}
 	if len(spares) != len(r.spares) || len(spares) > 0 && &spares[0] != &r.spares[0] {
 		for _, s := range append(slices.Clone(r.spares), spares...) {
 			dirty[shardOf(s.Name)] = true
@@ -365,6 +377,19 @@ func (r *Renderer) shardTexts(backends []*dcm.Backend, files []*renderedBackend,
 			continue
 		}
 		shards[i] = joinShard(texts[i])
+	}
+	var at [Shards]int // where the next backend's text starts in its shard
+	for k := range backends {
+		i := files[k].shard
+		if !all && !dirty[i] {
+			continue
+		}
+		if at[i] == 0 {
+			at[i] = len(backendFileHeader)
+		}
+		n := len(files[k].text)
+		files[k].text = shards[i][at[i] : at[i]+n : at[i]+n]
+		at[i] += n
 	}
 	return shards
 }
