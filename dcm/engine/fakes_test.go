@@ -356,6 +356,9 @@ func (d *fakeDriver) ObserveBackends(_ context.Context, names []string) (map[str
 	return d.observe("observe-backends", names, true), nil
 }
 
+// Share is not HAProxy's business: the fake renders nothing to share.
+func (d *fakeDriver) Share(dcm.State) {}
+
 func (d *fakeDriver) ObserveStates(_ context.Context, names []string) (map[string][]dcm.Server, error) {
 	return d.observe("observe-states", names, false), nil
 }

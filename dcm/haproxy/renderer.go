@@ -421,3 +421,53 @@ func shardFiles(shards *[Shards][]byte) []BackendFile {
 	}
 	return out
 }
+
+// Share makes the Renderer hold st's backends in place of the ones it last
+// rendered that render exactly as they do (see rendersSame). The engine
+// replaces a backend whenever HAProxy reports a new figure of a server
+// (health, sessions), and nothing is rendered for that: without Share the
+// Renderer would keep the replaced backend alive until the backend next
+// changes, which at 10,000 routes is a second copy of every backend after
+// the first read-back. Nothing is rendered, and the files are as they were.
+func (r *Renderer) Share(st dcm.State) {
+	r.last = shareBackends(r.last, st.Backends)
+}
+
+// shareBackends returns held with each backend replaced by the one of
+// the same name in st when both render the same; held itself when none
+// is, a copy otherwise (held may be a state's, which no one modifies).
+// Both are sorted by name; st unsorted shares nothing.
+func shareBackends(held, st []*dcm.Backend) []*dcm.Backend {
+	byName := func(a, b *dcm.Backend) int { return strings.Compare(a.Name, b.Name) }
+	if !slices.IsSortedFunc(st, byName) {
+		return held
+	}
+	out := held
+	for i, j := 0, 0; i < len(held) && j < len(st); {
+		switch c := strings.Compare(held[i].Name, st[j].Name); {
+		case c < 0:
+			i++
+		case c > 0:
+			j++
+		default:
+			if held[i] != st[j] && rendersSame(held[i], st[j]) {
+				if &out[0] == &held[0] {
+					out = slices.Clone(held)
+				}
+				out[i] = st[j]
+			}
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+// rendersSame reports whether two backends give the same files: the same
+// backend section, map entries, crt-list lines and PEM files. They may
+// differ only in what HAProxy reports (health, load) and dcm keeps beside
+// it (origin, pod, service).
+func rendersSame(a, b *dcm.Backend) bool {
+	return a.Name == b.Name && a.Kind == b.Kind && a.Slot == b.Slot && a.Retiring == b.Retiring && a.Slots == b.Slots &&
+		a.Route.Equal(b.Route) && slices.EqualFunc(a.Servers, b.Servers, sameRendering)
+}
