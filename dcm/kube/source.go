@@ -205,6 +205,9 @@ func NewSource(client kubernetes.Interface, opts Options, reporter Reporter, log
 		sf := informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithNamespace(ns),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = secretSelector }))
 		sec := sf.Core().V1().Secrets()
+		if err := transformed(ing.Informer(), svc.Informer(), eps.Informer(), sec.Informer()); err != nil && s.initErr == nil {
+			s.initErr = fmt.Errorf("kube: informer transform: %w", err)
+		}
 		s.addHandlers(ing.Informer(), svc.Informer(), eps.Informer())
 		if _, err := sec.Informer().AddEventHandler(s.handlers(prefixSecret, objectKey)); err != nil && s.initErr == nil {
 			s.initErr = fmt.Errorf("kube: add secret event handler: %w", err)
