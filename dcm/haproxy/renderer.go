@@ -66,7 +66,7 @@ type Renderer struct {
 	// last holds the backends last rendered, sorted by name, and files
 	// their files, in the same order.
 	last  []*dcm.Backend
-	files []*renderedBackend
+	files []renderedBackend
 	// pool is the pool last rendered and spares its backends, sorted by
 	// name.
 	pool   []string
@@ -81,19 +81,17 @@ type Renderer struct {
 	crtList []byte
 }
 
-// renderedBackend is a backend's file and what it was rendered from
-// besides its servers (those of the backend last rendered, which no one
-// modifies). Its text is a slice of its shard's: the text is held once.
+// renderedBackend is a backend's file: what it was rendered from is the
+// backend last rendered, which no one modifies, not a copy (at 10,000
+// routes the copies of the map keys alone took 4 MB). Its text is a slice
+// of its shard's: the text is held once.
 type renderedBackend struct {
-	sticky  string // the backend's name when sticky
-	balance string
-	tcp     [2]int64 // dcm.Route.TCPTimeouts
-	key     routeKey
-	text    []byte
-	shard   int
+	text  []byte
+	shard int
 }
 
-// routeKey holds what the maps are rendered from, per backend.
+// routeKey holds what the maps are rendered from, per backend; compared
+// for a backend that moved, never kept.
 type routeKey struct {
 	backend, slot, name, namespace, host, path string
 	insecure                                   string // dcm.Route.InsecureAction
@@ -190,12 +188,12 @@ type changes struct {
 
 // renderBackends renders the file of every backend, reusing the last
 // rendering of those that did not change.
-func (r *Renderer) renderBackends(backends []*dcm.Backend) ([]*renderedBackend, changes, error) {
+func (r *Renderer) renderBackends(backends []*dcm.Backend) ([]renderedBackend, changes, error) {
 	var ch changes
 	if r.proxies == nil {
 		ch.keys, ch.certs = true, true // nothing rendered yet
 	}
-	files := make([]*renderedBackend, len(backends))
+	files := make([]renderedBackend, len(backends))
 	certs := func(b *dcm.Backend) bool { return b.Route.TLS != nil }
 	i := 0
 	for k, b := range backends {
@@ -214,7 +212,7 @@ func (r *Renderer) renderBackends(backends []*dcm.Backend) ([]*renderedBackend, 
 			continue
 		}
 		var prev *dcm.Backend
-		var old *renderedBackend
+		var old renderedBackend
 		if i < len(r.last) && r.last[i].Name == b.Name {
 			prev, old = r.last[i], r.files[i]
 			ch.gone = append(ch.gone, r.last[i])
@@ -227,9 +225,9 @@ func (r *Renderer) renderBackends(backends []*dcm.Backend) ([]*renderedBackend, 
 		}
 		files[k] = rb
 		ch.came = append(ch.came, b)
-		ch.keys = ch.keys || old == nil || old.key != rb.key
+		ch.keys = ch.keys || prev == nil || keyOf(prev) != keyOf(b)
 		ch.certs = ch.certs || certs(b)
-		if old == nil || !sameBytes(rb.text, old.text) {
+		if prev == nil || !sameBytes(rb.text, old.text) {
 			ch.shards[rb.shard] = true
 		}
 	}
@@ -248,25 +246,25 @@ func sameBytes(a, b []byte) bool {
 
 // renderBackend renders b's file, or keeps old's text when b renders as
 // prev, which old was rendered from, did.
-func (r *Renderer) renderBackend(b, prev *dcm.Backend, old *renderedBackend) (*renderedBackend, error) {
-	sticky := ""
-	if b.Route.Sticky {
-		sticky = b.Name
-	}
-	var tcp [2]int64
-	tcp[0], tcp[1] = b.Route.TCPTimeouts()
-	key := keyOf(b)
-	if old != nil && old.balance == b.Route.Balance && old.sticky == sticky && old.tcp == tcp && old.key.slot == key.slot &&
-		slices.EqualFunc(prev.Servers, b.Servers, sameRendering) {
-		rb := *old
-		rb.key = key
-		return &rb, nil
+func (r *Renderer) renderBackend(b, prev *dcm.Backend, old renderedBackend) (renderedBackend, error) {
+	if prev != nil && sameSection(prev, b) {
+		return old, nil
 	}
 	var w bytes.Buffer
 	if err := renderBackend(&w, *b, r.settings.CookieSecret, r.settings.HTTP2); err != nil {
-		return nil, err
+		return renderedBackend{}, err
 	}
-	return &renderedBackend{sticky: sticky, balance: b.Route.Balance, tcp: tcp, key: key, text: w.Bytes(), shard: shardOf(b.Name)}, nil
+	return renderedBackend{text: w.Bytes(), shard: shardOf(b.Name)}, nil
+}
+
+// sameSection reports whether two backends of one name render the same
+// backend section: what renderBackend reads of them is the same.
+func sameSection(a, b *dcm.Backend) bool {
+	var at, bt [2]int64
+	at[0], at[1] = a.Route.TCPTimeouts()
+	bt[0], bt[1] = b.Route.TCPTimeouts()
+	return a.Route.Balance == b.Route.Balance && a.Route.Sticky == b.Route.Sticky && at == bt && a.Slot == b.Slot &&
+		slices.EqualFunc(a.Servers, b.Servers, sameRendering)
 }
 
 // renderSpares renders the free spares' files, sorted by name.
@@ -352,7 +350,7 @@ func (r *Renderer) carried(spares []BackendFile, ch changes) (map[string]string,
 // backends rendered anew, come or gone, and of the spares when the pool
 // moved. The backends' texts then become slices of their shard's, so
 // that a shard's text is held once.
-func (r *Renderer) shardTexts(backends []*dcm.Backend, files []*renderedBackend, spares []BackendFile, ch changes) [Shards][]byte {
+func (r *Renderer) shardTexts(backends []*dcm.Backend, files []renderedBackend, spares []BackendFile, ch changes) [Shards][]byte {
 	shards := r.shards
 	dirty := ch.shards
 	all := r.proxies == nil // nothing rendered before
