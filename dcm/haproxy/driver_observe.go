@@ -129,6 +129,7 @@ func merge(out map[string][]dcm.Server, stateText, statText string, only map[str
 	for _, s := range states {
 		o.state(s)
 	}
+	o.flush()
 	if statText != "" {
 		stats, err := ParseStat(statText)
 		if err != nil {
@@ -148,13 +149,21 @@ type observation struct {
 	out  map[string][]dcm.Server
 	only map[string]bool // nil: every backend
 	hint int             // where the next stat row's server likely is in its backend
+	// cur is the backend whose servers come now, gathered in pending:
+	// HAProxy lists a backend's servers together, and out takes them at
+	// their size rather than grown one by one (at 100,000 servers, 37 MB
+	// held and as much again dropped, against 23 MB).
+	cur     string
+	pending []dcm.Server
 }
 
 func (o *observation) readState(header string, body io.Reader) error {
-	return ReadServersState(io.MultiReader(strings.NewReader(header+"\n"), body), func(s ServerState) error {
+	err := ReadServersState(io.MultiReader(strings.NewReader(header+"\n"), body), func(s ServerState) error {
 		o.state(s)
 		return nil
 	})
+	o.flush()
+	return err
 }
 
 func (o *observation) readStat(header string, body io.Reader) error {
@@ -172,7 +181,26 @@ func (o *observation) state(s ServerState) {
 	// Copies: s's strings share its line, which the state would keep.
 	srv := dcm.Server{Name: strings.Clone(s.Name), Addr: strings.Clone(s.Addr), Port: s.Port, Weight: s.Weight, State: s.State,
 		Health: healthOf(s)}
-	o.out[s.Backend] = append(o.out[s.Backend], srv)
+	if s.Backend != o.cur {
+		o.flush()
+		o.cur = strings.Clone(s.Backend)
+	}
+	o.pending = append(o.pending, srv)
+}
+
+// flush puts the servers gathered for the current backend in out; state
+// calls it when the backend changes, and the reader of the reply at its
+// end, before any stat row is read.
+func (o *observation) flush() {
+	if len(o.pending) == 0 {
+		return
+	}
+	if have := o.out[o.cur]; have != nil {
+		o.out[o.cur] = append(have, o.pending...) // listed by show backend, or its servers came apart
+	} else {
+		o.out[o.cur] = slices.Clone(o.pending)
+	}
+	o.pending = o.pending[:0]
 }
 
 // stat sets the health and load of a server `show servers state` listed.
