@@ -250,8 +250,9 @@ func heapProfile(tb testing.TB, routes int, moment string) {
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	tb.Logf("heap profile %s: heap in use %d MB, stacks %d MB, %d goroutines, VmRSS %d MB", path,
-		ms.HeapInuse>>20, ms.StackInuse>>20, runtime.NumGoroutine(), func() int64 { rss, _ := selfStatus(); return rss >> 10 }())
+	rss, hwm := selfStatus()
+	tb.Logf("heap profile %s: heap in use %d MB, next collection at %d MB, stacks %d MB, %d goroutines, VmRSS %d MB (peak %d MB)", path,
+		ms.HeapInuse>>20, ms.NextGC>>20, ms.StackInuse>>20, runtime.NumGoroutine(), rss>>10, hwm>>10)
 }
 
 // selfStatus reads VmRSS and VmHWM (kB) of this process; 0 when unreadable.
