@@ -154,6 +154,7 @@ func RunScale(t *testing.T, cfg ScaleConfig, routes int, farm *podFarm) ScaleRes
 	routeOps(t, cfg, k, s.Stack, farm, &res)
 	resync(t, cfg, k, s.Stack, &res)
 	grow(t, cfg, k, s.Stack, farm, &res)
+	heapProfile(t, routes, "end")
 	return res
 }
 
@@ -229,9 +230,10 @@ func (m memStart) growth() (rss, peak, heap float64) {
 // heapProfile writes the heap profile to DCM_BENCH_HEAPPROFILE (unset:
 // nothing), the size and the moment inserted before its extension
 // (/tmp/heap.pprof → /tmp/heap-10000-started.pprof). "before" is taken
-// just before dcm starts, "started" once every route serves, both after
-// a collection: inuse_space of "started" is what dcm keeps, alloc_space
-// against "before" (pprof -base) what its start allocated.
+// just before dcm starts, "started" once every route serves, "end" after
+// the last phase, all after a collection: inuse_space of "started" is
+// what dcm keeps, alloc_space against "before" (pprof -base) what its
+// start allocated, "end" what it keeps after the churn.
 func heapProfile(tb testing.TB, routes int, moment string) {
 	path := os.Getenv("DCM_BENCH_HEAPPROFILE")
 	if path == "" {
