@@ -388,7 +388,10 @@ func (d *fakeDriver) observe(kind string, names []string, traffic bool) map[stri
 		out[proxy] = seen
 	}
 	d.mu.Unlock()
-	c.obs = out
+	c.obs = make(map[string][]dcm.Server, len(out)) // plan.Merge writes over what it is given
+	for proxy, servers := range out {
+		c.obs[proxy] = slices.Clone(servers)
+	}
 	d.record(c)
 	return out
 }
