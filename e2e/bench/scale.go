@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,6 +172,7 @@ func startScale(t *testing.T, cfg ScaleConfig, k *KubeCluster, farm *podFarm, re
 	base := memBaseline()
 	heapProfile(t, res.Routes, "before")
 	began := time.Now()
+	defer logCollections(t, began)()
 	src := k.Source(t)
 	s, err := harness.TryStart(t, harness.Options{Source: src, ReadyWithin: cfg.ReadyWithin})
 	if err != nil {
@@ -255,6 +258,40 @@ func heapProfile(tb testing.TB, routes int, moment string) {
 	rss, hwm := selfStatus()
 	tb.Logf("heap profile %s: heap in use %d MB, next collection at %d MB, stacks %d MB, %d goroutines, VmRSS %d MB (peak %d MB)", path,
 		ms.HeapInuse>>20, ms.NextGC>>20, ms.StackInuse>>20, runtime.NumGoroutine(), rss>>10, hwm>>10)
+}
+
+// logCollections logs, with DCM_BENCH_HEAPPROFILE set, the live heap each
+// collection found and the heap goal it set, until the returned function
+// is called: the RSS follows the largest goal, which a moment of the start
+// with much alive at once sets.
+func logCollections(tb testing.TB, began time.Time) (stop func()) {
+	if os.Getenv("DCM_BENCH_HEAPPROFILE") == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		samples := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/goal:bytes"}}
+		var last uint64
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			metrics.Read(samples)
+			if n := samples[0].Value.Uint64(); n != last {
+				last = n
+				rss, _ := selfStatus()
+				tb.Logf("collection %d at %.2fs: live %d MB, goal %d MB, VmRSS %d MB", n, time.Since(began).Seconds(),
+					samples[1].Value.Uint64()>>20, samples[2].Value.Uint64()>>20, rss>>10)
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
 
 // selfStatus reads VmRSS and VmHWM (kB) of this process; 0 when unreadable.
