@@ -163,11 +163,11 @@ func derefBackends(d dcm.Desired) []dcm.DesiredBackend {
 // back as it was, not copied; one with something is a copy.
 func TestStripUnreadLeavesOthers(t *testing.T) {
 	svc := testService("web")
-	if got, _ := stripUnread(svc); got != any(svc) {
+	if got, _ := StripUnread(svc); got != any(svc) {
 		t.Error("a Service with nothing to drop was copied")
 	}
 	dec := decorate(svc).(*corev1.Service)
-	got, _ := stripUnread(dec)
+	got, _ := StripUnread(dec)
 	if got == any(dec) || dec.ManagedFields == nil {
 		t.Error("the transform changed its argument in place")
 	}
