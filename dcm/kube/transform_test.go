@@ -26,7 +26,7 @@ func decorate(obj runtime.Object) runtime.Object {
 	obj = obj.DeepCopyObject()
 	m := obj.(metav1.Object)
 	m.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}})
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}})
 	ann := map[string]string{lastApplied: `{"apiVersion":"v1"}`}
 	for k, v := range m.GetAnnotations() {
 		ann[k] = v

@@ -50,7 +50,7 @@ func Merge(st dcm.State, obs map[string][]dcm.Server, names []string, traffic bo
 		// b.Servers and seen are both sorted by name, as a rule: the next
 		// known server is looked at first, and the used ones are marked.
 		var usedBuf [64]bool
-		used := usedBuf[:0]
+		var used []bool
 		if len(b.Servers) > len(usedBuf) {
 			used = make([]bool, len(b.Servers))
 		} else {
