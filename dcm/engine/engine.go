@@ -36,6 +36,9 @@ type Driver interface {
 	Observe(ctx context.Context) (map[string][]dcm.Server, error)
 	ObserveBackends(ctx context.Context, names []string) (map[string][]dcm.Server, error)
 	ObserveStates(ctx context.Context, names []string) (map[string][]dcm.Server, error)
+	// Share gives the driver st's backends to hold in place of the ones it
+	// last wrote that render the same (st came from an observation).
+	Share(st dcm.State)
 	Info(ctx context.Context) (haproxy.Info, error)
 	Version() haproxy.Version
 	Events() <-chan haproxy.ProcessEvent
