@@ -126,6 +126,9 @@ type Engine struct {
 	// files writes the applied states' files behind the syncs (files.go);
 	// set by Run before the first sync.
 	files *fileWriter
+	// syncing is held for each sync, so FlushFiles can wait for the one in
+	// flight (which may have applied a change and not queued its files yet).
+	syncing sync.Mutex
 	// retry holds a failed reload: its reasons, when to try again, and the
 	// delay after that (doubling up to a minute).
 	retry struct {
