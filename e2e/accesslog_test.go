@@ -88,7 +88,7 @@ func accessLogFlag(v string) func(*system.Config) {
 // names the route's namespace and name and the pod that answered, with
 // the status and timings; a path with bytes a client should not send
 // stays inside its JSON string; fe_tls logs no line for the connections
-// it hands to fe_https.
+// it hands to fe_https; the worker of a reload logs as the first did.
 func TestAccessLog(t *testing.T) {
 	ca := testkit.NewCA(t)
 	app := startPod(t, "127.0.119.1", "pod-app")
@@ -145,8 +145,23 @@ func TestAccessLog(t *testing.T) {
 			t.Errorf("fe_tls logged a connection it handed to fe_https: %+v", e)
 		}
 	}
-	if got := s.Counter("dcm_access_log_lines_total", "result", "written"); got < 4 {
-		t.Errorf("dcm_access_log_lines_total{result=written} = %v, want at least 4", got)
+	// A reload's new worker logs to the same socket.
+	reloads := s.Reloads()
+	s.Engine.Reload("test")
+	s.Eventually("a reload", 15*time.Second, func() error {
+		if s.Reloads() <= reloads {
+			return fmt.Errorf("%v reloads", s.Reloads())
+		}
+		return nil
+	})
+	if code, _, err := s.Get("app.test", "/after-reload"); err != nil || code != 200 {
+		t.Fatalf("after the reload: %d %v", code, err)
+	}
+	if e := logged(t, s, out, "after the reload", func(e accesslog.Entry) bool { return e.Path == "/after-reload" }); e.Route != "app" || e.Pod != app.Name {
+		t.Errorf("after the reload: %+v", e)
+	}
+	if got := s.Counter("dcm_access_log_lines_total", "result", "written"); got < 5 {
+		t.Errorf("dcm_access_log_lines_total{result=written} = %v, want at least 5", got)
 	}
 }
 
