@@ -103,8 +103,10 @@ type Engine struct {
 	reloadReq chan dcm.ReloadReason
 	kicks     chan struct{} // an admin changed an override: sync now
 
-	mu         sync.Mutex // guards everything below; events are published under it so snapshots and seq agree
-	actual     dcm.State
+	mu     sync.Mutex // guards everything below; events are published under it so snapshots and seq agree
+	actual dcm.State
+	// generation counts the changes of actual (ActualState).
+	generation uint64
 	desired    dcm.Desired
 	updates    dcm.Updates
 	lastReload *dcm.ReloadInfo
@@ -157,6 +159,16 @@ func (e *Engine) Metrics() *Metrics { return e.metrics }
 
 // Hub is the event hub (the portal's feed subscribes to it).
 func (e *Engine) Hub() *Hub { return e.hub }
+
+// ActualState is the state dcm holds of HAProxy, and a number that
+// changes whenever it does: the access log names routes and pods by it,
+// and indexes it again only when the number has moved. The state is
+// shared: read it, never change it.
+func (e *Engine) ActualState() (dcm.State, uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.actual, e.generation
+}
 
 // Ready reports whether HAProxy runs the first complete desired state.
 func (e *Engine) Ready() bool {
