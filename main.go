@@ -53,7 +53,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, o, os.Stdout); err != nil {
+	// With --access-log=stdout, stdout holds JSON lines only, for a log
+	// collector to read: the banner goes to stderr with dcm's own log.
+	banner := os.Stdout
+	if o.AccessLog == "stdout" {
+		banner = os.Stderr
+	}
+	if err := run(ctx, o, banner); err != nil {
 		fmt.Fprintln(os.Stderr, "dcm:", err)
 		os.Exit(1)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/accesslog"
 	"github.com/dcm-router/dcm/dcm/haproxy"
 	"github.com/dcm-router/dcm/dcm/kube"
 )
@@ -98,6 +99,9 @@ type Config struct {
 	AuthTokenFile string // --auth-token-file
 	EventHistory  int    // --event-history
 	LogLevel      string // --log-level
+	// AccessLog is --access-log: off, stdout or syslog://host:port
+	// (accesslog.ParseTarget); read at start.
+	AccessLog string
 
 	// The demo's pods.
 	DemoReadinessDelay time.Duration // --demo-readiness-delay
@@ -142,6 +146,7 @@ func Defaults() Config {
 		Listen:                 "127.0.0.1:8080",
 		EventHistory:           10000,
 		LogLevel:               "info",
+		AccessLog:              "off",
 		DemoReadinessDelay:     500 * time.Millisecond,
 		DemoPreStopDelay:       time.Second,
 		ObserveEvery:           10 * time.Second,
@@ -174,6 +179,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if _, err := kube.ParseSelector("--namespace-selector", c.NamespaceSelector); err != nil {
+		return err
+	}
+	if _, err := accesslog.ParseTarget(c.AccessLog); err != nil {
 		return err
 	}
 	if _, err := dcm.ParseMode(string(c.Mode)); err != nil {

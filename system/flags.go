@@ -40,6 +40,7 @@ func (c *Config) FlagSet() *pflag.FlagSet {
 	fs.StringVar(&c.DefaultBackendCAFile, "default-backend-ca-file", c.DefaultBackendCAFile, "CA (PEM) that reencrypt routes naming none verify their pods with, e.g. /var/run/secrets/kubernetes.io/serviceaccount/service-ca.crt (default: none, such routes are rejected)")
 	fs.StringVar(&c.DefaultSSLCertificate, "default-ssl-certificate", c.DefaultSSLCertificate, "kubernetes.io/tls Secret (namespace/name) served to every host without a certificate of its own, rotated at runtime when the Secret changes (default: a self-signed certificate dcm generates)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&c.AccessLog, "access-log", c.AccessLog, "HAProxy's access log, a JSON line per request (per connection for passthrough routes) naming its route and pod: off, stdout, or syslog://host:port (RFC 5424 over UDP); a line HAProxy or dcm cannot keep up with is dropped and counted, no request waits for its line; read at start: a change takes a restart (docs/logs.md)")
 	fs.DurationVar(&c.DemoReadinessDelay, "demo-readiness-delay", c.DemoReadinessDelay, "demo: time from pod start to ready")
 	fs.DurationVar(&c.DemoPreStopDelay, "demo-prestop-delay", c.DemoPreStopDelay, "demo: time a terminating pod keeps accepting before it shuts down")
 	httpFlags(fs, c)

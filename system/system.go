@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/dcm-router/dcm/dcm/accesslog"
 	"github.com/dcm-router/dcm/dcm/demo"
 	"github.com/dcm-router/dcm/dcm/engine"
 	"github.com/dcm-router/dcm/dcm/haproxy"
@@ -44,6 +46,8 @@ type Deps struct {
 	CAs    haproxy.CASource
 	// Commands also sees every admin socket command (the metrics do).
 	Commands haproxy.Observer
+	// AccessLog is where --access-log=stdout writes (nil: os.Stdout).
+	AccessLog io.Writer
 }
 
 // System is dcm assembled: New builds it, Run runs it.
@@ -64,7 +68,9 @@ type System struct {
 	noStatus bool
 	access   access
 	portal   net.Listener
-	ready    chan struct{}
+	// accessLog reads HAProxy's access log; nil with --access-log=off.
+	accessLog *accesslog.Logger
+	ready     chan struct{}
 }
 
 // New assembles dcm: it checks HAProxy and the configuration, connects to
@@ -115,7 +121,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*System, error) {
 		certs, cas = deps.Certs, deps.CAs
 	}
 	settings := haproxy.Settings{AdminSocket: filepath.Join(s.dir, "admin.sock"), HTTPBind: cfg.HTTPBind, HTTPSBind: cfg.HTTPSBind,
-		HTTPSRedirectPort: cfg.RedirectPort(), CookieSecret: cookieSecret}
+		HTTPSRedirectPort: cfg.RedirectPort(), CookieSecret: cookieSecret, LogSocket: logSocket(cfg, s.dir)}
 	if err := httpSettings(cfg, &settings, log); err != nil {
 		return nil, err
 	}
@@ -146,6 +152,10 @@ func New(ctx context.Context, cfg Config, deps Deps) (*System, error) {
 	}
 	if s.portal, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("--listen: %w", err)
+	}
+	if err := s.listenAccessLog(settings.LogSocket, deps); err != nil {
+		s.portal.Close()
+		return nil, err
 	}
 	return s, nil
 }
@@ -260,6 +270,9 @@ func (s *System) Run(ctx context.Context) error {
 	}
 	if s.ownDemo {
 		parts = append(parts, part{"demo", s.cluster.Run})
+	}
+	if s.accessLog != nil {
+		parts = append(parts, part{"access log", s.accessLog.Run})
 	}
 	errs := make(chan error, len(parts))
 	for _, p := range parts {

@@ -16,7 +16,7 @@ import (
 // HAProxy runs right now, compared line by line with the files on disk.
 // Nothing is changed; the next sync repairs what drifted.
 func (e *Engine) Config(ctx context.Context) (dcm.ConfigView, error) {
-	e.flushFiles() // the files of every state applied so far
+	e.FlushFiles() // the files of every state applied so far
 	disk, err := e.driver.ReadFiles()
 	if err != nil {
 		return dcm.ConfigView{}, fmt.Errorf("read the files: %w", err)

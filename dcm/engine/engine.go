@@ -36,6 +36,9 @@ type Driver interface {
 	Observe(ctx context.Context) (map[string][]dcm.Server, error)
 	ObserveBackends(ctx context.Context, names []string) (map[string][]dcm.Server, error)
 	ObserveStates(ctx context.Context, names []string) (map[string][]dcm.Server, error)
+	// Share gives the driver st's backends to hold in place of the ones it
+	// last wrote that render the same (st came from an observation).
+	Share(st dcm.State)
 	Info(ctx context.Context) (haproxy.Info, error)
 	Version() haproxy.Version
 	Events() <-chan haproxy.ProcessEvent
@@ -100,8 +103,10 @@ type Engine struct {
 	reloadReq chan dcm.ReloadReason
 	kicks     chan struct{} // an admin changed an override: sync now
 
-	mu         sync.Mutex // guards everything below; events are published under it so snapshots and seq agree
-	actual     dcm.State
+	mu     sync.Mutex // guards everything below; events are published under it so snapshots and seq agree
+	actual dcm.State
+	// generation counts the changes of actual (ActualState).
+	generation uint64
 	desired    dcm.Desired
 	updates    dcm.Updates
 	lastReload *dcm.ReloadInfo
@@ -123,6 +128,9 @@ type Engine struct {
 	// files writes the applied states' files behind the syncs (files.go);
 	// set by Run before the first sync.
 	files *fileWriter
+	// syncing is held for each sync, so FlushFiles can wait for the one in
+	// flight (which may have applied a change and not queued its files yet).
+	syncing sync.Mutex
 	// retry holds a failed reload: its reasons, when to try again, and the
 	// delay after that (doubling up to a minute).
 	retry struct {
@@ -151,6 +159,16 @@ func (e *Engine) Metrics() *Metrics { return e.metrics }
 
 // Hub is the event hub (the portal's feed subscribes to it).
 func (e *Engine) Hub() *Hub { return e.hub }
+
+// ActualState is the state dcm holds of HAProxy, and a number that
+// changes whenever it does: the access log names routes and pods by it,
+// and indexes it again only when the number has moved. The state is
+// shared: read it, never change it.
+func (e *Engine) ActualState() (dcm.State, uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.actual, e.generation
+}
 
 // Ready reports whether HAProxy runs the first complete desired state.
 func (e *Engine) Ready() bool {

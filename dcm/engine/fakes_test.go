@@ -356,6 +356,9 @@ func (d *fakeDriver) ObserveBackends(_ context.Context, names []string) (map[str
 	return d.observe("observe-backends", names, true), nil
 }
 
+// Share is not HAProxy's business: the fake renders nothing to share.
+func (d *fakeDriver) Share(dcm.State) {}
+
 func (d *fakeDriver) ObserveStates(_ context.Context, names []string) (map[string][]dcm.Server, error) {
 	return d.observe("observe-states", names, false), nil
 }
@@ -385,7 +388,10 @@ func (d *fakeDriver) observe(kind string, names []string, traffic bool) map[stri
 		out[proxy] = seen
 	}
 	d.mu.Unlock()
-	c.obs = out
+	c.obs = make(map[string][]dcm.Server, len(out)) // plan.Merge writes over what it is given
+	for proxy, servers := range out {
+		c.obs[proxy] = slices.Clone(servers)
+	}
 	d.record(c)
 	return out
 }

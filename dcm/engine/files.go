@@ -90,9 +90,16 @@ func (w *fileWriter) run() {
 
 // FlushFiles waits until the files of every state applied so far are
 // written (or their write failed, which an event reports): what a reader
-// of the files needs, as a reload does. Before Run started there is
-// nothing to wait for.
-func (e *Engine) FlushFiles() { e.flushFiles() }
+// of the files needs. A change HAProxy already serves may belong to a sync
+// still in flight, so that sync is waited for first. Before Run started
+// there is nothing to wait for. Not for use within a sync (reload calls
+// flushFiles).
+func (e *Engine) FlushFiles() {
+	e.syncing.Lock()
+	//lint:ignore SA2001 the empty critical section waits for the sync in flight
+	e.syncing.Unlock()
+	e.flushFiles()
+}
 
 func (e *Engine) flushFiles() {
 	e.mu.Lock()

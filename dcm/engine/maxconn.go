@@ -13,7 +13,7 @@ import (
 // of its own. The value holds until dcm restarts, which starts from
 // --max-connections again.
 func (e *Engine) SetMaxConn(ctx context.Context, actor string, n int) error {
-	e.flushFiles() // the driver rewrites the files it last wrote, with n
+	e.FlushFiles() // the driver rewrites the files it last wrote, with n
 	reload, err := e.driver.SetMaxConn(ctx, n)
 	if err != nil {
 		return fmt.Errorf("set maxconn %d: %w", n, err)

@@ -99,6 +99,9 @@ func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) 
 			Message: fmt.Sprintf("HAProxy reports new state or health in %d backends", len(changed))})
 	}
 	e.mu.Unlock()
+	// The driver holds the backends it last wrote; those merged replaced
+	// but that render as they did, it holds as merged has them: one copy.
+	e.driver.Share(merged)
 	if len(drift) > 0 {
 		e.metrics.PredictionMismatch.Add(float64(len(drift)))
 		e.log.Warn("HAProxy differs from dcm's state; the next sync repairs it", "differences", drift)

@@ -15,6 +15,8 @@ import (
 // the round says so in the log and events, and a later round converges
 // through a reload.
 func (e *Engine) sync(ctx context.Context, req syncRequest) {
+	e.syncing.Lock() // FlushFiles waits for the sync in flight to queue its files
+	defer e.syncing.Unlock()
 	desired, seen := e.source.Desired()
 	if req.observe {
 		if e.observe(ctx, nil) {

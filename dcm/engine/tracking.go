@@ -55,6 +55,7 @@ func (e *Engine) planned(st dcm.State, d dcm.Desired) {
 func (e *Engine) setActual(st dcm.State) {
 	old := e.actual
 	e.actual = st
+	e.generation++
 	names := movedBackends(old.Backends, st.Backends)
 	if e.track.waiting == nil {
 		e.track.waiting = map[string]bool{}

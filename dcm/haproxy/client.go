@@ -2,9 +2,11 @@ package haproxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -99,6 +101,28 @@ func (c *Client) closeLocked() error {
 // in step, and all failures are returned joined. An I/O error or timeout
 // closes the connection, since a half-read prompt stream cannot be reused.
 func (c *Client) Exec(ctx context.Context, cmds []Command) ([]Reply, error) {
+	return c.ExecStreams(ctx, cmds, nil)
+}
+
+// Stream reads the body of a reply too large to hold as one text: at
+// 100,000 servers `show stat` is some 40 MB and `show servers state` 15 MB,
+// and the strings parsed from them would keep them alive. It gets the
+// reply's header lines (Reply.Text, which tells success) and the lines
+// after them as HAProxy sends them, up to the prompt.
+type Stream func(header string, body io.Reader) error
+
+// ExecStreams is Exec, the reply of cmds[i] read by streams[i] when it is
+// not nil (show stat and show servers state only: their header alone
+// tells success). A reply whose header is not a success reply is read
+// whole, as Exec reads it, and not streamed; what a stream leaves unread
+// is read and dropped, so the connection stays in step; a stream's error
+// is returned with the command failures.
+func (c *Client) ExecStreams(ctx context.Context, cmds []Command, streams []Stream) ([]Reply, error) {
+	for i, s := range streams {
+		if s != nil && (i >= len(cmds) || cmds[i].headerLines() == 0) {
+			return nil, fmt.Errorf("haproxy command %d: its reply cannot be streamed", i)
+		}
+	}
 	for i, cmd := range cmds {
 		if cmd.kind == 0 || cmd.text == "" || strings.Contains(cmd.text, "\n") || splitsCommand(cmd.text) {
 			return nil, fmt.Errorf("haproxy command %d: not built by a constructor of this package", i)
@@ -135,7 +159,13 @@ func (c *Client) Exec(ctx context.Context, cmds []Command) ([]Reply, error) {
 	var failures []error
 	prev := start
 	for i, cmd := range cmds {
-		text, err := readReply(c.r)
+		var text string
+		var err, serr error
+		if i < len(streams) && streams[i] != nil {
+			text, serr, err = readStreamed(c.r, cmd, streams[i])
+		} else {
+			text, err = readReply(c.r)
+		}
 		now := time.Now()
 		d := now.Sub(prev)
 		prev = now
@@ -154,6 +184,9 @@ func (c *Client) Exec(ctx context.Context, cmds []Command) ([]Reply, error) {
 		if !cmd.succeeded(text) {
 			cerr = &CommandError{Command: cmd.text, Reply: text, Index: i}
 			failures = append(failures, cerr)
+		}
+		if serr != nil {
+			failures = append(failures, fmt.Errorf("haproxy command %d %q: reading its reply: %w", i, cmd.text, serr))
 		}
 		c.observe(cmd.text, d, cerr)
 	}
@@ -264,6 +297,96 @@ func readReply(r *bufio.Reader) (string, error) {
 			return "", err
 		}
 	}
+}
+
+// readStreamed reads a reply through s: its header lines, then, when they
+// are a success reply, its body through s. err is an I/O error (the
+// connection is out of step), serr the stream's own.
+func readStreamed(r *bufio.Reader, cmd Command, s Stream) (text string, serr, err error) {
+	body := &replyBody{r: r, atLineStart: true}
+	var head strings.Builder
+	buf := make([]byte, 4096)
+	for lines := 0; lines < cmd.headerLines(); {
+		n, err := body.Read(buf)
+		head.Write(buf[:n])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		if n > 0 && buf[n-1] == '\n' {
+			lines++
+		}
+	}
+	text = strings.TrimRight(head.String(), "\n")
+	if body.done || !cmd.succeeded(text) {
+		rest, err := io.ReadAll(body) // an error reply: a line or two
+		return strings.TrimRight(head.String()+string(rest), "\n"), nil, err
+	}
+	serr = s(text, body)
+	if _, err := io.Copy(io.Discard, body); err != nil {
+		return text, serr, err
+	}
+	return text, serr, nil
+}
+
+// replyBody reads a reply in prompt mode up to its prompt, which it
+// consumes and does not return (see readReply). An I/O error sticks; the
+// connection's end before the prompt is io.ErrUnexpectedEOF, so that a
+// reader of the body cannot take a cut reply for a whole one.
+type replyBody struct {
+	r           *bufio.Reader
+	atLineStart bool
+	done        bool // the prompt was read
+	err         error
+}
+
+// Read returns at most one line (or what is buffered of it), so that a
+// prompt is always looked for at the start of a line.
+func (b *replyBody) Read(p []byte) (int, error) {
+	switch {
+	case b.err != nil:
+		return 0, b.err
+	case b.done:
+		return 0, io.EOF
+	case len(p) == 0:
+		return 0, nil
+	}
+	if b.atLineStart {
+		pk, err := b.r.Peek(2)
+		if err != nil {
+			return 0, b.fail(err)
+		}
+		if pk[0] == '>' && pk[1] == ' ' {
+			_, _ = b.r.Discard(2)
+			b.done = true
+			return 0, io.EOF
+		}
+	}
+	n := b.r.Buffered()
+	if n == 0 {
+		if _, err := b.r.Peek(1); err != nil {
+			return 0, b.fail(err)
+		}
+		n = b.r.Buffered()
+	}
+	buf, _ := b.r.Peek(min(n, len(p)))
+	b.atLineStart = false
+	if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+		buf, b.atLineStart = buf[:i+1], true
+	}
+	k := copy(p, buf)
+	_, _ = b.r.Discard(k)
+	return k, nil
+}
+
+func (b *replyBody) fail(err error) error {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	b.err = err
+	return err
 }
 
 // guardedConn sets a fresh deadline before every read and write, bounded by

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -335,6 +336,12 @@ func FuzzReadReply(f *testing.F) {
 		if !slices.Equal(a, b) {
 			t.Fatalf("the split depends on the buffer size:\n%q\n%q", a, b)
 		}
+		// A streamed reply is the same reply: its header, then its body.
+		for _, kind := range []replyKind{replyStat, replyServersState} {
+			if c := streamedSplit(stream, 16+int(small), Command{text: "show", kind: kind}); !slices.Equal(a, c) {
+				t.Fatalf("streamed replies (kind %d) differ:\n%q\n%q", kind, a, c)
+			}
+		}
 		if consumed > len(stream) {
 			t.Fatalf("replies hold %d bytes of a %d-byte stream", consumed, len(stream))
 		}
@@ -344,4 +351,74 @@ func FuzzReadReply(f *testing.F) {
 			}
 		}
 	})
+}
+
+// streamedSplit splits a prompt-mode stream as readReply does, reading
+// every reply through readStreamed with cmd's header: a reply is its
+// header and what the Stream read, put together again.
+func streamedSplit(stream string, size int, cmd Command) []string {
+	r := bufio.NewReaderSize(strings.NewReader(stream), size)
+	var out []string
+	for {
+		body := ""
+		text, _, err := readStreamed(r, cmd, func(_ string, b io.Reader) error {
+			all, err := io.ReadAll(b)
+			body = string(all)
+			return err
+		})
+		if err != nil {
+			return out
+		}
+		if body != "" {
+			text = strings.TrimRight(text+"\n"+body, "\n")
+		}
+		out = append(out, text)
+	}
+}
+
+// TestReadStreamed: the replies of show servers state and show stat read
+// through a Stream, with a buffer smaller than their lines, are what
+// readReply reads; a Stream that stops early leaves the connection in
+// step; an error reply is not streamed.
+func TestReadStreamed(t *testing.T) {
+	state := testdata(t, "show_servers_state.txt")
+	stat := testdata(t, "show_stat.txt")
+	stream := "\n> " + state + "\n> " + "[3]: No such proxy.\n\n> " + stat + "\n> "
+	want := []string{"", strings.TrimRight(state, "\n"), "[3]: No such proxy.", strings.TrimRight(stat, "\n")}
+	cmds := []Command{{text: "prompt", kind: replyServersState}, {text: "show servers state", kind: replyServersState},
+		{text: "show stat", kind: replyStat}, {text: "show stat", kind: replyStat}}
+	r := bufio.NewReaderSize(strings.NewReader(stream), 16)
+	for i, cmd := range cmds {
+		streamed := false
+		var rows int
+		text, serr, err := readStreamed(r, cmd, func(header string, body io.Reader) error {
+			streamed = true
+			if cmd.kind == replyStat {
+				return ReadStat(io.MultiReader(strings.NewReader(strings.TrimPrefix(header, "# ")+"\n"), body), func(StatRow) error {
+					rows++
+					return errors.New("enough") // the rest is read and dropped
+				})
+			}
+			all, err := io.ReadAll(body)
+			if got := strings.TrimRight(header+"\n"+string(all), "\n"); got != want[i] {
+				t.Errorf("reply %d streamed as %q", i, got)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatalf("reply %d: %v", i, err)
+		}
+		if wantStreamed := i == 1 || i == 3; streamed != wantStreamed {
+			t.Errorf("reply %d (%q): streamed %v", i, text, streamed)
+		}
+		if i == 3 && (serr == nil || rows != 1) {
+			t.Errorf("a stream's error: %v after %d rows", serr, rows)
+		}
+		if !streamed && text != want[i] {
+			t.Errorf("reply %d: %q, want %q", i, text, want[i])
+		}
+	}
+	if rest, _ := io.ReadAll(r); len(rest) != 0 {
+		t.Errorf("left unread: %q", rest)
+	}
 }

@@ -330,6 +330,18 @@ func (c Command) succeeded(reply string) bool {
 	return false
 }
 
+// headerLines is how many lines of the reply tell its success, for the
+// replies a Stream may read (0: not one of them).
+func (c Command) headerLines() int {
+	switch c.kind {
+	case replyServersState:
+		return 2 // "1", then "# be_id ..."
+	case replyStat:
+		return 1 // "# pxname,..."
+	}
+	return 0
+}
+
 // splitsCommand reports whether the CLI would read text as more than one
 // command: a ';' that no backslash escapes (an HSTS map value has escaped
 // ones).

@@ -67,6 +67,19 @@ func (d *Driver) Write(st dcm.State) error {
 	return nil
 }
 
+// Share makes the driver hold st's backends in place of those it last
+// rendered and wrote that render exactly as they do (Renderer.Share): the
+// engine calls it when it replaced backends with what HAProxy reported, so
+// that one copy of them is held, not two. Nothing is rendered or written.
+func (d *Driver) Share(st dcm.State) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.renderMu.Lock()
+	d.renderer.Share(st)
+	d.renderMu.Unlock()
+	d.written.Backends = shareBackends(d.written.Backends, st.Backends)
+}
+
 // pemsMoved reports whether the certificate or CA files of b may differ
 // from a's: the default certificate changed, or a backend whose pointer
 // moved serves a certificate or has a server with a CA file, before or

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -527,6 +528,12 @@ func TestObserveBackends(t *testing.T) {
 	mustf(t, err, "observe")
 	if len(all) != 3 {
 		t.Errorf("Observe saw %d backends, want 3: %v", len(all), all)
+	}
+	// Observe streams its replies; ObserveBackends reads them as texts.
+	each, err := d.ObserveBackends(context.Background(), []string{r1.BackendName(), r2.BackendName(), r3.BackendName()})
+	mustf(t, err, "observe backends")
+	if !reflect.DeepEqual(all, each) {
+		t.Errorf("Observe %+v\nObserveBackends %+v", all, each)
 	}
 }
 

@@ -1,6 +1,8 @@
 package haproxy
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -8,6 +10,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/dcm-router/dcm/dcm"
 )
@@ -62,73 +65,137 @@ func adminStateOf(bits int) dcm.AdminState {
 // a format version line "1", a "# be_id be_name ..." header, then one line per
 // server. Fields are found by header name.
 func ParseServersState(text string) ([]ServerState, error) {
-	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
-	if len(lines) == 0 || strings.TrimSpace(lines[0]) != "1" {
-		return nil, fmt.Errorf("show servers state: want format version 1, got %q", truncate(lines[0], 80))
+	var out []ServerState
+	err := ReadServersState(strings.NewReader(strings.TrimRight(text, "\n")), func(s ServerState) error {
+		out = append(out, s)
+		return nil
+	})
+	return out, err
+}
+
+// ReadServersState is ParseServersState for a reply read as it comes (a
+// Stream's header and body, one after the other): each server is handed
+// to each, and nothing is kept. The strings of a ServerState share one
+// allocation per line; each copies what it keeps.
+func ReadServersState(r io.Reader, each func(ServerState) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	sc.Split(scanLines)
+	if !sc.Scan() || strings.TrimSpace(sc.Text()) != "1" {
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("show servers state: %w", err)
+		}
+		return fmt.Errorf("show servers state: want format version 1, got %q", truncate(sc.Text(), 80))
 	}
 	var (
-		col  map[string]int
-		out  []ServerState
-		want = []string{"be_name", "srv_name", "srv_addr", "srv_op_state", "srv_admin_state", "srv_uweight", "srv_port"}
+		col    map[string]int
+		fields []string
+		want   = []string{"be_name", "srv_name", "srv_addr", "srv_op_state", "srv_admin_state", "srv_uweight", "srv_port"}
 	)
-	for i, line := range lines[1:] {
-		n := i + 2
+	for n := 2; sc.Scan(); n++ {
+		line := sc.Text()
 		if line == "" {
 			continue
 		}
 		if strings.HasPrefix(line, "#") {
-			fields := strings.Fields(strings.TrimPrefix(line, "#"))
-			col = make(map[string]int, len(fields))
-			for j, f := range fields {
+			names := strings.Fields(strings.TrimPrefix(line, "#"))
+			col = make(map[string]int, len(names))
+			for j, f := range names {
 				if _, dup := col[f]; dup {
-					return nil, fmt.Errorf("show servers state line %d: column %s twice", n, f)
+					return fmt.Errorf("show servers state line %d: column %s twice", n, f)
 				}
 				col[f] = j
 			}
 			for _, w := range want {
 				if _, ok := col[w]; !ok {
-					return nil, fmt.Errorf("show servers state: header lacks %s", w)
+					return fmt.Errorf("show servers state: header lacks %s", w)
 				}
 			}
 			continue
 		}
 		if col == nil {
-			return nil, fmt.Errorf("show servers state line %d: data before header", n)
+			return fmt.Errorf("show servers state line %d: data before header", n)
 		}
-		fields := strings.Fields(line)
+		fields = appendFields(fields[:0], line)
 		if len(fields) != len(col) {
-			return nil, fmt.Errorf("show servers state line %d: %d fields, header has %d", n, len(fields), len(col))
+			return fmt.Errorf("show servers state line %d: %d fields, header has %d", n, len(fields), len(col))
 		}
-		s := ServerState{
-			Backend: fields[col["be_name"]],
-			Name:    fields[col["srv_name"]],
-			Addr:    fields[col["srv_addr"]],
+		s, err := serverStateOf(fields, col, n)
+		if err != nil {
+			return err
 		}
-		if err := checkNames(s.Backend, s.Name); err != nil {
-			return nil, fmt.Errorf("show servers state line %d: %w", n, err)
+		if err := each(s); err != nil {
+			return err
 		}
-		// HAProxy prints an IP literal, or "-" for a server without one
-		// (FuzzParseServersState found any bytes accepted here).
-		if _, err := netip.ParseAddr(s.Addr); err != nil && s.Addr != "-" {
-			return nil, fmt.Errorf("show servers state line %d: srv_addr %q is not an address", n, truncate(s.Addr, 80))
-		}
-		var err error
-		ints := []struct {
-			name string
-			dst  *int
-		}{{"srv_port", &s.Port}, {"srv_op_state", &s.OpState}, {"srv_admin_state", &s.AdminBits}, {"srv_uweight", &s.Weight}}
-		for _, f := range ints {
-			if *f.dst, err = strconv.Atoi(fields[col[f.name]]); err != nil || *f.dst < 0 {
-				return nil, fmt.Errorf("show servers state line %d: %s %q is not a number", n, f.name, fields[col[f.name]])
-			}
-		}
-		s.State = adminStateOf(s.AdminBits)
-		out = append(out, s)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("show servers state: %w", err)
 	}
 	if col == nil {
-		return nil, errors.New("show servers state: no header")
+		return errors.New("show servers state: no header")
 	}
-	return out, nil
+	return nil
+}
+
+// scanLines is bufio.ScanLines without its dropping a carriage return
+// before the newline: a line is what strings.Split(text, "\n") makes it.
+func scanLines(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}
+
+// serverStateOf reads the fields of line n of `show servers state`.
+func serverStateOf(fields []string, col map[string]int, n int) (ServerState, error) {
+	s := ServerState{
+		Backend: fields[col["be_name"]],
+		Name:    fields[col["srv_name"]],
+		Addr:    fields[col["srv_addr"]],
+	}
+	if err := checkNames(s.Backend, s.Name); err != nil {
+		return ServerState{}, fmt.Errorf("show servers state line %d: %w", n, err)
+	}
+	// HAProxy prints an IP literal, or "-" for a server without one
+	// (FuzzParseServersState found any bytes accepted here).
+	if _, err := netip.ParseAddr(s.Addr); err != nil && s.Addr != "-" {
+		return ServerState{}, fmt.Errorf("show servers state line %d: srv_addr %q is not an address", n, truncate(s.Addr, 80))
+	}
+	var err error
+	ints := [...]struct {
+		name string
+		dst  *int
+	}{{"srv_port", &s.Port}, {"srv_op_state", &s.OpState}, {"srv_admin_state", &s.AdminBits}, {"srv_uweight", &s.Weight}}
+	for _, f := range ints {
+		if *f.dst, err = strconv.Atoi(fields[col[f.name]]); err != nil || *f.dst < 0 {
+			return ServerState{}, fmt.Errorf("show servers state line %d: %s %q is not a number", n, f.name, fields[col[f.name]])
+		}
+	}
+	s.State = adminStateOf(s.AdminBits)
+	return s, nil
+}
+
+// appendFields appends the fields of line, as strings.Fields splits them,
+// to dst: a slice reused from line to line instead of one per line.
+func appendFields(dst []string, line string) []string {
+	start := -1
+	for i, r := range line {
+		if unicode.IsSpace(r) {
+			if start >= 0 {
+				dst = append(dst, line[start:i])
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		dst = append(dst, line[start:])
+	}
+	return dst
 }
 
 // Stat types of the `type` column of show stat.
@@ -161,13 +228,25 @@ func ParseStat(text string) ([]StatRow, error) {
 	if !strings.HasPrefix(text, "# ") {
 		return nil, fmt.Errorf("show stat: want a \"# pxname,...\" header, got %q", truncate(firstLine(text), 80))
 	}
-	r := csv.NewReader(strings.NewReader(text[2:]))
+	var out []StatRow
+	err := ReadStat(strings.NewReader(text[2:]), func(r StatRow) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// ReadStat is ParseStat for a reply read as it comes, its "# " taken
+// off: each row is handed to each, and nothing is kept. The strings of a
+// StatRow share one allocation per row; each copies what it keeps.
+func ReadStat(in io.Reader, each func(StatRow) error) error {
+	r := csv.NewReader(in)
 	r.FieldsPerRecord = -1
 	r.LazyQuotes = true
-	r.ReuseRecord = false
+	r.ReuseRecord = true // the row's strings are copied out of it
 	header, err := r.Read()
 	if err != nil {
-		return nil, fmt.Errorf("show stat header: %w", err)
+		return fmt.Errorf("show stat header: %w", err)
 	}
 	col := make(map[string]int, len(header))
 	for i, h := range header {
@@ -175,72 +254,83 @@ func ParseStat(text string) ([]StatRow, error) {
 			col[h] = i
 		}
 	}
+	ncol := len(header)
 	for _, w := range []string{"pxname", "svname", "type", "status", "weight", "scur", "qcur"} {
 		if _, ok := col[w]; !ok {
-			return nil, fmt.Errorf("show stat: header lacks %s", w)
+			return fmt.Errorf("show stat: header lacks %s", w)
 		}
 	}
-	var out []StatRow
 	for {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("show stat: %w", err)
+			return fmt.Errorf("show stat: %w", err)
 		}
 		if len(rec) == 1 && rec[0] == "" {
 			continue
 		}
 		line, _ := r.FieldPos(0)
-		if len(rec) != len(header) {
-			return nil, fmt.Errorf("show stat line %d: %d fields, header has %d", line, len(rec), len(header))
+		if len(rec) != ncol {
+			return fmt.Errorf("show stat line %d: %d fields, header has %d", line, len(rec), ncol)
 		}
-		get := func(name string) string {
-			if i, ok := col[name]; ok {
-				return rec[i]
-			}
-			return ""
+		row, err := statRowOf(rec, col, line)
+		if err != nil {
+			return err
 		}
-		num := func(name string) (int, error) {
-			v := get(name)
-			if v == "" {
-				return 0, nil
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return 0, fmt.Errorf("show stat line %d: %s %q is not a number", line, name, v)
-			}
-			return n, nil
+		if err := each(row); err != nil {
+			return err
 		}
-		row := StatRow{
-			Proxy:       get("pxname"),
-			Server:      get("svname"),
-			Status:      get("status"),
-			CheckStatus: get("check_status"),
-			Addr:        get("addr"),
-		}
-		if err := checkNames(row.Proxy, row.Server); err != nil {
-			return nil, fmt.Errorf("show stat line %d: %w", line, err)
-		}
-		for _, f := range []struct {
-			name string
-			dst  *int
-		}{{"type", &row.Type}, {"weight", &row.Weight}, {"scur", &row.Sessions}, {"qcur", &row.Queued}, {"used_conn_cur", &row.UsedConn}} {
-			if *f.dst, err = num(f.name); err != nil {
-				return nil, err
-			}
-		}
-		for _, name := range []string{"idle_conn_cur", "safe_conn_cur"} {
-			n, err := num(name)
-			if err != nil {
-				return nil, err
-			}
-			row.IdleConn += n
-		}
-		out = append(out, row)
 	}
-	return out, nil
+}
+
+// statRowOf reads record line of `show stat`.
+func statRowOf(rec []string, col map[string]int, line int) (StatRow, error) {
+	get := func(name string) string {
+		if i, ok := col[name]; ok {
+			return rec[i]
+		}
+		return ""
+	}
+	num := func(name string) (int, error) {
+		v := get(name)
+		if v == "" {
+			return 0, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("show stat line %d: %s %q is not a number", line, name, v)
+		}
+		return n, nil
+	}
+	row := StatRow{
+		Proxy:       get("pxname"),
+		Server:      get("svname"),
+		Status:      get("status"),
+		CheckStatus: get("check_status"),
+		Addr:        get("addr"),
+	}
+	if err := checkNames(row.Proxy, row.Server); err != nil {
+		return StatRow{}, fmt.Errorf("show stat line %d: %w", line, err)
+	}
+	var err error
+	for _, f := range [...]struct {
+		name string
+		dst  *int
+	}{{"type", &row.Type}, {"weight", &row.Weight}, {"scur", &row.Sessions}, {"qcur", &row.Queued}, {"used_conn_cur", &row.UsedConn}} {
+		if *f.dst, err = num(f.name); err != nil {
+			return StatRow{}, err
+		}
+	}
+	for _, name := range []string{"idle_conn_cur", "safe_conn_cur"} {
+		n, err := num(name)
+		if err != nil {
+			return StatRow{}, err
+		}
+		row.IdleConn += n
+	}
+	return row, nil
 }
 
 // Info is the reply of `show info`.

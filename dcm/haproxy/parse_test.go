@@ -1,6 +1,8 @@
 package haproxy
 
 import (
+	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -332,4 +334,35 @@ func FuzzParseProc(f *testing.F) {
 			t.Fatalf("current worker %+v of %+v", cur, p.Workers)
 		}
 	})
+}
+
+// TestObservationGathers: the servers of a backend come together in its
+// slice however the state reply orders them, and the stat rows after it
+// find them.
+func TestObservationGathers(t *testing.T) {
+	o := observation{out: map[string][]dcm.Server{"be_http:ns:b": {}}}
+	for _, s := range []ServerState{
+		{Backend: "be_http:ns:a", Name: "a1", Addr: "127.0.0.1", OpState: 2, State: dcm.StateReady},
+		{Backend: "be_http:ns:a", Name: "a2", Addr: "127.0.0.2", OpState: 2, State: dcm.StateReady},
+		{Backend: "be_http:ns:b", Name: "b1", Addr: "127.0.0.3", OpState: 2, State: dcm.StateReady},
+		{Backend: "be_default", Name: "x", Addr: "127.0.0.4"},
+		{Backend: "be_http:ns:a", Name: "a3", Addr: "127.0.0.5", State: dcm.StateMaint},
+	} {
+		o.state(s)
+	}
+	o.flush()
+	o.stat(StatRow{Proxy: "be_http:ns:a", Server: "a3", Type: StatServer, Status: "MAINT", Sessions: 2})
+	o.stat(StatRow{Proxy: "be_http:ns:b", Server: "b1", Type: StatServer, Status: "UP 1/3", Sessions: 1})
+	o.sort()
+	var got []string
+	for _, b := range slices.Sorted(maps.Keys(o.out)) {
+		for _, s := range o.out[b] {
+			got = append(got, fmt.Sprintf("%s/%s %s %s %d", b, s.Name, s.Addr, s.Health, s.Sessions))
+		}
+	}
+	want := []string{"be_http:ns:a/a1 127.0.0.1 UP 0", "be_http:ns:a/a2 127.0.0.2 UP 0", "be_http:ns:a/a3 127.0.0.5 MAINT 2",
+		"be_http:ns:b/b1 127.0.0.3 UP 1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("observed %q, want %q", got, want)
+	}
 }

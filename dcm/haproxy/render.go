@@ -51,6 +51,10 @@ type Settings struct {
 	ErrorPage503, ErrorPage404 []byte
 	// HTTP2 is the HTTPS frontend's HTTP/2 policy.
 	HTTP2 HTTP2
+	// LogSocket is the absolute path of the datagram socket the frontends
+	// send their access log to (LogSocketName in the work directory);
+	// "": no access log.
+	LogSocket string
 }
 
 // CookieKey derives a backend's dynamic-cookie-key from the cluster-wide
@@ -231,6 +235,7 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 	renderDefaults(w, s)
 	w.WriteString("\nfrontend fe_http\n")
 	fmt.Fprintf(w, "    bind %s\n", s.HTTPBind)
+	renderLogFrontend(w, s, false)
 	renderHygiene(w)
 	if s.HTTPSBind == "" {
 		// Nowhere to send plain HTTP to: every route is served as HTTP,
@@ -250,6 +255,7 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 		w.WriteString("\nfrontend fe_tls\n")
 		w.WriteString("    mode tcp\n")
 		fmt.Fprintf(w, "    bind %s\n", s.HTTPSBind)
+		renderLogFrontend(w, s, true)
 		fmt.Fprintf(w, "    tcp-request inspect-delay %s\n", helloWait)
 		w.WriteString("    tcp-request content accept if { req_ssl_hello_type 1 }\n")
 		fmt.Fprintf(w, "    use_backend %%[%s] if { %s -m found }\n", sni, sni)
@@ -257,12 +263,14 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 		fmt.Fprintf(w, "    default_backend %s\n", TerminateBackend)
 		fmt.Fprintf(w, "\nbackend %s\n", TerminateBackend)
 		w.WriteString("    mode tcp\n")
+		renderLogSilence(w, s)
 		fmt.Fprintf(w, "    server fe_https unix@%s send-proxy-v2\n", s.edgeSocket())
 		// Edge routes: TLS ends here, with the certificate the SNI host
 		// picks from the crt-list (the default one when none matches),
 		// and the request is routed by the same maps as plain HTTP.
 		w.WriteString("\nfrontend fe_https\n")
 		fmt.Fprintf(w, "    bind unix@%s accept-proxy ssl crt %s crt-list %s alpn %s\n", s.edgeSocket(), DefaultCertName, CrtListName, s.HTTP2.bindALPN())
+		renderLogFrontend(w, s, false)
 		renderHygiene(w)
 		renderRouting(w, s, true)
 		renderHSTS(w)
@@ -512,6 +520,9 @@ func (s Settings) validate() error {
 		if !safePath(s.edgeSocket()) {
 			return fmt.Errorf("https socket %q: want an absolute path of at most 107 letters, digits and /._-+", s.edgeSocket())
 		}
+	}
+	if s.LogSocket != "" && (!filepath.IsAbs(s.LogSocket) || !safePath(s.LogSocket)) {
+		return fmt.Errorf("log socket %q: want an absolute path of at most 107 letters, digits and /._-+", s.LogSocket)
 	}
 	if s.HTTPSRedirectPort < 0 || s.HTTPSRedirectPort > 65535 {
 		return fmt.Errorf("https redirect port %d: want 0 to 65535", s.HTTPSRedirectPort)

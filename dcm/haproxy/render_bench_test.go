@@ -38,6 +38,10 @@ func TestRendererEqualsRender(t *testing.T) {
 	st := bigState(20, 4)
 	states := []dcm.AdminState{dcm.StateReady, dcm.StateDrain, dcm.StateMaint}
 	for step := range 300 {
+		if rng.IntN(4) == 0 { // read back from HAProxy, and shared
+			st = observed(st, rng)
+			r.Share(st)
+		}
 		backends := slices.Clone(st.Backends)
 		i := rng.IntN(len(backends))
 		b := new(dcm.Backend)
@@ -108,6 +112,65 @@ func TestRendererEqualsRender(t *testing.T) {
 			!slices.EqualFunc(got.Backends, want.Backends, func(a, b BackendFile) bool { return a.Name == b.Name && bytes.Equal(a.Text, b.Text) }) {
 			t.Fatalf("step %d: cached rendering differs from a fresh one", step)
 		}
+	}
+}
+
+// observed is st as the engine has it after a read-back: some backends
+// replaced with HAProxy's figures (which render nothing), now and then one
+// that drifted (which renders otherwise).
+func observed(st dcm.State, rng *rand.Rand) dcm.State {
+	backends := slices.Clone(st.Backends)
+	for i, b := range backends {
+		if rng.IntN(2) == 0 {
+			continue
+		}
+		nb := *b
+		nb.Servers = slices.Clone(b.Servers)
+		for k := range nb.Servers {
+			nb.Servers[k].Health, nb.Servers[k].Sessions, nb.Servers[k].Unobserved = "UP", rng.IntN(3), false
+		}
+		if rng.IntN(10) == 0 && len(nb.Servers) > 0 {
+			nb.Servers[0].Weight += 1 + rng.IntN(3)
+		}
+		backends[i] = &nb
+	}
+	return dcm.State{Backends: backends, Pool: st.Pool, DefaultCert: st.DefaultCert}
+}
+
+// TestRendererShare: Share takes the backends that render as those last
+// rendered, leaves the others and the state it was given as they were,
+// and the files rendered next are a fresh rendering's.
+func TestRendererShare(t *testing.T) {
+	r := NewRenderer(testSettings)
+	st := bigState(20, 4)
+	_, err := r.Render(st)
+	mustf(t, err, "render")
+	obs := dcm.State{Backends: slices.Clone(st.Backends)}
+	for i, b := range obs.Backends {
+		nb := *b
+		nb.Servers = slices.Clone(b.Servers)
+		nb.Servers[0].Health, nb.Servers[0].Sessions = "UP", 2
+		if i%5 == 0 {
+			nb.Servers[1].Weight = 9 // drift: renders otherwise
+		}
+		obs.Backends[i] = &nb
+	}
+	before := slices.Clone(st.Backends)
+	r.Share(obs)
+	if !slices.Equal(before, st.Backends) {
+		t.Fatal("Share modified the state the Renderer rendered")
+	}
+	for i, b := range r.last {
+		if want := map[bool]*dcm.Backend{true: st.Backends[i], false: obs.Backends[i]}[i%5 == 0]; b != want {
+			t.Errorf("backend %d: held %p, want %p", i, b, want)
+		}
+	}
+	got, err := r.Render(obs)
+	mustf(t, err, "render observed")
+	want, err := Render(testSettings, obs)
+	mustf(t, err, "fresh render")
+	if !bytes.Equal(got.Text(), want.Text()) {
+		t.Error("after Share, the rendering differs from a fresh one")
 	}
 }
 

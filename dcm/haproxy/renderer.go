@@ -67,7 +67,7 @@ type Renderer struct {
 	// last holds the backends last rendered, sorted by name, and files
 	// their files, in the same order.
 	last  []*dcm.Backend
-	files []*renderedBackend
+	files []renderedBackend
 	// pool is the pool last rendered and spares its backends, sorted by
 	// name.
 	pool   []string
@@ -82,18 +82,17 @@ type Renderer struct {
 	crtList []byte
 }
 
-// renderedBackend is a backend's file and what it was rendered from.
+// renderedBackend is a backend's file: what it was rendered from is the
+// backend last rendered, which no one modifies, not a copy (at 10,000
+// routes the copies of the map keys alone took 4 MB). Its text is a slice
+// of its shard's: the text is held once.
 type renderedBackend struct {
-	sticky  string // the backend's name when sticky
-	balance string
-	tcp     [2]int64 // dcm.Route.TCPTimeouts
-	servers []dcm.Server
-	key     routeKey
-	text    []byte
-	shard   int
+	text  []byte
+	shard int
 }
 
-// routeKey holds what the maps are rendered from, per backend.
+// routeKey holds what the maps are rendered from, per backend; compared
+// for a backend that moved, never kept.
 type routeKey struct {
 	backend, slot, name, namespace, host, path string
 	insecure                                   string // dcm.Route.InsecureAction
@@ -179,11 +178,13 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 
 // changes is what a rendering found changed since the last: the backends
 // whose pointer moved, as they were (gone) and as they are (came), whether
-// one of their map keys moved, and whether one of them serves a
-// certificate.
+// one of their map keys moved, whether one of them serves a certificate,
+// and the shards whose text changed (a backend that moved but renders as
+// it did leaves its shard as it is).
 type changes struct {
 	gone, came  []*dcm.Backend
 	keys, certs bool
+	shards      [Shards]bool
 	// sparesGone and sparesCame are the free spares that left the pool and
 	// joined it.
 	sparesGone, sparesCame []string
@@ -191,12 +192,12 @@ type changes struct {
 
 // renderBackends renders the file of every backend, reusing the last
 // rendering of those that did not change.
-func (r *Renderer) renderBackends(backends []*dcm.Backend) ([]*renderedBackend, changes, error) {
+func (r *Renderer) renderBackends(backends []*dcm.Backend) ([]renderedBackend, changes, error) {
 	var ch changes
 	if r.proxies == nil {
 		ch.keys, ch.certs = true, true // nothing rendered yet
 	}
-	files := make([]*renderedBackend, len(backends))
+	files := make([]renderedBackend, len(backends))
 	certs := func(b *dcm.Backend) bool { return b.Route.TLS != nil }
 	i := 0
 	for k, b := range backends {
@@ -206,6 +207,7 @@ func (r *Renderer) renderBackends(backends []*dcm.Backend) ([]*renderedBackend, 
 		for i < len(r.last) && r.last[i].Name < b.Name {
 			ch.gone, ch.keys = append(ch.gone, r.last[i]), true
 			ch.certs = ch.certs || certs(r.last[i])
+			ch.shards[r.files[i].shard] = true
 			i++
 		}
 		if i < len(r.last) && r.last[i] == b {
@@ -213,51 +215,60 @@ func (r *Renderer) renderBackends(backends []*dcm.Backend) ([]*renderedBackend, 
 			i++
 			continue
 		}
-		var old *renderedBackend
+		var prev *dcm.Backend
+		var old renderedBackend
 		if i < len(r.last) && r.last[i].Name == b.Name {
-			old = r.files[i]
+			prev, old = r.last[i], r.files[i]
 			ch.gone = append(ch.gone, r.last[i])
 			ch.certs = ch.certs || certs(r.last[i])
 			i++
 		}
-		rb, err := r.renderBackend(b, old)
+		rb, err := r.renderBackend(b, prev, old)
 		if err != nil {
 			return nil, ch, err
 		}
 		files[k] = rb
 		ch.came = append(ch.came, b)
-		ch.keys = ch.keys || old == nil || old.key != rb.key
+		ch.keys = ch.keys || prev == nil || keyOf(prev) != keyOf(b)
 		ch.certs = ch.certs || certs(b)
+		if prev == nil || !sameBytes(rb.text, old.text) {
+			ch.shards[rb.shard] = true
+		}
 	}
 	for ; i < len(r.last); i++ {
 		ch.gone, ch.keys = append(ch.gone, r.last[i]), true
 		ch.certs = ch.certs || certs(r.last[i])
+		ch.shards[r.files[i].shard] = true
 	}
 	return files, ch, nil
 }
 
+// sameBytes reports whether a and b are the same bytes in memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 // renderBackend renders b's file, or keeps old's text when b renders as
-// old did.
-func (r *Renderer) renderBackend(b *dcm.Backend, old *renderedBackend) (*renderedBackend, error) {
-	sticky := ""
-	if b.Route.Sticky {
-		sticky = b.Name
-	}
-	var tcp [2]int64
-	tcp[0], tcp[1] = b.Route.TCPTimeouts()
-	key := keyOf(b)
-	if old != nil && old.balance == b.Route.Balance && old.sticky == sticky && old.tcp == tcp && old.key.slot == key.slot &&
-		slices.EqualFunc(old.servers, b.Servers, sameRendering) {
-		rb := *old
-		rb.key = key
-		return &rb, nil
+// prev, which old was rendered from, did.
+func (r *Renderer) renderBackend(b, prev *dcm.Backend, old renderedBackend) (renderedBackend, error) {
+	if prev != nil && sameSection(prev, b) {
+		return old, nil
 	}
 	var w bytes.Buffer
 	if err := renderBackend(&w, *b, r.settings.CookieSecret, r.settings.HTTP2); err != nil {
-		return nil, err
+		return renderedBackend{}, err
 	}
-	return &renderedBackend{sticky: sticky, balance: b.Route.Balance, tcp: tcp, servers: slices.Clone(b.Servers), key: key, text: w.Bytes(),
-		shard: shardOf(b.Name)}, nil
+	return renderedBackend{text: w.Bytes(), shard: shardOf(b.Name)}, nil
+}
+
+// sameSection reports whether two backends of one name render the same
+// backend section: what renderBackend reads of them is the same.
+func sameSection(a, b *dcm.Backend) bool {
+	var at, bt [2]int64
+	at[0], at[1] = a.Route.TCPTimeouts()
+	bt[0], bt[1] = b.Route.TCPTimeouts()
+	return a.Route.Balance == b.Route.Balance && a.Route.Sticky == b.Route.Sticky && at == bt && a.Slot == b.Slot &&
+		slices.EqualFunc(a.Servers, b.Servers, sameRendering)
 }
 
 // renderSpares gives the free spares' files, sorted by name, and which
@@ -364,15 +375,14 @@ func (r *Renderer) carried(ch changes) (map[string]string, error) {
 	return proxies, nil
 }
 
-// shardTexts assembles the shards again whose backends changed: those of
-// the backends and of the free spares that came and went.
-func (r *Renderer) shardTexts(backends []*dcm.Backend, files []*renderedBackend, spares []BackendFile, ch changes) [Shards][]byte {
+// shardTexts assembles the shards again whose text changed: those of the
+// backends rendered anew, come or gone, and of the free spares that came
+// and went. The backends' texts then become slices of their shard's, so
+// that a shard's text is held once.
+func (r *Renderer) shardTexts(backends []*dcm.Backend, files []renderedBackend, spares []BackendFile, ch changes) [Shards][]byte {
 	shards := r.shards
-	var dirty [Shards]bool
+	dirty := ch.shards
 	all := r.proxies == nil // nothing rendered before
-	for _, b := range append(ch.gone, ch.came...) {
-		dirty[shardOf(b.Name)] = true
-	}
 	for _, s := range append(slices.Clone(ch.sparesGone), ch.sparesCame...) {
 		dirty[shardOf(s)] = true
 	}
@@ -392,6 +402,19 @@ func (r *Renderer) shardTexts(backends []*dcm.Backend, files []*renderedBackend,
 			continue
 		}
 		shards[i] = joinShard(texts[i])
+	}
+	var at [Shards]int // where the next backend's text starts in its shard
+	for k := range backends {
+		i := files[k].shard
+		if !all && !dirty[i] {
+			continue
+		}
+		if at[i] == 0 {
+			at[i] = len(backendFileHeader)
+		}
+		n := len(files[k].text)
+		files[k].text = shards[i][at[i] : at[i]+n : at[i]+n]
+		at[i] += n
 	}
 	return shards
 }
@@ -422,4 +445,54 @@ func shardFiles(shards *[Shards][]byte) []BackendFile {
 		}
 	}
 	return out
+}
+
+// Share makes the Renderer hold st's backends in place of the ones it last
+// rendered that render exactly as they do (see rendersSame). The engine
+// replaces a backend whenever HAProxy reports a new figure of a server
+// (health, sessions), and nothing is rendered for that: without Share the
+// Renderer would keep the replaced backend alive until the backend next
+// changes, which at 10,000 routes is a second copy of every backend after
+// the first read-back. Nothing is rendered, and the files are as they were.
+func (r *Renderer) Share(st dcm.State) {
+	r.last = shareBackends(r.last, st.Backends)
+}
+
+// shareBackends returns held with each backend replaced by the one of
+// the same name in st when both render the same; held itself when none
+// is, a copy otherwise (held may be a state's, which no one modifies).
+// Both are sorted by name; st unsorted shares nothing.
+func shareBackends(held, st []*dcm.Backend) []*dcm.Backend {
+	byName := func(a, b *dcm.Backend) int { return strings.Compare(a.Name, b.Name) }
+	if !slices.IsSortedFunc(st, byName) {
+		return held
+	}
+	out := held
+	for i, j := 0, 0; i < len(held) && j < len(st); {
+		switch c := strings.Compare(held[i].Name, st[j].Name); {
+		case c < 0:
+			i++
+		case c > 0:
+			j++
+		default:
+			if held[i] != st[j] && rendersSame(held[i], st[j]) {
+				if &out[0] == &held[0] {
+					out = slices.Clone(held)
+				}
+				out[i] = st[j]
+			}
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+// rendersSame reports whether two backends give the same files: the same
+// backend section, map entries, crt-list lines and PEM files. They may
+// differ only in what HAProxy reports (health, load) and dcm keeps beside
+// it (origin, pod, service).
+func rendersSame(a, b *dcm.Backend) bool {
+	return a.Name == b.Name && a.Kind == b.Kind && a.Slot == b.Slot && a.Retiring == b.Retiring && a.Slots == b.Slots &&
+		a.Route.Equal(b.Route) && slices.EqualFunc(a.Servers, b.Servers, sameRendering)
 }

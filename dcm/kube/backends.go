@@ -19,15 +19,15 @@ func (s *Source) syncService(t *txn, ns, name string) error {
 	svc := ns + "/" + name
 	t.services[svc] = struct{}{}
 	names := s.byService[svc]
-	if len(names) == 0 {
+	if names.len() == 0 {
 		return nil
 	}
 	v := s.view(t, ns, name)
 	if v.err != nil {
 		return v.err
 	}
-	for n := range names {
-		b := s.backendFor(t, s.routes[n].route)
+	for n := range names.all() {
+		b := s.backendFor(t, *s.routes[n].route)
 		t.backends[n] = &b
 	}
 	return nil
@@ -42,8 +42,8 @@ func (s *Source) syncSecret(t *txn, ns, name string) error {
 	if s.isDefaultCert(key) {
 		s.syncDefaultCert(t)
 	}
-	for n := range s.bySecret[key] {
-		r := s.routes[n].route
+	for n := range s.bySecret[key].all() {
+		r := *s.routes[n].route
 		b := s.backendFor(t, r)
 		t.backends[n] = &b
 	}

@@ -154,10 +154,10 @@ type Source struct {
 	// overwrite one computed from a newer cache.
 	syncMu       sync.Mutex
 	ingresses    map[string]*ingressState
-	claims       map[identity]map[string]struct{} // → keys of valid Ingresses
-	routes       map[string]servedRoute           // backend name →
-	byService    map[string]map[string]struct{}   // ns/svc → backend names
-	bySecret     map[string]map[string]struct{}   // ns/secret → backend names of edge routes
+	claims       map[identity]*nameSet  // → keys of valid Ingresses
+	routes       map[string]servedRoute // backend name →
+	byService    map[string]*nameSet    // ns/svc → backend names
+	bySecret     map[string]*nameSet    // ns/secret → backend names of edge routes
 	sliceRejects map[string]map[dcm.ObjectRef]dcm.Rejection
 	// routeListers read OpenShift Routes, by namespace as listers; empty
 	// while the Routes API is not served (or not watched).
@@ -224,6 +224,9 @@ func NewSource(client kubernetes.Interface, opts Options, reporter Reporter, log
 		sf := informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithNamespace(ns),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = secretSelector }))
 		sec := sf.Core().V1().Secrets()
+		if err := transformed(ing.Informer(), svc.Informer(), eps.Informer(), sec.Informer()); err != nil && s.initErr == nil {
+			s.initErr = fmt.Errorf("kube: informer transform: %w", err)
+		}
 		s.addHandlers(ing.Informer(), svc.Informer(), eps.Informer())
 		if opts.RouteSelector != nil {
 			// An Ingress relabelled out of the shard arrives as a delete:
@@ -267,10 +270,10 @@ func newSource(opts Options, reporter Reporter, logger *slog.Logger) *Source {
 		now:          time.Now,
 		seen:         map[string]time.Time{},
 		ingresses:    map[string]*ingressState{},
-		claims:       map[identity]map[string]struct{}{},
+		claims:       map[identity]*nameSet{},
 		routes:       map[string]servedRoute{},
-		byService:    map[string]map[string]struct{}{},
-		bySecret:     map[string]map[string]struct{}{},
+		byService:    map[string]*nameSet{},
+		bySecret:     map[string]*nameSet{},
 		sliceRejects: map[string]map[dcm.ObjectRef]dcm.Rejection{},
 		routeListers: map[string]cache.GenericLister{},
 		backends:     map[string]*dcm.DesiredBackend{},

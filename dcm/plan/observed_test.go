@@ -149,3 +149,32 @@ func TestHealthChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeInPlace: the servers of a backend that changed are obs's own
+// slice, written over, not a copy; a backend that did not change is the
+// very one it was; the order of the known servers does not matter.
+func TestMergeInPlace(t *testing.T) {
+	srv := func(name string, health string) dcm.Server {
+		return dcm.Server{Name: name, Endpoint: name, Addr: "10.0.0.1", Port: 80, Weight: 1, State: dcm.StateReady, Health: health, Pod: "p-" + name}
+	}
+	changed := &dcm.Backend{Name: "be_http:a:x", Servers: []dcm.Server{srv("b", ""), srv("a", "")}} // unsorted
+	same := &dcm.Backend{Name: "be_http:a:y", Servers: []dcm.Server{srv("c", "UP")}}
+	st := dcm.State{Backends: []*dcm.Backend{changed, same}}
+	seenX := []dcm.Server{{Name: "a", Addr: "10.0.0.1", Port: 80, Weight: 1, State: dcm.StateReady, Health: "UP"},
+		{Name: "b", Addr: "10.0.0.1", Port: 80, Weight: 1, State: dcm.StateReady, Health: "DOWN"}}
+	seenY := []dcm.Server{{Name: "c", Addr: "10.0.0.1", Port: 80, Weight: 1, State: dcm.StateReady, Health: "UP"}}
+	got, drift, missing := Merge(st, map[string][]dcm.Server{"be_http:a:x": seenX, "be_http:a:y": seenY}, nil, false)
+	if len(drift) != 0 || missing {
+		t.Fatalf("drift %q, missing %v", drift, missing)
+	}
+	x := got.Backends[0].Servers
+	if &x[0] != &seenX[0] || len(x) != 2 || x[0].Name != "a" || x[0].Pod != "p-a" || x[1].Health != "DOWN" || x[1].Pod != "p-b" {
+		t.Errorf("changed backend's servers %+v (obs's slice: %v)", x, &x[0] == &seenX[0])
+	}
+	if got.Backends[1] != same {
+		t.Error("a backend HAProxy reports as it was is not kept")
+	}
+	if changed.Servers[0].Health != "" || changed.Servers[0].Name != "b" {
+		t.Errorf("Merge wrote into the state it was given: %+v", changed.Servers)
+	}
+}

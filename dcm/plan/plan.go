@@ -389,22 +389,31 @@ func Fresh(desired dcm.Desired, caps dcm.Caps) dcm.State {
 func AfterReload(st dcm.State) dcm.State {
 	backends := make([]*dcm.Backend, len(st.Backends))
 	for i, sb := range st.Backends {
+		if !slices.ContainsFunc(sb.Servers, func(s dcm.Server) bool { return s != afterReload(s) }) {
+			backends[i] = sb // as a reload leaves it (a fresh state's are): shared, not copied
+			continue
+		}
 		b := *sb
 		servers := make([]dcm.Server, len(b.Servers))
 		for k, s := range b.Servers {
-			s.Origin = dcm.OriginCfg
-			if s.State == dcm.StateDrain {
-				s.State = dcm.StateMaint
-			}
-			s.Sessions, s.Queued, s.UsedConn, s.IdleConn = 0, 0, 0, 0
-			s.Health = ""
-			s.Unobserved = true
-			servers[k] = s
+			servers[k] = afterReload(s)
 		}
 		b.Servers = servers
 		backends[i] = &b
 	}
 	return dcm.State{Backends: backends, Pool: st.Pool, DefaultCert: st.DefaultCert}
+}
+
+// afterReload is a server as AfterReload leaves it.
+func afterReload(s dcm.Server) dcm.Server {
+	s.Origin = dcm.OriginCfg
+	if s.State == dcm.StateDrain {
+		s.State = dcm.StateMaint
+	}
+	s.Sessions, s.Queued, s.UsedConn, s.IdleConn = 0, 0, 0, 0
+	s.Health = ""
+	s.Unobserved = true
+	return s
 }
 
 func serverFor(e dcm.Endpoint, r dcm.Route, origin dcm.Origin) dcm.Server {

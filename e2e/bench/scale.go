@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,6 +164,7 @@ func RunScale(t *testing.T, cfg ScaleConfig, routes int, farm *podFarm) ScaleRes
 	profiled(t, routes, "routes", func() { routeOps(t, cfg, k, s.Stack, farm, &res) })
 	profiled(t, routes, "resync", func() { resync(t, cfg, k, s.Stack, &res) })
 	profiled(t, routes, "grow", func() { grow(t, cfg, k, s.Stack, farm, &res) })
+	heapProfile(t, routes, "end")
 	return res
 }
 
@@ -173,7 +178,9 @@ type scaleStack struct {
 // dcm did not start (res says why).
 func startScale(t *testing.T, cfg ScaleConfig, k *KubeCluster, farm *podFarm, res *ScaleResult) (scaleStack, bool) {
 	base := memBaseline()
+	heapProfile(t, res.Routes, "before")
 	began := time.Now()
+	defer logCollections(t, began)()
 	src := k.Source(t)
 	s, err := harness.TryStart(t, harness.Options{Source: src, ReadyWithin: cfg.ReadyWithin})
 	if err != nil {
@@ -188,6 +195,7 @@ func startScale(t *testing.T, cfg ScaleConfig, k *KubeCluster, farm *podFarm, re
 	res.Served = time.Since(began)
 	res.DCMRSSMB, res.DCMPeakMB, res.DCMHeapMB = base.growth()
 	res.BaseHeapMB = float64(base.heap) / (1 << 20)
+	heapProfile(t, res.Routes, "started")
 	procs, err := s.Driver.Procs(context.Background())
 	if err != nil {
 		t.Fatalf("show proc: %v", err)
@@ -234,6 +242,70 @@ func (m memStart) growth() (rss, peak, heap float64) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return float64(rssKB-m.rssKB) / 1024, float64(hwmKB-m.rssKB) / 1024, float64(int64(ms.HeapAlloc)-m.heap) / (1 << 20)
+}
+
+// heapProfile writes the heap profile to DCM_BENCH_HEAPPROFILE (unset:
+// nothing), the size and the moment inserted before its extension
+// (/tmp/heap.pprof → /tmp/heap-10000-started.pprof). "before" is taken
+// just before dcm starts, "started" once every route serves, "end" after
+// the last phase, all after a collection: inuse_space of "started" is
+// what dcm keeps, alloc_space against "before" (pprof -base) what its
+// start allocated, "end" what it keeps after the churn.
+func heapProfile(tb testing.TB, routes int, moment string) {
+	path := os.Getenv("DCM_BENCH_HEAPPROFILE")
+	if path == "" {
+		return
+	}
+	ext := filepath.Ext(path)
+	path = fmt.Sprintf("%s-%d-%s%s", strings.TrimSuffix(path, ext), routes, moment, ext)
+	runtime.GC() // inuse_space is as of the last collection
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatalf("heap profile: %v", err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		tb.Fatalf("heap profile %s: %v", path, err)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	rss, hwm := selfStatus()
+	tb.Logf("heap profile %s: heap in use %d MB, next collection at %d MB, stacks %d MB, %d goroutines, VmRSS %d MB (peak %d MB)", path,
+		ms.HeapInuse>>20, ms.NextGC>>20, ms.StackInuse>>20, runtime.NumGoroutine(), rss>>10, hwm>>10)
+}
+
+// logCollections logs, with DCM_BENCH_HEAPPROFILE set, the live heap each
+// collection found and the heap goal it set, until the returned function
+// is called: the RSS follows the largest goal, which a moment of the start
+// with much alive at once sets.
+func logCollections(tb testing.TB, began time.Time) (stop func()) {
+	if os.Getenv("DCM_BENCH_HEAPPROFILE") == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		samples := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/goal:bytes"}}
+		var last uint64
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			metrics.Read(samples)
+			if n := samples[0].Value.Uint64(); n != last {
+				last = n
+				rss, _ := selfStatus()
+				tb.Logf("collection %d at %.2fs: live %d MB, goal %d MB, VmRSS %d MB", n, time.Since(began).Seconds(),
+					samples[1].Value.Uint64()>>20, samples[2].Value.Uint64()>>20, rss>>10)
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
 
 // selfStatus reads VmRSS and VmHWM (kB) of this process; 0 when unreadable.

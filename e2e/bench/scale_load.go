@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,85 +15,6 @@ import (
 
 	"github.com/dcm-router/dcm/e2e/harness"
 )
-
-// farmPort is the port of every pod of the scale section.
-const farmPort = 18090
-
-// podFarm is the scale section's pods: a few real HTTP servers on loopback
-// addresses of their own, which the endpoints of every route share (HAProxy's
-// servers of many routes point at the same listeners), so that 100,000
-// endpoints need no 100,000 sockets. Each answers "<host> <its address>" and
-// records when a request for a host first reached it.
-type podFarm struct {
-	port  int32
-	addrs []string
-	srvs  []*http.Server
-	mu    sync.Mutex
-	first map[string]time.Time // host → its first request
-	conns []atomic.Int64       // connections accepted, by listener
-}
-
-// startPodFarm listens on n addresses of 127.230.0.0/16 (far from the
-// 127.0.x.y, 127.120–159 and 127.200+ other tests and benchmarks use; an
-// address someone else holds is skipped) until the test ends.
-func startPodFarm(tb testing.TB, n int) *podFarm {
-	f := &podFarm{port: farmPort, first: map[string]time.Time{}, conns: make([]atomic.Int64, n)}
-	tb.Cleanup(func() {
-		for _, s := range f.srvs {
-			_ = s.Close()
-		}
-	})
-	for i := 0; len(f.addrs) < n && i < 4*n; i++ {
-		addr := fmt.Sprintf("127.230.%d.%d", i/250, i%250+1)
-		ln, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(farmPort)))
-		if err != nil {
-			continue
-		}
-		conns := &f.conns[len(f.addrs)]
-		srv := &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second,
-			ConnState: func(_ net.Conn, st http.ConnState) {
-				if st == http.StateNew {
-					conns.Add(1)
-				}
-			}}
-		go func() { _ = srv.Serve(ln) }() // ErrServerClosed once closed
-		f.addrs = append(f.addrs, addr)
-		f.srvs = append(f.srvs, srv)
-	}
-	if len(f.addrs) < n {
-		tb.Fatalf("pod farm: %d of %d loopback addresses could be bound on port %d", len(f.addrs), n, farmPort)
-	}
-	return f
-}
-
-func (f *podFarm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	now := time.Now()
-	f.mu.Lock()
-	if _, ok := f.first[r.Host]; !ok {
-		f.first[r.Host] = now
-	}
-	f.mu.Unlock()
-	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	ip := ""
-	if local != nil {
-		ip, _, _ = net.SplitHostPort(local.String())
-	}
-	_, _ = io.WriteString(w, r.Host+" "+ip+"\n")
-}
-
-// reset forgets the first requests, for a new cluster.
-func (f *podFarm) reset() {
-	f.mu.Lock()
-	f.first = map[string]time.Time{}
-	f.mu.Unlock()
-}
-
-func (f *podFarm) firstRequest(host string) (time.Time, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	t, ok := f.first[host]
-	return t, ok
-}
 
 // pods is a cluster's share of the farm: its endpoints are at listeners
 // first … first+n-1, consecutive ones for a route, so a route's endpoints
@@ -120,9 +38,12 @@ func (p pods) addr(r, e int) string { return p.f.addrs[p.first+(r*p.endpoints+e)
 
 // conns counts the connections its listeners accepted so far.
 func (p pods) conns() int {
+	counts := p.f.conns()
 	n := 0
 	for i := range p.n {
-		n += int(p.f.conns[p.first+i].Load())
+		if p.first+i < len(counts) {
+			n += counts[p.first+i]
+		}
 	}
 	return n
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -61,6 +62,23 @@ func TestScale(t *testing.T) {
 		dir = d
 	}
 	if err := rep.WriteScale(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPodFarmProcess is the scale section's pods when TestScale starts
+// the test binary again for them (PodFarmEnv set; see podFarm): it serves
+// until its standard input ends.
+func TestPodFarmProcess(t *testing.T) {
+	v := os.Getenv(PodFarmEnv)
+	if v == "" {
+		t.Skip("the scale section's pods: TestScale runs it in a process of its own")
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", PodFarmEnv, v, err)
+	}
+	if err := ServePodFarm(n, os.Stdin, os.Stdout); err != nil {
 		t.Fatal(err)
 	}
 }

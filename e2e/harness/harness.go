@@ -71,6 +71,9 @@ type Options struct {
 	PodNetwork netip.Prefix
 	// LogTo also gets dcm's log lines, from level info up.
 	LogTo io.Writer
+	// AccessLog gets what --access-log=stdout writes (Config sets the
+	// flag), instead of the test process's stdout.
+	AccessLog io.Writer
 	// ReadyWithin bounds the wait for dcm's first complete state (default
 	// 20s): a benchmark of a large cluster times its start itself.
 	ReadyWithin time.Duration
@@ -153,7 +156,7 @@ func TryStart(tb testing.TB, o Options) (*Stack, error) {
 		HTTP: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	sys, err := system.New(ctx, cfg, system.Deps{Log: log, Kubernetes: o.Kubernetes, Cluster: o.Cluster, DemoApps: o.Apps,
-		Source: o.Source, Certs: o.Certs, CAs: o.CAs, Commands: s.record})
+		Source: o.Source, Certs: o.Certs, CAs: o.CAs, Commands: s.record, AccessLog: o.AccessLog})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("assemble dcm: %w", err)
