@@ -131,6 +131,13 @@ func TestIngressStatusPublished(t *testing.T) {
 		t.Fatal(err)
 	}
 	address("192.0.2.80")
+	// Counted once the API server's answer is in: maybe after the read.
+	testkit.Eventually(t, "two writes counted", 5*time.Second, func() error {
+		if w := s.System.Kube().StatusWrites(); w != 2 {
+			return fmt.Errorf("%d status writes, want 2 (ClusterIP, load balancer)", w)
+		}
+		return nil
+	})
 	writes := s.System.Kube().StatusWrites()
 
 	// Updates dcm has nothing to say about: no write.
@@ -247,9 +254,14 @@ func TestStatusLeaderElection(t *testing.T) {
 		t.Errorf("failover took %s, more than the lease duration %s", took, cfg.LeaseDuration)
 	}
 	setHost("r3." + ns + ".test")
-	if w := follower.System.Kube().StatusWrites(); w == 0 {
-		t.Error("the new leader wrote no status")
-	}
+	// dcm counts its write once the API server's answer is in, which may
+	// come after the test has read the Route.
+	testkit.Eventually(t, "the new leader counts its write", 5*time.Second, func() error {
+		if w := follower.System.Kube().StatusWrites(); w == 0 {
+			return fmt.Errorf("no status written")
+		}
+		return nil
+	})
 	follower.Serves("r3."+ns+".test", "/", 1, readyPods(ns, "web"))
 }
 
