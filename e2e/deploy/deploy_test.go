@@ -14,11 +14,13 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -73,6 +75,39 @@ func TestDeployKustomization(t *testing.T) {
 		t.Fatalf("the dcm container's args %q are not a command line dcm accepts: %v", c.Args, err)
 	}
 	checkConfig(t, cfg, c)
+	checkAvailability(t, d, c)
+}
+
+// checkAvailability holds deploy/ to what a fleet of routers needs: two
+// replicas, a disruption budget that keeps one, readiness on /readyz (the
+// first sync done), and resource requests for the scheduler.
+func checkAvailability(t *testing.T, d *appsv1.Deployment, c corev1.Container) {
+	t.Helper()
+	replicas := int32(1) // the API's default
+	if d.Spec.Replicas != nil {
+		replicas = *d.Spec.Replicas
+	}
+	if replicas < 2 {
+		t.Errorf("the dcm Deployment runs %d replicas, want at least 2", replicas)
+	}
+	if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" {
+		t.Errorf("the dcm container's readiness probe %+v: want GET /readyz", p)
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+		t.Errorf("the dcm container requests %v: want cpu and memory", c.Resources.Requests)
+	}
+	pdbs, err := env.cp.Client(t).PolicyV1().PodDisruptionBudgets("dcm-system").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("PodDisruptionBudgets: %v", err)
+	}
+	pods := labels.Set(d.Spec.Template.Labels)
+	for _, p := range pdbs.Items {
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+		if err == nil && sel.Matches(pods) && p.Spec.MinAvailable != nil && p.Spec.MinAvailable.IntValue() >= 1 {
+			return
+		}
+	}
+	t.Errorf("no PodDisruptionBudget keeps one of dcm's pods (labels %v) available: %d budgets", pods, len(pdbs.Items))
 }
 
 // TestDeployArgsRejectMistakes: the check TestDeployKustomization makes of
