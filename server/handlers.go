@@ -56,6 +56,12 @@ func snapshot(eng Engine) echo.HandlerFunc {
 	return func(c echo.Context) error { return c.JSON(http.StatusOK, eng.Snapshot()) }
 }
 
+// traffic answers from what the engine's last read of HAProxy's counters
+// left: polling it costs no HAProxy command.
+func traffic(eng Engine) echo.HandlerFunc {
+	return func(c echo.Context) error { return c.JSON(http.StatusOK, eng.TrafficRates()) }
+}
+
 func backends(eng Engine) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ns := c.QueryParam("namespace")

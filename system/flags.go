@@ -39,6 +39,8 @@ func (c *Config) FlagSet() *pflag.FlagSet {
 	fs.StringVar(&c.CookieSecretFile, "cookie-secret-file", c.CookieSecretFile, "file holding the secret sticky routes derive their cookie keys from; every replica must use the same (default: a built-in, public one)")
 	fs.StringVar(&c.DefaultBackendCAFile, "default-backend-ca-file", c.DefaultBackendCAFile, "CA (PEM) that reencrypt routes naming none verify their pods with, e.g. /var/run/secrets/kubernetes.io/serviceaccount/service-ca.crt (default: none, such routes are rejected)")
 	fs.StringVar(&c.DefaultSSLCertificate, "default-ssl-certificate", c.DefaultSSLCertificate, "kubernetes.io/tls Secret (namespace/name) served to every host without a certificate of its own, rotated at runtime when the Secret changes (default: a self-signed certificate dcm generates)")
+	fs.DurationVar(&c.TrafficInterval, "traffic-interval", c.TrafficInterval, "how often the per-route traffic metrics (dcm_route_*) and the portal's rates read HAProxy's counters, in a goroutine of their own; a scrape of /metrics never asks HAProxy (0: no traffic metrics)")
+	fs.BoolVar(&c.MetricsPerServer, "metrics-per-server", c.MetricsPerServer, "add per-server traffic series (dcm_route_server_*), one set per pod of each route: their number grows with the pods")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.DurationVar(&c.DemoReadinessDelay, "demo-readiness-delay", c.DemoReadinessDelay, "demo: time from pod start to ready")
 	fs.DurationVar(&c.DemoPreStopDelay, "demo-prestop-delay", c.DemoPreStopDelay, "demo: time a terminating pod keeps accepting before it shuts down")
