@@ -62,7 +62,7 @@ func (e *Engine) readTraffic(ctx context.Context, book *trafficBook) {
 // TrafficRates are the recent request and error rates per route, by backend
 // name (GET /api/v1/traffic, the portal's sparklines).
 func (e *Engine) TrafficRates() dcm.TrafficRates {
-	out := dcm.TrafficRates{Every: e.cfg.TrafficEvery.Seconds(), Backends: map[string]dcm.TrafficSeries{}}
+	out := dcm.TrafficRates{Every: max(0, e.cfg.TrafficEvery.Seconds()), Backends: map[string]dcm.TrafficSeries{}}
 	for _, rt := range e.metrics.Traffic.current() {
 		out.Backends[rt.Backend] = dcm.TrafficSeries{Requests: rt.requests, Errors: rt.errs}
 	}
