@@ -135,3 +135,30 @@ func TestRouteTrafficMetrics(t *testing.T) {
 	}
 	t.Logf("%v requests counted across a spare, a reload and a move to a sticky spare", sent)
 }
+
+// TestRouteTrafficReadBeforeReload: with reads of HAProxy's counters an
+// hour apart, requests still show in a route's series right after a
+// reload: dcm reads the old worker's counters before it replaces it, so
+// what it served since the last read is not lost with it.
+func TestRouteTrafficReadBeforeReload(t *testing.T) {
+	app := startPod(t, "127.0.19.3", "app")
+	src := harness.NewStaticSource(desiredApp(app.endpoint(dcm.StateReady)))
+	s := harness.Start(t, harness.Options{Source: src, Config: func(c *system.Config) { c.TrafficInterval = time.Hour }})
+	c := &routeCount{s: s, t: t, labels: []string{"namespace", "test", "route", "app", "kind", "http"}, last: map[string]float64{}}
+	sent := 0.0
+	for round := range 2 {
+		send(t, s, appRoute.Host, 7)
+		sent += 7
+		reloads := s.Reloads()
+		s.Engine.RequestReload(dcm.ReasonManual)
+		s.Eventually(fmt.Sprintf("reload %d", round+1), 15*time.Second, func() error {
+			if s.Reloads() == reloads {
+				return fmt.Errorf("%v reloads", reloads)
+			}
+			return nil
+		})
+		if got := c.read("dcm_route_requests_total"); got != sent {
+			t.Errorf("after reload %d: %v requests counted, want %v", round+1, got, sent)
+		}
+	}
+}

@@ -135,6 +135,9 @@ type Engine struct {
 	// files writes the applied states' files behind the syncs (files.go);
 	// set by Run before the first sync.
 	files *fileWriter
+	// traffic keeps the per-route traffic totals, under a lock of its own
+	// (traffic_loop.go).
+	traffic trafficReader
 	// retry holds a failed reload: its reasons, when to try again, and the
 	// delay after that (doubling up to a minute).
 	retry struct {

@@ -23,11 +23,10 @@ func (e *Engine) startTraffic(ctx context.Context) (stop func()) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		book := newTrafficBook()
 		t := time.NewTicker(e.cfg.TrafficEvery)
 		defer t.Stop()
 		for {
-			e.readTraffic(ctx, book)
+			e.readTraffic(ctx)
 			select {
 			case <-ctx.Done():
 				return
@@ -38,8 +37,32 @@ func (e *Engine) startTraffic(ctx context.Context) (stop func()) {
 	return func() { cancel(); wg.Wait() }
 }
 
-// readTraffic folds one read into book and publishes it to the collector.
-func (e *Engine) readTraffic(ctx context.Context, book *trafficBook) {
+// trafficReader holds the running totals; its lock makes one read and
+// fold at a time (the periodic one, or the one before a reload).
+type trafficReader struct {
+	mu   sync.Mutex
+	book *trafficBook
+}
+
+// readTrafficBeforeReload reads the counters of the worker a reload is
+// about to replace: what it served since the last periodic read would
+// otherwise be lost with it (in --mode=reload, up to an interval of
+// traffic at every change). It costs the reload one show stat.
+func (e *Engine) readTrafficBeforeReload(ctx context.Context) {
+	if e.cfg.TrafficEvery > 0 {
+		e.readTraffic(ctx)
+	}
+}
+
+// readTraffic folds one read into the totals and publishes them to the
+// collector.
+func (e *Engine) readTraffic(ctx context.Context) {
+	e.traffic.mu.Lock()
+	defer e.traffic.mu.Unlock()
+	if e.traffic.book == nil {
+		e.traffic.book = newTrafficBook()
+	}
+	book := e.traffic.book
 	start := time.Now()
 	read, err := e.driver.ReadTraffic(ctx, e.cfg.TrafficPerServer)
 	if err != nil {
@@ -49,8 +72,10 @@ func (e *Engine) readTraffic(ctx context.Context, book *trafficBook) {
 		}
 		return
 	}
-	// The carriers are taken after the read: a reload between the two
-	// loses at most the traffic of one interval, never counts it twice.
+	// The carriers are taken after the read: should a reload come
+	// between the two, the new worker's first requests to a route that
+	// moved are not counted (the next read starts from them), never
+	// counted twice.
 	e.mu.Lock()
 	by := carriers(e.actual)
 	e.mu.Unlock()
