@@ -70,7 +70,10 @@ func (f *fakeEngine) SetServerWeight(actor, backend, server string, weight int) 
 	return nil
 }
 func (f *fakeEngine) TrafficRates() dcm.TrafficRates {
-	return dcm.TrafficRates{Every: 1, Backends: map[string]dcm.TrafficSeries{}}
+	return dcm.TrafficRates{Every: 1, Backends: map[string]dcm.TrafficSeries{
+		"be_http:a:web": {Requests: []float64{1, 2}, Errors: []float64{0, 1}},
+		"be_http:b:api": {Requests: []float64{3}, Errors: []float64{0}},
+	}}
 }
 func (f *fakeEngine) Reload(actor string) { f.Action(actor, "reload", dcm.ObjectRef{}) }
 func (f *fakeEngine) SetMaxConn(_ context.Context, actor string, n int) error {
