@@ -56,6 +56,24 @@ func snapshot(eng Engine) echo.HandlerFunc {
 	return func(c echo.Context) error { return c.JSON(http.StatusOK, eng.Snapshot()) }
 }
 
+// traffic answers from what the engine's last read of HAProxy's counters
+// left: polling it costs no HAProxy command.
+func traffic(eng Engine) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		rates := eng.TrafficRates()
+		// ?backend= keeps one: a page about one backend need not
+		// download the rates of 10,000.
+		if name := c.QueryParam("backend"); name != "" {
+			one := map[string]dcm.TrafficSeries{}
+			if s, ok := rates.Backends[name]; ok {
+				one[name] = s
+			}
+			rates.Backends = one
+		}
+		return c.JSON(http.StatusOK, rates)
+	}
+}
+
 func backends(eng Engine) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ns := c.QueryParam("namespace")

@@ -45,6 +45,7 @@ func routes(e *echo.Echo, d Deps, sessions *sessions) {
 	api.GET("/backends", backends(d.Engine), read)
 	api.GET("/backends/:name", backend(d.Engine), read)
 	api.GET("/events", events(d.Engine), read)
+	api.GET("/traffic", traffic(d.Engine), read)
 	api.GET("/config", config(d.Engine), read)
 	api.GET("/whoami", whoami(d), read)
 	api.GET("/feed", feed(d), read)

@@ -43,6 +43,9 @@ type Engine interface {
 	// Expect records a change's prediction before it is made, to compare
 	// with what is applied; cancel drops it if the change fails.
 	Expect(whatifs []dcm.WhatIf) (cancel func())
+	// TrafficRates are the routes' recent request and error rates, kept by
+	// the engine's traffic reader (GET /api/v1/traffic).
+	TrafficRates() dcm.TrafficRates
 }
 
 // Subscription is a live feed of engine events.

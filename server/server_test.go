@@ -69,6 +69,12 @@ func (f *fakeEngine) SetServerWeight(actor, backend, server string, weight int) 
 	f.Action(actor, fmt.Sprintf("%s/%s weight %d", backend, server, weight), dcm.ObjectRef{})
 	return nil
 }
+func (f *fakeEngine) TrafficRates() dcm.TrafficRates {
+	return dcm.TrafficRates{Every: 1, Backends: map[string]dcm.TrafficSeries{
+		"be_http:a:web": {Requests: []float64{1, 2}, Errors: []float64{0, 1}},
+		"be_http:b:api": {Requests: []float64{3}, Errors: []float64{0}},
+	}}
+}
 func (f *fakeEngine) Reload(actor string) { f.Action(actor, "reload", dcm.ObjectRef{}) }
 func (f *fakeEngine) SetMaxConn(_ context.Context, actor string, n int) error {
 	f.Action(actor, fmt.Sprintf("maxconn %d", n), dcm.ObjectRef{})

@@ -98,7 +98,11 @@ type Config struct {
 	Listen        string // --listen
 	AuthTokenFile string // --auth-token-file
 	EventHistory  int    // --event-history
-	LogLevel      string // --log-level
+	// TrafficInterval is --traffic-interval: how often the per-route
+	// traffic series read HAProxy's counters (0 turns them off).
+	TrafficInterval  time.Duration
+	MetricsPerServer bool   // --metrics-per-server
+	LogLevel         string // --log-level
 	// AccessLog is --access-log: off, stdout or syslog://host:port
 	// (accesslog.ParseTarget); read at start.
 	AccessLog string
@@ -145,6 +149,7 @@ func Defaults() Config {
 		Timeouts:               haproxy.DefaultTimeouts,
 		Listen:                 "127.0.0.1:8080",
 		EventHistory:           10000,
+		TrafficInterval:        15 * time.Second,
 		LogLevel:               "info",
 		AccessLog:              "off",
 		DemoReadinessDelay:     500 * time.Millisecond,
@@ -198,6 +203,8 @@ func (c Config) Validate() error {
 		return errors.New("--sticky-pool-size must be between 0 and 10000")
 	case c.EventHistory < 1 || c.EventHistory > 1000000:
 		return errors.New("--event-history must be between 1 and 1000000")
+	case c.TrafficInterval < 0 || c.TrafficInterval > 0 && c.TrafficInterval < 100*time.Millisecond:
+		return errors.New("--traffic-interval must be 0 (off) or at least 100ms")
 	}
 	if err := c.validateHTTP(); err != nil {
 		return err

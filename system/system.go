@@ -137,7 +137,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (*System, error) {
 		ReloadTimeout: cfg.ReloadTimeout,
 	}, log.With("part", "haproxy"))
 	s.engine = engine.New(engine.Config{Caps: cfg.caps(version), EventBuffer: cfg.EventHistory,
-		ObserveEvery: cfg.ObserveEvery, IdlePollEvery: cfg.IdlePollEvery, RetryReloadAfter: cfg.RetryReloadAfter},
+		ObserveEvery: cfg.ObserveEvery, IdlePollEvery: cfg.IdlePollEvery, RetryReloadAfter: cfg.RetryReloadAfter,
+		TrafficEvery: trafficEvery(cfg.TrafficInterval), TrafficPerServer: cfg.MetricsPerServer},
 		s.driver, metrics, log.With("part", "engine"))
 	s.source = deps.Source
 	if s.source == nil {
@@ -379,3 +380,12 @@ func (s *System) PortalAddr() string { return s.portal.Addr().String() }
 // Token is the admin token generated for the demo's portal; "" when
 // tokens come from a file or from Kubernetes.
 func (s *System) Token() string { return s.access.token }
+
+// trafficEvery is --traffic-interval for the engine, where 0 means its
+// default and a negative value means off.
+func trafficEvery(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}

@@ -7,6 +7,7 @@ import { bind, clone } from './bind.js';
 import * as f from './format.js';
 import { Live } from './live.js';
 import { fillChips } from './rows.js';
+import { followTraffic } from './traffic.js';
 
 export function start({ status }) {
   const root = document.getElementById('backend');
@@ -35,6 +36,7 @@ export function start({ status }) {
     syncServers(tbody, b, rendered);
   });
   live.follow(status);
+  followTraffic(document.getElementById('traffic'), name);
 }
 
 function serverRow(backend, s) {

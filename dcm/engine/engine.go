@@ -51,6 +51,9 @@ type Driver interface {
 	// reload says the running worker cannot take it (it is above its start
 	// value) and the next rendering carries it.
 	SetMaxConn(ctx context.Context, n int) (reload bool, err error)
+	// ReadTraffic reads the backends' (and with servers, the servers')
+	// traffic counters and the pid of the worker they belong to.
+	ReadTraffic(ctx context.Context, servers bool) (haproxy.Traffic, error)
 }
 
 // Config tunes the loop.
@@ -70,6 +73,12 @@ type Config struct {
 	RetryReloadAfter time.Duration
 	// EventBuffer is how many events the hub keeps for clients that resume.
 	EventBuffer int
+	// TrafficEvery is how often HAProxy's traffic counters are read into
+	// the per-route series (traffic.go); negative turns them off.
+	TrafficEvery time.Duration
+	// TrafficPerServer adds per-server series: their number grows with
+	// the pods, not the routes, so they are opt-in.
+	TrafficPerServer bool
 }
 
 func (c Config) withDefaults() Config {
@@ -84,6 +93,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryReloadAfter <= 0 {
 		c.RetryReloadAfter = time.Second
+	}
+	if c.TrafficEvery == 0 {
+		c.TrafficEvery = 15 * time.Second
 	}
 	if c.EventBuffer <= 0 {
 		c.EventBuffer = 10000
@@ -131,6 +143,9 @@ type Engine struct {
 	// syncing is held for each sync, so FlushFiles can wait for the one in
 	// flight (which may have applied a change and not queued its files yet).
 	syncing sync.Mutex
+	// traffic keeps the per-route traffic totals, under a lock of its own
+	// (traffic_loop.go).
+	traffic trafficReader
 	// retry holds a failed reload: its reasons, when to try again, and the
 	// delay after that (doubling up to a minute).
 	retry struct {
@@ -238,6 +253,7 @@ func (e *Engine) Run(ctx context.Context, source Source) error {
 	e.mu.Lock()
 	e.ready = true
 	e.mu.Unlock()
+	defer e.startTraffic(ctx)()
 	e.publish(dcm.Event{Type: dcm.EventHAProxy, Message: fmt.Sprintf("HAProxy %s started (worker pid %d) with %d backends",
 		e.driver.Version(), e.pid, len(initial.Backends))})
 	return e.loop(ctx)

@@ -695,3 +695,7 @@ func hasOp(ops []dcm.Op, kind dcm.OpKind, server string) bool {
 func (d *fakeDriver) SetMaxConn(context.Context, int) (bool, error) {
 	return false, errors.New("fake driver: no maxconn")
 }
+
+func (d *fakeDriver) ReadTraffic(context.Context, bool) (haproxy.Traffic, error) {
+	return haproxy.Traffic{}, errors.New("fake driver: no traffic")
+}

@@ -31,6 +31,12 @@ type Metrics struct {
 	ObservationPasses  prometheus.Counter
 	FeedClients        prometheus.Gauge
 	FeedDropped        prometheus.Counter
+	// Traffic is the per-route traffic (traffic.go); TrafficRead times
+	// each read of HAProxy's counters behind it, TrafficErrors counts the
+	// reads that failed.
+	Traffic       *TrafficCollector
+	TrafficRead   prometheus.Histogram
+	TrafficErrors prometheus.Counter
 
 	// counts are the servers by admin state and the backends by kind
 	// behind the Servers and Backends gauges, kept as backends change
@@ -100,8 +106,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		FeedDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dcm_feed_dropped_total", Help: "Feed clients closed because they fell behind (they can resume).",
 		}),
+		Traffic: newTrafficCollector(),
+		TrafficRead: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "dcm_traffic_read_duration_seconds", Help: "Reading and folding HAProxy's show stat into the per-route traffic series (one read per --traffic-interval).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
+		TrafficErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dcm_traffic_read_errors_total", Help: "Reads of HAProxy's traffic counters that failed (the series keep their last values).",
+		}),
 	}
-	reg.MustRegister(m.Updates, m.Reloads, m.ReloadFailures, m.ReloadDuration, m.ConfigWrite, m.RuntimeCommand,
+	reg.MustRegister(m.Traffic, m.TrafficRead, m.TrafficErrors, m.Updates, m.Reloads, m.ReloadFailures, m.ReloadDuration, m.ConfigWrite, m.RuntimeCommand,
 		m.RuntimeErrors, m.EventToApplied, m.Servers, m.Backends, m.PoolFree, m.Rejected, m.PredictionMismatch, m.ObservationPasses, m.FeedClients, m.FeedDropped)
 	for _, r := range []string{"noop", "dynamic", "reload"} {
 		m.Updates.WithLabelValues(r)

@@ -119,6 +119,7 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 func (e *Engine) reload(ctx context.Context, p dcm.Plan, seen time.Time) {
 	// No write of an older state may land after the reload's own.
 	e.files.flush()
+	e.readTrafficBeforeReload(ctx)
 	reasons := p.Reasons
 	start := time.Now()
 	res, err := e.driver.Reload(ctx, p.Next)

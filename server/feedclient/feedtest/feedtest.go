@@ -61,6 +61,11 @@ func (e *Engine) Snapshot() dcm.Snapshot {
 
 func (e *Engine) Ready() bool { return true }
 
+// TrafficRates has no traffic: feed tests send no requests through HAProxy.
+func (e *Engine) TrafficRates() dcm.TrafficRates {
+	return dcm.TrafficRates{Every: 1, Backends: map[string]dcm.TrafficSeries{}}
+}
+
 func (e *Engine) Subscribe(since uint64, queue int) ([]dcm.Event, bool, server.Subscription) {
 	backlog, ok, sub := e.Hub.Subscribe(since, queue)
 	return backlog, ok, sub
