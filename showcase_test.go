@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"fmt"
@@ -106,6 +107,7 @@ func TestDemoShowcase(t *testing.T) {
 			t.Errorf("reencrypt served %v, want the Secret's for %s", leaf.DNSNames, lines["reencrypt"].host)
 		}
 	})
+	t.Run("whatif", func(t *testing.T) { offersRotation(t, out.String(), lines["edge"].host) })
 	t.Run("canary", func(t *testing.T) { canarySplit(t, lines["canary"]) })
 	t.Run("sticky", func(t *testing.T) { sticks(t, lines["sticky"]) })
 }
@@ -184,5 +186,33 @@ func sticks(t *testing.T, l printedLine) {
 		if _, body, err := get(c, l); err != nil || body != first {
 			t.Fatalf("sticky: %q %v after %q", body, err, first)
 		}
+	}
+}
+
+// offersRotation: the what-if page offers the edge route's certificate to
+// rotate.
+func offersRotation(t *testing.T, banner, host string) {
+	portal := regexp.MustCompile(`portal:\s+http://(\S+)/`).FindStringSubmatch(banner)
+	token := regexp.MustCompile(`admin token:\s+(\S+)`).FindStringSubmatch(banner)
+	if portal == nil || token == nil {
+		t.Fatalf("no portal or token in the banner:\n%s", banner)
+	}
+	req, err := http.NewRequest(http.MethodGet, "http://"+portal[1]+"/whatif", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token[1])
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	page, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/whatif: HTTP %d %v", resp.StatusCode, err)
+	}
+	sel := regexp.MustCompile(`(?s)<select id="wi-cert".*?</select>`).Find(page)
+	if !bytes.Contains(sel, []byte(host)) {
+		t.Errorf("the what-if page offers no certificate of %s to rotate: %s", host, sel)
 	}
 }
