@@ -137,7 +137,18 @@ func printBanner(out io.Writer, cfg system.Config, sys *system.System) {
 	}
 	fmt.Fprintf(out, "  API, metrics:    curl -H 'Authorization: Bearer %s' http://%s/api/v1/snapshot   http://%s/metrics\n", show, portal, portal)
 	if sys.Cluster() != nil {
-		fmt.Fprintf(out, "  through HAProxy: curl -H 'Host: web.demo.localhost' http://%s/\n", cfg.HTTPBind)
+		examples := sys.Cluster().Examples(cfg.HTTPBind, cfg.HTTPSBind)
+		if len(examples) == 0 {
+			fmt.Fprintf(out, "  through HAProxy: curl -H 'Host: web.demo.localhost' http://%s/\n", cfg.HTTPBind)
+		}
+		// One line per kind of route the demo shows, on the binds HAProxy
+		// really has (a TLS kind only with --https-bind).
+		for _, e := range examples {
+			if e.HTTPS && cfg.HTTPSBind == "" {
+				continue
+			}
+			fmt.Fprintf(out, "  %-16s %s\n", e.Kind+":", e.Line)
+		}
 		fmt.Fprintf(out, "  scale web to 5:  curl -X POST -H 'Authorization: Bearer %s' -d '{\"namespace\":\"demo\",\"kind\":\"Deployment\",\"name\":\"web\",\"replicas\":5}' -H 'Content-Type: application/json' http://%s/api/v1/scale\n", show, portal)
 	}
 	fmt.Fprintln(out)

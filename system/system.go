@@ -36,7 +36,8 @@ type Deps struct {
 	Kubernetes *rest.Config
 	// Cluster is a demo cluster someone else runs: dcm watches it as a
 	// second replica would. DemoApps are the workloads of a demo cluster
-	// of dcm's own (nil: the demo's).
+	// of dcm's own (nil: the demo's, with its showcase of every kind of
+	// route, demo.Options.Showcase).
 	Cluster  *demo.Cluster
 	DemoApps []demo.App
 	// Source replaces Kubernetes with a desired state of the caller's;
@@ -171,7 +172,12 @@ func (s *System) connect(ctx context.Context, deps Deps) (dynamic.Interface, err
 		}
 	}
 	if restCfg == nil {
-		return nil, s.demoCluster(deps)
+		if err := s.demoCluster(deps); err != nil {
+			return nil, err
+		}
+		// The showcase's OpenShift Route is served by a dynamic client of
+		// the demo's own (nil without a showcase).
+		return s.cluster.Dynamic(), nil
 	}
 	client, dyn, err := clients(restCfg)
 	if err != nil {
@@ -208,7 +214,9 @@ func (s *System) demoCluster(deps Deps) error {
 	if apps == nil {
 		apps = demo.DefaultApps()
 	}
-	cluster, err := demo.New(demo.Options{Apps: apps, ReadinessDelay: s.cfg.DemoReadinessDelay, PreStopDelay: s.cfg.DemoPreStopDelay},
+	// The showcase comes with the default apps it routes to: dcm's own demo
+	// (make run) shows every kind of route; a caller's apps are all it gets.
+	cluster, err := demo.New(demo.Options{Apps: apps, Showcase: deps.DemoApps == nil, ReadinessDelay: s.cfg.DemoReadinessDelay, PreStopDelay: s.cfg.DemoPreStopDelay},
 		s.log.With("part", "demo"))
 	if err != nil {
 		return fmt.Errorf("demo cluster: %w", err)
@@ -227,7 +235,10 @@ func (s *System) kubeSource(dyn dynamic.Interface, backendCA []byte, pems *kube.
 		AllowWildcardRoutes: s.cfg.AllowWildcardRoutes, DefaultCertificate: s.cfg.DefaultSSLCertificate,
 		RouteSelector: routeSel, NamespaceSelector: nsSel, Events: s.events,
 		RouterName: s.cfg.RouterName, RouterCanonicalHostname: s.cfg.RouterCanonicalHostname}, s.engine, s.log.With("part", "kube"))
-	if dyn != nil && !s.noStatus {
+	// The demo writes no status (as before it served Routes): nobody reads
+	// an in-memory cluster's, and it has no leader to elect.
+	status := !s.noStatus && s.cluster == nil
+	if dyn != nil && status {
 		if err := s.wireStatus(src); err != nil {
 			return nil, err
 		}
@@ -235,7 +246,7 @@ func (s *System) kubeSource(dyn dynamic.Interface, backendCA []byte, pems *kube.
 	switch {
 	case dyn != nil && s.cfg.Routes:
 		src.WatchRoutes(kube.RouteWatchOptions{Client: dyn, Discovery: s.client.Discovery(),
-			Convert: kube.RouteOptions{Subdomain: s.cfg.RouteSubdomain, AllowWildcard: s.cfg.AllowWildcardRoutes}, Status: !s.noStatus,
+			Convert: kube.RouteOptions{Subdomain: s.cfg.RouteSubdomain, AllowWildcard: s.cfg.AllowWildcardRoutes}, Status: status,
 			Recheck: s.cfg.RoutesRecheck, MaxRecheck: s.cfg.RoutesMaxRecheck})
 	case s.cfg.Routes:
 		// The demo's in-memory cluster has no API server to serve the

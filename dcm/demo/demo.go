@@ -21,6 +21,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -54,6 +55,12 @@ type Options struct {
 	AddrPrefix string
 	// PodPort is the port every pod listens on (the "http" container port).
 	PodPort int
+	// Showcase adds one route of every kind beside DefaultApps (whose "web"
+	// and "shop" Services it routes to): edge, passthrough and reencrypt
+	// Ingresses with certificates generated at start, pods that serve TLS,
+	// an 80/20 canary, a sticky route, and an OpenShift Route that Dynamic
+	// serves. Examples lists them.
+	Showcase bool
 	// Seed makes pod names and template hashes' random parts reproducible;
 	// 0 seeds from the clock.
 	Seed uint64
@@ -102,6 +109,7 @@ type PodInfo struct {
 // Cluster is the in-memory cluster and its simulator.
 type Cluster struct {
 	client  *fake.Clientset
+	dyn     dynamic.Interface // serves the showcase's OpenShift Route; nil without one
 	sim     *simulator
 	log     *slog.Logger
 	started atomic.Bool
@@ -132,12 +140,21 @@ func New(opts Options, logger *slog.Logger) (*Cluster, error) {
 	if err := seed(context.Background(), client, opts); err != nil {
 		return nil, fmt.Errorf("seed demo cluster: %w", err)
 	}
+	if opts.Showcase {
+		if c.dyn, err = seedShowcase(context.Background(), client, opts, len(opts.Apps)); err != nil {
+			return nil, fmt.Errorf("seed demo showcase: %w", err)
+		}
+	}
 	return c, nil
 }
 
 // Client is the clientset to hand to dcm/kube (and to tests that act on the
 // cluster as a user would).
 func (c *Cluster) Client() kubernetes.Interface { return c.client }
+
+// Dynamic is the dynamic client serving the cluster's OpenShift Routes (the
+// client's discovery lists them then), nil when the cluster has none.
+func (c *Cluster) Dynamic() dynamic.Interface { return c.dyn }
 
 // Run runs the simulator until ctx is done, then stops every pod server
 // (in-flight requests get a few seconds) and returns. It may be called once.

@@ -91,7 +91,12 @@ func (s *simulator) runPod(ctx context.Context, p *pod) {
 		s.podGone(p)
 		return
 	}
-	ps := localpod.Serve(ln, p.name, logger)
+	served, err := s.podListener(ctx, p, ln)
+	if err != nil {
+		logger.Warn("pod serves plain HTTP", "err", err)
+		served = ln
+	}
+	ps := localpod.Serve(served, p.name, logger)
 	s.mu.Lock()
 	p.release, p.ip, p.started, p.server = release, ip, time.Now(), ps
 	s.mu.Unlock()

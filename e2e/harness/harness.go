@@ -52,7 +52,7 @@ type Options struct {
 	// only what it is about. The changes are logged, and Start fails the
 	// test if anything else differs from the defaults.
 	Config func(*system.Config)
-	// Apps run in a demo cluster of the stack's own (default: the demo's);
+	// Apps run in a demo cluster of the stack's own (default: DefaultApps, without the showcase);
 	// unused with Source, Kubernetes or Cluster.
 	Apps []demo.App
 	// Source replaces Kubernetes with a source the test controls; Certs
@@ -155,7 +155,13 @@ func TryStart(tb testing.TB, o Options) (*Stack, error) {
 	s := &Stack{t: tb, ConvergeWithin: 15 * time.Second, guard: NewAddressGuard(o.PodNetwork),
 		HTTP: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	ctx, cancel := context.WithCancel(context.Background())
-	sys, err := system.New(ctx, cfg, system.Deps{Log: log, Kubernetes: o.Kubernetes, Cluster: o.Cluster, DemoApps: o.Apps,
+	apps := o.Apps
+	if apps == nil {
+		// The default apps without the showcase: the e2e tests count the
+		// routes, servers and reloads of these three.
+		apps = demo.DefaultApps()
+	}
+	sys, err := system.New(ctx, cfg, system.Deps{Log: log, Kubernetes: o.Kubernetes, Cluster: o.Cluster, DemoApps: apps,
 		Source: o.Source, Certs: o.Certs, CAs: o.CAs, Commands: s.record, AccessLog: o.AccessLog})
 	if err != nil {
 		cancel()
