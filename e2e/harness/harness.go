@@ -55,6 +55,9 @@ type Options struct {
 	// Apps run in a demo cluster of the stack's own (default: DefaultApps, without the showcase);
 	// unused with Source, Kubernetes or Cluster.
 	Apps []demo.App
+	// Showcase runs the demo as make run does: the default apps and a route
+	// of every kind (demo.Options.Showcase); Apps must be nil.
+	Showcase bool
 	// Source replaces Kubernetes with a source the test controls; Certs
 	// and CAs hand HAProxy its routes' PEM.
 	Source engine.Source
@@ -156,7 +159,7 @@ func TryStart(tb testing.TB, o Options) (*Stack, error) {
 		HTTP: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	apps := o.Apps
-	if apps == nil {
+	if apps == nil && !o.Showcase {
 		// The default apps without the showcase: the e2e tests count the
 		// routes, servers and reloads of these three.
 		apps = demo.DefaultApps()
