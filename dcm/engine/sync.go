@@ -96,6 +96,12 @@ func (e *Engine) sync(ctx context.Context, req syncRequest) {
 		e.reload(ctx, plan.Reload(desired, e.cfg.Caps, dcm.ReasonRuntimeError), seen)
 		return
 	}
+	e.appliedAtRuntime(p, desired, seen)
+}
+
+// appliedAtRuntime records a plan HAProxy took at runtime: its state, the
+// files to write behind the sync, the figures and the event.
+func (e *Engine) appliedAtRuntime(p dcm.Plan, desired dcm.Desired, seen time.Time) {
 	acked := time.Now()
 	if !seen.IsZero() {
 		e.metrics.EventToApplied.Observe(acked.Sub(seen).Seconds())
