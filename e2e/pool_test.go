@@ -245,7 +245,9 @@ func TestDeletedRoutesRefillThePool(t *testing.T) {
 	}
 
 	src.Set(base)
-	s.Eventually("the deleted routes' backends are spares", 10*time.Second, func() error {
+	// A backend returns to the pool once its servers are deleted, which
+	// waits for HAProxy to close their idle connections.
+	s.Eventually("the deleted routes' backends are spares", harness.RetireWait, func() error {
 		if got := s.Engine.Snapshot().Pool; len(got) != s.Spares()+len(old) {
 			return fmt.Errorf("pool %v", got)
 		}
