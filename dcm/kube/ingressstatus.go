@@ -50,11 +50,9 @@ type ingressStatus struct {
 	// Service has been read (nothing is written before).
 	addrs []networkingv1.IngressLoadBalancerIngress
 	known bool
-	// gone holds the last state of Ingresses that left the cache (a
-	// relabel out of the shard), by namespace/name, until the writer has
-	// cleared dcm's addresses from it; goneMu is a leaf lock.
-	goneMu sync.Mutex
-	gone   map[string]*networkingv1.Ingress
+	// gone holds the Ingresses that left the cache until the writer has
+	// cleared dcm's addresses from them.
+	gone lastSeen[*networkingv1.Ingress]
 }
 
 // ingressGone keeps the last state of an Ingress that left the cache, as
@@ -67,23 +65,8 @@ func (s *Source) ingressGone(obj any) {
 		return
 	}
 	key := ing.Namespace + "/" + ing.Name
-	s.is.goneMu.Lock()
-	if s.is.gone == nil {
-		s.is.gone = map[string]*networkingv1.Ingress{}
-	}
-	s.is.gone[key] = ing
-	s.is.goneMu.Unlock()
+	s.is.gone.put(key, ing)
 	s.is.queue.Add(key)
-}
-
-// takeGone returns and forgets the last state of an Ingress that left
-// the cache, nil if none.
-func (is *ingressStatus) takeGone(key string) *networkingv1.Ingress {
-	is.goneMu.Lock()
-	defer is.goneMu.Unlock()
-	ing := is.gone[key]
-	delete(is.gone, key)
-	return ing
 }
 
 // WriteIngressStatus makes Run write the status of Ingresses: the
@@ -293,7 +276,7 @@ func (s *Source) writeIngressStatus(ctx context.Context, key string) error {
 	case !s.leading.Load():
 		// Winning the Lease queues every Ingress again; one that left
 		// the cache meanwhile is the leader's to clear.
-		s.is.takeGone(key)
+		s.is.gone.take(key)
 		return nil
 	case !known:
 		return nil // reading the Service queues it again
@@ -303,7 +286,7 @@ func (s *Source) writeIngressStatus(ctx context.Context, key string) error {
 	if !ok {
 		return nil
 	}
-	gone := s.is.takeGone(key)
+	gone := s.is.gone.take(key)
 	ing, err := ls.ingresses.Ingresses(ns).Get(name)
 	switch {
 	case apierrors.IsNotFound(err) && gone != nil:

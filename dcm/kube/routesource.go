@@ -45,11 +45,9 @@ type RouteWatchOptions struct {
 type routeWatch struct {
 	opts *RouteWatchOptions
 	wg   sync.WaitGroup
-	// gone holds the last state of Routes that left the cache, by
-	// namespace/name, until the status writer has taken dcm's entry out
-	// (routeGone). goneMu is a leaf lock.
-	goneMu sync.Mutex
-	gone   map[string]*unstructured.Unstructured
+	// gone holds the Routes that left the cache until the status writer
+	// has taken dcm's entry out (routeGone).
+	gone lastSeen[*unstructured.Unstructured]
 	// status queues namespace/name of Routes whose status.ingress may
 	// need writing (nil: no status written).
 	status workqueue.TypedRateLimitingInterface[string]

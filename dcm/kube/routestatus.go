@@ -23,7 +23,7 @@ func (s *Source) runStatusWorker(ctx context.Context) {
 			// Another replica writes; winning the Lease queues every
 			// Route again (queueAllStatus). A Route that left the cache
 			// meanwhile is the leader's to clean.
-			s.takeGone(key)
+			s.rw.gone.take(key)
 			s.rw.status.Forget(key)
 			s.rw.status.Done(key)
 			continue

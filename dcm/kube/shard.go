@@ -139,23 +139,8 @@ func (s *Source) routeGone(obj any) {
 		return
 	}
 	key := u.GetNamespace() + "/" + u.GetName()
-	s.rw.goneMu.Lock()
-	if s.rw.gone == nil {
-		s.rw.gone = map[string]*unstructured.Unstructured{}
-	}
-	s.rw.gone[key] = u
-	s.rw.goneMu.Unlock()
+	s.rw.gone.put(key, u)
 	s.rw.status.Add(key)
-}
-
-// takeGone returns and forgets the last state of a Route that left the
-// cache, nil if none.
-func (s *Source) takeGone(key string) *unstructured.Unstructured {
-	s.rw.goneMu.Lock()
-	defer s.rw.goneMu.Unlock()
-	u := s.rw.gone[key]
-	delete(s.rw.gone, key)
-	return u
 }
 
 // routeStatusObject is the Route whose status.ingress the status writer
@@ -168,16 +153,16 @@ func (s *Source) routeStatusObject(ns, name string) (*unstructured.Unstructured,
 	s.syncMu.Unlock()
 	key := ns + "/" + name
 	if !ok {
-		return s.takeGone(key), false, nil
+		return s.rw.gone.take(key), false, nil
 	}
 	obj, err := l.Get(name)
 	if apierrors.IsNotFound(err) {
-		return s.takeGone(key), false, nil
+		return s.rw.gone.take(key), false, nil
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	s.takeGone(key)
+	s.rw.gone.take(key)
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return nil, false, nil

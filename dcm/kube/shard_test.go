@@ -110,7 +110,7 @@ func TestShardStatusRemoved(t *testing.T) {
 		if len(entries) != 1 || entries[0].(map[string]any)["routerName"] != "default" {
 			t.Errorf("relabelled %v: status.ingress %v, want the other router's entry alone", relabelled, entries)
 		}
-		if relabelled && s.takeGone("demo/r") != nil {
+		if relabelled && s.rw.gone.take("demo/r") != nil {
 			t.Error("the last state of the Route is kept after its status was written")
 		}
 	}
