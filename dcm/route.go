@@ -58,6 +58,9 @@ type ServiceRef struct {
 	Port string `json:"port"`
 	// Weight is the relative share of this service within its route (0-256).
 	Weight int `json:"weight"`
+	// Namespace is the Service's namespace when it is not the route's: a
+	// Gateway API backendRef that a ReferenceGrant allows.
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // WorkloadRef is the scalable workload behind a route's service, when known.
@@ -123,6 +126,9 @@ type Route struct {
 	// Headers are the route's header actions (HeaderActions): an entry of
 	// the headers map, so not part of SameServing.
 	Headers *HeaderActions `json:"headers,omitempty"`
+	// Gateway is set for a route made from a Gateway API HTTPRoute rule
+	// (SourceHTTPRoute): its listener, hostnames, matches and filters.
+	Gateway *GatewayRoute `json:"gateway,omitempty"`
 }
 
 // RouteNamePrefix starts the name of a route that comes from an OpenShift

@@ -13,7 +13,7 @@ func (r Route) Equal(o Route) bool {
 		r.Check == o.Check && r.MaxConn == o.MaxConn && r.CheckInterMillis == o.CheckInterMillis &&
 		samePointee(r.TLS, o.TLS) && samePointee(r.Upstream, o.Upstream) && r.Sticky == o.Sticky &&
 		r.Insecure == o.Insecure && r.RedirectCode == o.RedirectCode && slices.Equal(r.Allowlist, o.Allowlist) &&
-		samePointee(r.RateLimit, o.RateLimit) && r.HTTP == o.HTTP && r.Headers.equal(o.Headers)
+		samePointee(r.RateLimit, o.RateLimit) && r.HTTP == o.HTTP && r.Headers.equal(o.Headers) && r.Gateway.equal(o.Gateway)
 }
 
 // samePointee reports whether two pointers to comparable values are both

@@ -11,7 +11,11 @@ func TestRouteEqualSeesEveryField(t *testing.T) {
 	full := func() Route {
 		return Route{Services: []ServiceRef{{Name: "s", Port: "http", Weight: 1}}, Workload: &WorkloadRef{},
 			TLS: &TLSRef{}, Upstream: &UpstreamTLS{}, Allowlist: []string{"10.0.0.0/8"}, RateLimit: &RateLimit{},
-			Headers: &HeaderActions{Request: []HeaderAction{{}}, Response: []HeaderAction{{}}}}
+			Headers: &HeaderActions{Request: []HeaderAction{{}}, Response: []HeaderAction{{}}},
+			Gateway: &GatewayRoute{Hostnames: []string{"a"},
+				Matches: []HTTPMatch{{Headers: []ValueMatch{{}}, Query: []ValueMatch{{}}}},
+				Filters: &HTTPFilters{RequestHeaders: fullHeaderMods(), ResponseHeaders: fullHeaderMods(),
+					Redirect: &HTTPRedirect{Path: &PathModifier{}}, Rewrite: &URLRewrite{Path: &PathModifier{}}}}}
 	}
 	if !full().Equal(full()) {
 		t.Fatal("a route is not equal to an equal one")
@@ -47,4 +51,8 @@ func TestRouteEqualSeesEveryField(t *testing.T) {
 	}
 	r := full()
 	walk("", reflect.ValueOf(&r).Elem(), func(r *Route) reflect.Value { return reflect.ValueOf(r).Elem() })
+}
+
+func fullHeaderMods() *HeaderMods {
+	return &HeaderMods{Set: []HeaderValue{{}}, Add: []HeaderValue{{}}, Remove: []string{""}}
 }
