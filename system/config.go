@@ -69,6 +69,16 @@ type Config struct {
 	LeaderElectionNamespace, LeaderElectionLease         string
 	LeaseDuration, RenewDeadline, LeaderElectRetryPeriod time.Duration
 
+	// Gateway API (system/gateway.go): GatewayControllerName is
+	// --gateway-controller-name, the GatewayClasses dcm serves;
+	// GatewayAddresses (IPs and CIDRs), GatewayHTTPPorts and
+	// GatewayHTTPSPorts are what HAProxy pre-binds for Gateways
+	// (--gateway-addresses, --gateway-http-ports, --gateway-https-ports);
+	// no address: dcm serves no Gateway.
+	GatewayControllerName               string
+	GatewayAddresses                    []string
+	GatewayHTTPPorts, GatewayHTTPSPorts []int
+
 	// HAProxy.
 	HAProxyBin   string // --haproxy-bin
 	MasterSocket string // --haproxy-master-socket
@@ -140,6 +150,9 @@ func Defaults() Config {
 		HAProxyBin:             "haproxy",
 		HTTPBind:               "127.0.0.1:8000",
 		HTTPSBind:              "127.0.0.1:8443",
+		GatewayControllerName:  DefaultGatewayControllerName,
+		GatewayHTTPPorts:       []int{80},
+		GatewayHTTPSPorts:      []int{443},
 		Mode:                   dcm.ModeDynamic,
 		Slots:                  8,
 		PoolSize:               10,
@@ -210,6 +223,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.validateStatus(); err != nil {
+		return err
+	}
+	if _, err := c.GatewayBinds(); err != nil {
 		return err
 	}
 	for _, d := range []struct {

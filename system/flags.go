@@ -19,6 +19,7 @@ func (c *Config) FlagSet() *pflag.FlagSet {
 	fs.StringVar(&c.HTTPBind, "http-bind", c.HTTPBind, "address of HAProxy's HTTP frontend")
 	fs.StringVar(&c.HTTPSBind, "https-bind", c.HTTPSBind, "address of HAProxy's HTTPS frontend (TLS routes)")
 	fs.IntVar(&c.HTTPSRedirectPort, "https-redirect-port", c.HTTPSRedirectPort, "port in the location of HTTP→HTTPS redirects: the one clients reach HTTPS on, e.g. 443 behind a Service that maps 443 to --https-bind (0: the port of --https-bind; 443 is left out)")
+	c.gatewayFlags(fs)
 	fs.StringVar(&c.HAProxyBin, "haproxy-bin", c.HAProxyBin, "HAProxy binary (2.6 or newer)")
 	fs.StringVar(&c.MasterSocket, "haproxy-master-socket", c.MasterSocket, "attach to a running HAProxy master through this socket instead of starting one; it must load dcm's files: -f <work-dir>/haproxy.cfg -f <work-dir>/backends")
 	fs.StringVar(&c.WorkDir, "work-dir", c.WorkDir, "directory for haproxy.cfg, map files and sockets (default: a directory under the user cache)")

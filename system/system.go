@@ -126,6 +126,9 @@ func New(ctx context.Context, cfg Config, deps Deps) (*System, error) {
 	if err := httpSettings(cfg, &settings, log); err != nil {
 		return nil, err
 	}
+	if settings.Gateway, err = cfg.GatewayBinds(); err != nil {
+		return nil, err
+	}
 	s.driver = haproxy.NewDriver(haproxy.DriverConfig{
 		Binary:        cfg.HAProxyBin,
 		WorkDir:       s.dir,

@@ -55,6 +55,9 @@ type Settings struct {
 	// send their access log to (LogSocketName in the work directory);
 	// "": no access log.
 	LogSocket string
+	// Gateway is what HAProxy pre-binds for Gateway API listeners; empty:
+	// no Gateway is served.
+	Gateway dcm.GatewayBinds
 }
 
 // CookieKey derives a backend's dynamic-cookie-key from the cluster-wide

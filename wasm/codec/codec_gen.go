@@ -120,6 +120,9 @@ type scratch struct {
 	ServiceRef   []dcm.ServiceRef
 	Endpoint     []dcm.Endpoint
 	HeaderAction []dcm.HeaderAction
+	HTTPMatch    []dcm.HTTPMatch
+	ValueMatch   []dcm.ValueMatch
+	HeaderValue  []dcm.HeaderValue
 }
 
 func decPlannerSnapshot(d *decoder, v *wire.PlannerSnapshot) {
@@ -1463,7 +1466,7 @@ func decRoute(d *decoder, v *dcm.Route) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "namespace,name,source,object,kind,host,path,pathType,services,workload,balance,check,maxConn,checkInterMs,tls,upstream,sticky,insecure,redirectCode,allowlist,rateLimit,http,headers") {
+		switch c.find(d.key(), "namespace,name,source,object,kind,host,path,pathType,services,workload,balance,check,maxConn,checkInterMs,tls,upstream,sticky,insecure,redirectCode,allowlist,rateLimit,http,headers,gateway") {
 		case 0:
 			d.str(&v.Namespace)
 		case 1:
@@ -1510,6 +1513,8 @@ func decRoute(d *decoder, v *dcm.Route) {
 			decHTTPOptions(d, &v.HTTP)
 		case 22:
 			decPtrHeaderActions(d, &v.Headers)
+		case 23:
+			decPtrGatewayRoute(d, &v.Gateway)
 		default:
 			d.skip()
 		}
@@ -1564,6 +1569,9 @@ func encRoute(e *encoder, k string, v *dcm.Route) {
 	}
 	if v.Headers != nil {
 		encPtrHeaderActions(e, "\"headers\":", &v.Headers)
+	}
+	if v.Gateway != nil {
+		encPtrGatewayRoute(e, "\"gateway\":", &v.Gateway)
 	}
 	e.end('}')
 }
@@ -1972,6 +1980,25 @@ func encPtrHeaderActions(e *encoder, k string, v **dcm.HeaderActions) {
 	encHeaderActions(e, k, *v)
 }
 
+func decPtrGatewayRoute(d *decoder, v **dcm.GatewayRoute) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if *v == nil {
+		*v = new(dcm.GatewayRoute)
+	}
+	decGatewayRoute(d, *v)
+}
+
+func encPtrGatewayRoute(e *encoder, k string, v **dcm.GatewayRoute) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	encGatewayRoute(e, k, *v)
+}
+
 func decDesiredBackend(d *decoder, v *dcm.DesiredBackend) {
 	if !d.open('{') {
 		return
@@ -2192,13 +2219,15 @@ func decServiceRef(d *decoder, v *dcm.ServiceRef) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "name,port,weight") {
+		switch c.find(d.key(), "name,port,weight,namespace") {
 		case 0:
 			d.str(&v.Name)
 		case 1:
 			d.str(&v.Port)
 		case 2:
 			d.int(&v.Weight)
+		case 3:
+			d.str(&v.Namespace)
 		default:
 			d.skip()
 		}
@@ -2210,6 +2239,9 @@ func encServiceRef(e *encoder, k string, v *dcm.ServiceRef) {
 	e.str("\"name\":", v.Name)
 	e.str("\"port\":", v.Port)
 	e.int64("\"weight\":", int64(v.Weight))
+	if v.Namespace != "" {
+		e.str("\"namespace\":", v.Namespace)
+	}
 	e.end('}')
 }
 
@@ -2296,6 +2328,54 @@ func encHeaderActions(e *encoder, k string, v *dcm.HeaderActions) {
 	}
 	if len(v.Response) != 0 {
 		encSliceHeaderAction(e, "\"response\":", &v.Response)
+	}
+	e.end('}')
+}
+
+func decGatewayRoute(d *decoder, v *dcm.GatewayRoute) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "gateway,listener,bind,hostnames,matches,filters,rank,unresolved") {
+		case 0:
+			d.str(&v.Gateway)
+		case 1:
+			d.str(&v.Listener)
+		case 2:
+			d.str(&v.Bind)
+		case 3:
+			decSliceString(d, &v.Hostnames)
+		case 4:
+			decSliceHTTPMatch(d, &v.Matches)
+		case 5:
+			decPtrHTTPFilters(d, &v.Filters)
+		case 6:
+			d.str(&v.Rank)
+		case 7:
+			d.boolean(&v.Unresolved)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encGatewayRoute(e *encoder, k string, v *dcm.GatewayRoute) {
+	e.open(k)
+	e.str("\"gateway\":", v.Gateway)
+	e.str("\"listener\":", v.Listener)
+	e.str("\"bind\":", v.Bind)
+	if len(v.Hostnames) != 0 {
+		encSliceString(e, "\"hostnames\":", &v.Hostnames)
+	}
+	encSliceHTTPMatch(e, "\"matches\":", &v.Matches)
+	if v.Filters != nil {
+		encPtrHTTPFilters(e, "\"filters\":", &v.Filters)
+	}
+	e.str("\"rank\":", v.Rank)
+	if v.Unresolved {
+		e.boolean("\"unresolved\":", v.Unresolved)
 	}
 	e.end('}')
 }
@@ -2390,6 +2470,70 @@ func encSliceHeaderAction(e *encoder, k string, v *[]dcm.HeaderAction) {
 	e.end(']')
 }
 
+func decSliceHTTPMatch(d *decoder, v *[]dcm.HTTPMatch) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if !d.open('[') {
+		return
+	}
+	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.HTTPMatch = d.scratch.HTTPMatch[:0], nil
+	}
+	for ; d.more(']'); i++ {
+		if i == len(s) {
+			if i < cap(s) {
+				s = s[:i+1]
+			} else {
+				s = append(s, dcm.HTTPMatch{})
+			}
+		}
+		decHTTPMatch(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.HTTPMatch)
+	}
+	if i == 0 {
+		s = []dcm.HTTPMatch{}
+	}
+	*v = s[:i]
+}
+
+func encSliceHTTPMatch(e *encoder, k string, v *[]dcm.HTTPMatch) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	e.array(k)
+	for i := range *v {
+		e.comma(i)
+		encHTTPMatch(e, "", &(*v)[i])
+	}
+	e.end(']')
+}
+
+func decPtrHTTPFilters(d *decoder, v **dcm.HTTPFilters) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if *v == nil {
+		*v = new(dcm.HTTPFilters)
+	}
+	decHTTPFilters(d, *v)
+}
+
+func encPtrHTTPFilters(e *encoder, k string, v **dcm.HTTPFilters) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	encHTTPFilters(e, k, *v)
+}
+
 func decEndpoint(d *decoder, v *dcm.Endpoint) {
 	if !d.open('{') {
 		return
@@ -2469,5 +2613,429 @@ func encHeaderAction(e *encoder, k string, v *dcm.HeaderAction) {
 	if v.Value != "" {
 		e.str("\"value\":", v.Value)
 	}
+	e.end('}')
+}
+
+func decHTTPMatch(d *decoder, v *dcm.HTTPMatch) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "pathType,path,method,headers,query") {
+		case 0:
+			d.str(&v.PathType)
+		case 1:
+			d.str(&v.Path)
+		case 2:
+			d.str(&v.Method)
+		case 3:
+			decSliceValueMatch(d, &v.Headers)
+		case 4:
+			decSliceValueMatch(d, &v.Query)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encHTTPMatch(e *encoder, k string, v *dcm.HTTPMatch) {
+	e.open(k)
+	e.str("\"pathType\":", v.PathType)
+	e.str("\"path\":", v.Path)
+	if v.Method != "" {
+		e.str("\"method\":", v.Method)
+	}
+	if len(v.Headers) != 0 {
+		encSliceValueMatch(e, "\"headers\":", &v.Headers)
+	}
+	if len(v.Query) != 0 {
+		encSliceValueMatch(e, "\"query\":", &v.Query)
+	}
+	e.end('}')
+}
+
+func decHTTPFilters(d *decoder, v *dcm.HTTPFilters) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "requestHeaders,responseHeaders,redirect,rewrite") {
+		case 0:
+			decPtrHeaderMods(d, &v.RequestHeaders)
+		case 1:
+			decPtrHeaderMods(d, &v.ResponseHeaders)
+		case 2:
+			decPtrHTTPRedirect(d, &v.Redirect)
+		case 3:
+			decPtrURLRewrite(d, &v.Rewrite)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encHTTPFilters(e *encoder, k string, v *dcm.HTTPFilters) {
+	e.open(k)
+	if v.RequestHeaders != nil {
+		encPtrHeaderMods(e, "\"requestHeaders\":", &v.RequestHeaders)
+	}
+	if v.ResponseHeaders != nil {
+		encPtrHeaderMods(e, "\"responseHeaders\":", &v.ResponseHeaders)
+	}
+	if v.Redirect != nil {
+		encPtrHTTPRedirect(e, "\"redirect\":", &v.Redirect)
+	}
+	if v.Rewrite != nil {
+		encPtrURLRewrite(e, "\"rewrite\":", &v.Rewrite)
+	}
+	e.end('}')
+}
+
+func decSliceValueMatch(d *decoder, v *[]dcm.ValueMatch) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if !d.open('[') {
+		return
+	}
+	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.ValueMatch = d.scratch.ValueMatch[:0], nil
+	}
+	for ; d.more(']'); i++ {
+		if i == len(s) {
+			if i < cap(s) {
+				s = s[:i+1]
+			} else {
+				s = append(s, dcm.ValueMatch{})
+			}
+		}
+		decValueMatch(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.ValueMatch)
+	}
+	if i == 0 {
+		s = []dcm.ValueMatch{}
+	}
+	*v = s[:i]
+}
+
+func encSliceValueMatch(e *encoder, k string, v *[]dcm.ValueMatch) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	e.array(k)
+	for i := range *v {
+		e.comma(i)
+		encValueMatch(e, "", &(*v)[i])
+	}
+	e.end(']')
+}
+
+func decPtrHeaderMods(d *decoder, v **dcm.HeaderMods) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if *v == nil {
+		*v = new(dcm.HeaderMods)
+	}
+	decHeaderMods(d, *v)
+}
+
+func encPtrHeaderMods(e *encoder, k string, v **dcm.HeaderMods) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	encHeaderMods(e, k, *v)
+}
+
+func decPtrHTTPRedirect(d *decoder, v **dcm.HTTPRedirect) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if *v == nil {
+		*v = new(dcm.HTTPRedirect)
+	}
+	decHTTPRedirect(d, *v)
+}
+
+func encPtrHTTPRedirect(e *encoder, k string, v **dcm.HTTPRedirect) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	encHTTPRedirect(e, k, *v)
+}
+
+func decPtrURLRewrite(d *decoder, v **dcm.URLRewrite) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if *v == nil {
+		*v = new(dcm.URLRewrite)
+	}
+	decURLRewrite(d, *v)
+}
+
+func encPtrURLRewrite(e *encoder, k string, v **dcm.URLRewrite) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	encURLRewrite(e, k, *v)
+}
+
+func decValueMatch(d *decoder, v *dcm.ValueMatch) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "name,value,regex") {
+		case 0:
+			d.str(&v.Name)
+		case 1:
+			d.str(&v.Value)
+		case 2:
+			d.boolean(&v.Regex)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encValueMatch(e *encoder, k string, v *dcm.ValueMatch) {
+	e.open(k)
+	e.str("\"name\":", v.Name)
+	e.str("\"value\":", v.Value)
+	if v.Regex {
+		e.boolean("\"regex\":", v.Regex)
+	}
+	e.end('}')
+}
+
+func decHeaderMods(d *decoder, v *dcm.HeaderMods) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "set,add,remove") {
+		case 0:
+			decSliceHeaderValue(d, &v.Set)
+		case 1:
+			decSliceHeaderValue(d, &v.Add)
+		case 2:
+			decSliceString(d, &v.Remove)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encHeaderMods(e *encoder, k string, v *dcm.HeaderMods) {
+	e.open(k)
+	if len(v.Set) != 0 {
+		encSliceHeaderValue(e, "\"set\":", &v.Set)
+	}
+	if len(v.Add) != 0 {
+		encSliceHeaderValue(e, "\"add\":", &v.Add)
+	}
+	if len(v.Remove) != 0 {
+		encSliceString(e, "\"remove\":", &v.Remove)
+	}
+	e.end('}')
+}
+
+func decHTTPRedirect(d *decoder, v *dcm.HTTPRedirect) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "scheme,hostname,port,path,statusCode") {
+		case 0:
+			d.str(&v.Scheme)
+		case 1:
+			d.str(&v.Hostname)
+		case 2:
+			d.int(&v.Port)
+		case 3:
+			decPtrPathModifier(d, &v.Path)
+		case 4:
+			d.int(&v.StatusCode)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encHTTPRedirect(e *encoder, k string, v *dcm.HTTPRedirect) {
+	e.open(k)
+	if v.Scheme != "" {
+		e.str("\"scheme\":", v.Scheme)
+	}
+	if v.Hostname != "" {
+		e.str("\"hostname\":", v.Hostname)
+	}
+	if v.Port != 0 {
+		e.int64("\"port\":", int64(v.Port))
+	}
+	if v.Path != nil {
+		encPtrPathModifier(e, "\"path\":", &v.Path)
+	}
+	if v.StatusCode != 0 {
+		e.int64("\"statusCode\":", int64(v.StatusCode))
+	}
+	e.end('}')
+}
+
+func decURLRewrite(d *decoder, v *dcm.URLRewrite) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "hostname,path") {
+		case 0:
+			d.str(&v.Hostname)
+		case 1:
+			decPtrPathModifier(d, &v.Path)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encURLRewrite(e *encoder, k string, v *dcm.URLRewrite) {
+	e.open(k)
+	if v.Hostname != "" {
+		e.str("\"hostname\":", v.Hostname)
+	}
+	if v.Path != nil {
+		encPtrPathModifier(e, "\"path\":", &v.Path)
+	}
+	e.end('}')
+}
+
+func decSliceHeaderValue(d *decoder, v *[]dcm.HeaderValue) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if !d.open('[') {
+		return
+	}
+	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.HeaderValue = d.scratch.HeaderValue[:0], nil
+	}
+	for ; d.more(']'); i++ {
+		if i == len(s) {
+			if i < cap(s) {
+				s = s[:i+1]
+			} else {
+				s = append(s, dcm.HeaderValue{})
+			}
+		}
+		decHeaderValue(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.HeaderValue)
+	}
+	if i == 0 {
+		s = []dcm.HeaderValue{}
+	}
+	*v = s[:i]
+}
+
+func encSliceHeaderValue(e *encoder, k string, v *[]dcm.HeaderValue) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	e.array(k)
+	for i := range *v {
+		e.comma(i)
+		encHeaderValue(e, "", &(*v)[i])
+	}
+	e.end(']')
+}
+
+func decPtrPathModifier(d *decoder, v **dcm.PathModifier) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if *v == nil {
+		*v = new(dcm.PathModifier)
+	}
+	decPathModifier(d, *v)
+}
+
+func encPtrPathModifier(e *encoder, k string, v **dcm.PathModifier) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	encPathModifier(e, k, *v)
+}
+
+func decHeaderValue(d *decoder, v *dcm.HeaderValue) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "name,value") {
+		case 0:
+			d.str(&v.Name)
+		case 1:
+			d.str(&v.Value)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encHeaderValue(e *encoder, k string, v *dcm.HeaderValue) {
+	e.open(k)
+	e.str("\"name\":", v.Name)
+	e.str("\"value\":", v.Value)
+	e.end('}')
+}
+
+func decPathModifier(d *decoder, v *dcm.PathModifier) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "type,value") {
+		case 0:
+			d.str(&v.Type)
+		case 1:
+			d.str(&v.Value)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encPathModifier(e *encoder, k string, v *dcm.PathModifier) {
+	e.open(k)
+	e.str("\"type\":", v.Type)
+	e.str("\"value\":", v.Value)
 	e.end('}')
 }
