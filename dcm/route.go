@@ -137,6 +137,11 @@ type Route struct {
 // (be_<kind>:<namespace>:<ingress> and be_<kind>:<namespace>:route_<route>).
 const RouteNamePrefix = "route_"
 
+// GatewayRouteNamePrefix starts the name of a route made from an HTTPRoute
+// rule (gw_<name>): it never shares a name, nor a backend name, with one
+// made from an Ingress or an OpenShift Route.
+const GatewayRouteNamePrefix = "gw_"
+
 // BackendName is the HAProxy backend that serves a route.
 func (r Route) BackendName() string {
 	return BackendName(r.Kind, r.Namespace, r.Name)

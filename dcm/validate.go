@@ -315,11 +315,14 @@ func ValidateRoute(r Route) error {
 
 // ValidateRouteName checks a route's name: an RFC 1123 subdomain (an
 // Ingress's name, or one derived from it), or RouteNamePrefix and one (an
-// OpenShift Route's).
+// OpenShift Route's), or GatewayRouteNamePrefix and one (an HTTPRoute
+// rule's).
 func ValidateRouteName(field, s string) error {
 	name := s
-	if len(s) > len(RouteNamePrefix) && s[:len(RouteNamePrefix)] == RouteNamePrefix {
-		name = s[len(RouteNamePrefix):]
+	for _, p := range []string{RouteNamePrefix, GatewayRouteNamePrefix} {
+		if len(s) > len(p) && s[:len(p)] == p {
+			name = s[len(p):]
+		}
 	}
 	if ValidateDNSSubdomain(field, name) != nil {
 		return invalid(RejectInvalidName, field, s)
@@ -352,8 +355,9 @@ func ValidateEndpoint(e Endpoint) error {
 // alternates, as OpenShift routes allow.
 const MaxServices = 4
 
-// ValidateServices checks a route's services: names, ports, weights in
-// 0..256, no service twice, at most MaxServices.
+// ValidateServices checks a route's services: names, namespaces, ports,
+// weights in 0..256, no service twice (a Service is the same only in the
+// same namespace: ServiceRef.Namespace), at most MaxServices.
 func ValidateServices(svcs []ServiceRef) error {
 	if len(svcs) > MaxServices {
 		return invalid(RejectUnsupported, "services (at most "+strconv.Itoa(MaxServices)+")", strconv.Itoa(len(svcs)))
@@ -363,10 +367,15 @@ func ValidateServices(svcs []ServiceRef) error {
 		if err := ValidateDNSLabel("service name", s.Name); err != nil {
 			return err
 		}
-		if seen[s.Name] {
+		if s.Namespace != "" {
+			if err := ValidateDNSLabel("service namespace", s.Namespace); err != nil {
+				return err
+			}
+		}
+		if seen[s.Namespace+"/"+s.Name] {
 			return invalid(RejectConflict, "service listed twice", s.Name)
 		}
-		seen[s.Name] = true
+		seen[s.Namespace+"/"+s.Name] = true
 		if s.Port == "" {
 			// Only for routes built by hand (tests, what-if): kube always names one.
 		} else if n, err := strconv.Atoi(s.Port); err == nil {
