@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/dcm-router/dcm/dcm/haproxy"
 	"github.com/dcm-router/dcm/dcm/kube"
@@ -147,4 +148,17 @@ func ignoreClosed(err error) error {
 		return nil
 	}
 	return err
+}
+
+// gatewayClient reads and writes the Gateway API's objects, with the rate
+// of dcm's other clients.
+func gatewayClient(cfg *rest.Config) (gwclient.Interface, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "dcm"
+	cfg.QPS, cfg.Burst = 50, 100
+	c, err := gwclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("gateway API client: %w", err)
+	}
+	return c, nil
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/dcm-router/dcm/dcm/accesslog"
 	"github.com/dcm-router/dcm/dcm/demo"
@@ -64,6 +65,9 @@ type System struct {
 	engine   *engine.Engine
 	source   engine.Source
 	kube     *kube.Source // nil with Deps.Source
+	// gateways reads and writes the Gateway API (nil but against a real
+	// cluster).
+	gateways gwclient.Interface
 	events   *kube.Events // nil but against a real cluster that lets dcm write them
 	// noStatus: dcm may not hold the Lease, so it writes no status.
 	noStatus bool
@@ -204,6 +208,9 @@ func (s *System) connect(ctx context.Context, deps Deps) (dynamic.Interface, err
 		s.events = kube.NewEvents(ec)
 	}
 	s.client = client
+	if s.gateways, err = gatewayClient(restCfg); err != nil {
+		return nil, err
+	}
 	return dyn, nil
 }
 
@@ -232,12 +239,17 @@ func (s *System) demoCluster(deps Deps) error {
 func (s *System) kubeSource(dyn dynamic.Interface, backendCA []byte, pems *kube.PEMStore) (*kube.Source, error) {
 	// Validate has parsed the selectors already.
 	routeSel, _ := kube.ParseSelector("--route-selector", s.cfg.RouteSelector)
+	binds, err := s.cfg.GatewayBinds()
+	if err != nil {
+		return nil, err
+	}
 	nsSel, _ := kube.ParseSelector("--namespace-selector", s.cfg.NamespaceSelector)
 	src := kube.NewSource(s.client, kube.Options{IngressClass: s.cfg.IngressClass, Namespaces: s.cfg.Namespaces,
 		DefaultBackendCA: backendCA, PEMs: pems, AllowCrossNamespaceHosts: s.cfg.AllowCrossNamespaceHosts,
 		AllowWildcardRoutes: s.cfg.AllowWildcardRoutes, DefaultCertificate: s.cfg.DefaultSSLCertificate,
 		RouteSelector: routeSel, NamespaceSelector: nsSel, Events: s.events,
-		RouterName: s.cfg.RouterName, RouterCanonicalHostname: s.cfg.RouterCanonicalHostname}, s.engine, s.log.With("part", "kube"))
+		RouterName: s.cfg.RouterName, RouterCanonicalHostname: s.cfg.RouterCanonicalHostname,
+		GatewayControllerName: s.cfg.GatewayControllerName, GatewayBinds: binds}, s.engine, s.log.With("part", "kube"))
 	// The demo writes no status (as before it served Routes): nobody reads
 	// an in-memory cluster's, and it has no leader to elect.
 	status := !s.noStatus && s.cluster == nil
@@ -255,6 +267,13 @@ func (s *System) kubeSource(dyn dynamic.Interface, backendCA []byte, pems *kube.
 		// The demo's in-memory cluster has no API server to serve the
 		// Route CRD: say so, as a cluster without it is told.
 		s.log.Info("OpenShift Routes are not served by the embedded demo cluster; Ingresses are")
+	}
+	switch {
+	case len(binds.Addresses) > 0 && s.gateways != nil:
+		src.WatchGateways(kube.GatewayWatchOptions{Client: s.gateways, Core: s.client, Discovery: s.client.Discovery(),
+			Status: status, Recheck: s.cfg.RoutesRecheck, MaxRecheck: s.cfg.RoutesMaxRecheck})
+	case len(binds.Addresses) > 0:
+		s.log.Info("the Gateway API is not served by the embedded demo cluster; Ingresses are")
 	}
 	return src, nil
 }

@@ -62,6 +62,17 @@ func Permissions() []Permission {
 		out = append(out, Permission{Verb: verb, Group: RouteGVR.Group, Resource: RouteGVR.Resource, Required: true})
 	}
 	out = append(out, Permission{Verb: "update", Group: RouteGVR.Group, Resource: RouteGVR.Resource, Subresource: "status", Required: true})
+	// The Gateway API (--gateway-addresses), granted where it is not
+	// served as for Routes: its objects read through the cache, and the
+	// status of GatewayClasses, Gateways and HTTPRoutes.
+	for _, r := range []string{"gatewayclasses", "gateways", "httproutes", "referencegrants"} {
+		for _, verb := range []string{"list", "watch"} {
+			out = append(out, Permission{Verb: verb, Group: gatewayGroup, Resource: r, Required: true})
+		}
+	}
+	for _, r := range []string{"gatewayclasses", "gateways", "httproutes"} {
+		out = append(out, Permission{Verb: "update", Group: gatewayGroup, Resource: r, Subresource: "status", Required: true})
+	}
 	// Ingresses' status.loadBalancer.ingress (--publish-service,
 	// --publish-address); the Service published is read through the
 	// Services informer's permissions.
@@ -113,7 +124,7 @@ func (e *MissingPermissionError) Error() string {
 // checked in each namespace watched.
 func scopesOf(p Permission, namespaces []string, leaseNamespace string) []string {
 	switch {
-	case p.Resource == "tokenreviews" || p.Resource == "subjectaccessreviews" || p.Resource == "namespaces":
+	case p.Resource == "tokenreviews" || p.Resource == "subjectaccessreviews" || p.Resource == "namespaces" || p.Resource == "gatewayclasses":
 		return []string{""}
 	case p.Resource == "leases" && leaseNamespace == "":
 		return nil

@@ -141,7 +141,7 @@ func (s *Source) backendFor(t *txn, r dcm.Route) dcm.DesiredBackend {
 	}
 	views := make([]*serviceView, len(r.Services))
 	for i, ref := range r.Services {
-		views[i] = s.view(t, r.Namespace, ref.Name)
+		views[i] = s.view(t, serviceNamespace(r, ref), ref.Name)
 	}
 	b := backendFor(r, views)
 	if r.Upstream != nil && r.Upstream.Version == "" {
@@ -198,4 +198,13 @@ func equalBackend(a, b dcm.DesiredBackend) bool {
 	// Endpoints are the bulk and compare cheaply; Route is compared deeply so
 	// a field added to the model later cannot be missed.
 	return a.Name == b.Name && slices.Equal(a.Endpoints, b.Endpoints) && reflect.DeepEqual(a.Route, b.Route)
+}
+
+// serviceNamespace is the namespace of a route's Service: its own, or the
+// one a Gateway API backendRef names (allowed by a ReferenceGrant).
+func serviceNamespace(r dcm.Route, ref dcm.ServiceRef) string {
+	if ref.Namespace != "" {
+		return ref.Namespace
+	}
+	return r.Namespace
 }

@@ -79,8 +79,11 @@ func eventOf(r report, st *ingressState) (regarding *corev1.ObjectReference, eve
 }
 
 func apiVersionOf(kind string) string {
-	if kind == KindRoute {
+	switch kind {
+	case KindRoute:
 		return RouteGVR.GroupVersion().String()
+	case KindGateway, KindHTTPRoute, KindGatewayClass:
+		return gatewayGroup + "/v1"
 	}
 	return "networking.k8s.io/v1"
 }
@@ -113,6 +116,12 @@ func (s *Source) recordEvent(r report) {
 		key = r.ref.Namespace + "/" + r.ref.Name
 	case KindRoute:
 		key = routeKey(r.ref.Namespace, r.ref.Name)
+	case KindGateway, KindHTTPRoute:
+		// A gone object (no UID left) has no one to tell.
+		if uid, ok := s.gatewayUID(r.ref); ok {
+			s.recordGatewayEvent(r, uid)
+		}
+		return
 	default:
 		return
 	}

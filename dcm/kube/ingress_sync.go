@@ -303,7 +303,7 @@ func (s *Source) serve(t *txn, st *ingressState, routes []dcm.Route) {
 		s.unroute(t, name)
 		s.routes[name] = servedRoute{route: r, ingress: st.key}
 		for _, ref := range r.Services {
-			addName(s.byService, r.Namespace+"/"+ref.Name, name)
+			addName(s.byService, serviceNamespace(*r, ref)+"/"+ref.Name, name)
 		}
 		for _, sec := range routeSecrets(*r) {
 			addName(s.bySecret, sec, name)
@@ -323,7 +323,7 @@ func (s *Source) unroute(t *txn, name string) {
 	}
 	delete(s.routes, name)
 	for _, ref := range old.route.Services {
-		svc := old.route.Namespace + "/" + ref.Name
+		svc := serviceNamespace(*old.route, ref) + "/" + ref.Name
 		if set := s.byService[svc]; set != nil {
 			set.remove(name)
 		}

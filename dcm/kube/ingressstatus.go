@@ -225,7 +225,7 @@ func (s *Source) ingressKeys() []string {
 // startStatus starts what writes status: the leader election, the
 // workers of Route and Ingress status, the published Service's watch.
 func (s *Source) startStatus(ctx context.Context, wg *sync.WaitGroup) {
-	if s.rw.status == nil && s.is == nil {
+	if s.rw.status == nil && s.is == nil && s.gw.status == nil {
 		return
 	}
 	if s.election == nil {
@@ -235,6 +235,9 @@ func (s *Source) startStatus(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	if s.rw.status != nil {
 		wg.Go(func() { wait.UntilWithContext(ctx, s.runStatusWorker, time.Second) })
+	}
+	if s.gw.status != nil {
+		wg.Go(func() { wait.UntilWithContext(ctx, s.runGatewayStatusWorker, time.Second) })
 	}
 	if s.is != nil {
 		if s.is.opts.Service != "" {

@@ -148,4 +148,9 @@ func (s *Source) queueAllStatus() {
 			s.is.queue.Add(k)
 		}
 	}
+	if s.gw.status != nil {
+		for _, k := range s.gatewayStatusKeys() {
+			s.gw.status.Add(k)
+		}
+	}
 }

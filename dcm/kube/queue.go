@@ -19,6 +19,7 @@ const (
 	prefixService = "service/"
 	prefixSecret  = "secret/"
 	prefixRoute   = "route/"
+	prefixGateway = "gateway/"
 	// indexByService indexes EndpointSlices by "<ns>/<service>".
 	indexByService = "dcm.io/by-service"
 )
@@ -177,8 +178,12 @@ func (s *Source) sync(key string, seen time.Time) error {
 		err = s.syncIngress(t, ns, name)
 	case prefixService:
 		err = s.syncService(t, ns, name)
+		s.gatewayTouched(prefixService, ns, name)
 	case prefixSecret:
 		err = s.syncSecret(t, ns, name)
+		s.gatewayTouched(prefixSecret, ns, name)
+	case prefixGateway:
+		err = s.syncGateways(t)
 	case prefixRoute:
 		err = s.syncRoute(t, ns, name)
 	case prefixNamespace:

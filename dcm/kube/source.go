@@ -65,6 +65,12 @@ type Options struct {
 	// status.ingress (--router-name; "": DefaultRouterName), and
 	// RouterCanonicalHostname its routerCanonicalHostname ("": none).
 	RouterName, RouterCanonicalHostname string
+	// GatewayControllerName is the controllerName of the GatewayClasses
+	// dcm serves (--gateway-controller-name), and GatewayBinds what
+	// HAProxy binds for their Gateways ahead of time; without addresses
+	// no Gateway is served (WatchGateways).
+	GatewayControllerName string
+	GatewayBinds          dcm.GatewayBinds
 	// ContentionWindow is how long a status another writer keeps
 	// changing is left alone (contention; 0: a minute).
 	ContentionWindow time.Duration
@@ -167,6 +173,7 @@ type Source struct {
 	namespaces corelisters.NamespaceLister
 
 	rw routeWatch
+	gw gatewayWatch
 	dc defaultCertWatch
 	// is writes Ingress status (nil: none written).
 	is *ingressStatus
@@ -375,11 +382,13 @@ func (s *Source) Run(ctx context.Context) error {
 			f.Shutdown()
 		}
 		s.rw.wg.Wait()
+		s.gw.wg.Wait()
 	}()
 	for _, f := range s.factories {
 		f.Start(ctx.Done())
 	}
 	hasSynced := append(slices.Clip(s.hasSynced), s.startRoutes(ctx)...)
+	hasSynced = append(hasSynced, s.startGateways(ctx)...)
 	s.log.Info("waiting for informer caches", "namespaces", s.opts.Namespaces, "ingressClass", s.opts.IngressClass)
 	if !cache.WaitForCacheSync(ctx.Done(), hasSynced...) {
 		return fmt.Errorf("kube: waiting for informer caches: %w", context.Cause(ctx))
@@ -406,6 +415,9 @@ func (s *Source) Run(ctx context.Context) error {
 	if s.is != nil {
 		s.is.queue.ShutDown()
 	}
+	if s.gw.status != nil {
+		s.gw.status.ShutDown()
+	}
 	wg.Wait()
 	return nil
 }
@@ -431,6 +443,11 @@ func (s *Source) initial() error {
 	}
 	for _, key := range s.routeKeys() {
 		if err := s.sync(prefixRoute+key, time.Time{}); err != nil {
+			return fmt.Errorf("kube: initial sync: %w", err)
+		}
+	}
+	if s.gw.opts != nil {
+		if err := s.sync(gatewayKey, time.Time{}); err != nil {
 			return fmt.Errorf("kube: initial sync: %w", err)
 		}
 	}

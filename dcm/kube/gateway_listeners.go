@@ -1,0 +1,252 @@
+package kube
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// listenerVerdict is what one listener's checks found.
+type listenerVerdict struct {
+	accepted, resolved, conflicted bool
+	acceptReason, resolveReason    string
+	conflictReason                 string
+	acceptMsg, resolveMsg          string
+	conflictMsg                    string
+	kinds                          []gwv1.RouteGroupKind
+}
+
+// gatewayModel checks a Gateway of dcm's class and its listeners and
+// builds its status but for attachedRoutes, which its routes count.
+func (in gwInput) gatewayModel(g *gwv1.Gateway, addr addrChoice, classOK bool, out *gwOutput) *gwGateway {
+	gen := g.Generation
+	m := &gwGateway{gw: g, addr: addr.addr, status: &gwv1.GatewayStatus{}}
+	conflicts := listenerConflicts(g.Spec.Listeners)
+	valid := 0
+	for _, l := range g.Spec.Listeners {
+		v := in.checkListener(g, l, out)
+		if c, ok := conflicts[l.Name]; ok {
+			v.conflicted, v.conflictReason, v.conflictMsg = true, c[0], c[1]
+		}
+		lm := &gwListener{spec: l, kind: dcm.KindHTTP}
+		if l.Protocol == gwv1.HTTPSProtocolType {
+			lm.kind = dcm.KindEdge
+			lm.tls = in.listenerCert(g, l)
+		}
+		lm.attach = v.accepted && !v.conflicted && classOK && slices.ContainsFunc(v.kinds, isHTTPRouteKind)
+		lm.serve = lm.attach && v.resolved && addr.addr != ""
+		if addr.addr != "" {
+			lm.bind = net.JoinHostPort(addr.addr, strconv.Itoa(int(l.Port)))
+		}
+		if v.accepted {
+			valid++
+		}
+		programmed := condition(string(gwv1.ListenerConditionProgrammed), lm.serve, string(gwv1.ListenerReasonProgrammed), "served on "+lm.bind, gen)
+		switch {
+		case lm.serve:
+		case !v.accepted || v.conflicted || !v.resolved:
+			programmed.Reason, programmed.Message = string(gwv1.ListenerReasonInvalid), "not served: see the other conditions"
+		default:
+			programmed.Reason, programmed.Message = string(gwv1.ListenerReasonPending), "the Gateway has no address"
+		}
+		m.status.Listeners = append(m.status.Listeners, gwv1.ListenerStatus{
+			Name: l.Name, SupportedKinds: v.kinds, Conditions: []metav1.Condition{
+				condition(string(gwv1.ListenerConditionAccepted), v.accepted, v.acceptReason, v.acceptMsg, gen),
+				programmed,
+				condition(string(gwv1.ListenerConditionResolvedRefs), v.resolved, v.resolveReason, v.resolveMsg, gen),
+				condition(string(gwv1.ListenerConditionConflicted), v.conflicted, v.conflictReason, v.conflictMsg, gen),
+			}})
+		m.listeners = append(m.listeners, lm)
+	}
+	for i := range m.listeners {
+		m.listeners[i].status = &m.status.Listeners[i]
+	}
+	m.status.Conditions = gatewayConditions(g, addr, classOK, valid)
+	if addr.addr != "" {
+		m.status.Addresses = []gwv1.GatewayStatusAddress{{Type: ptrTo(gwv1.IPAddressType), Value: addr.addr}}
+	}
+	return m
+}
+
+// gatewayConditions are a Gateway's Accepted and Programmed.
+func gatewayConditions(g *gwv1.Gateway, addr addrChoice, classOK bool, valid int) []metav1.Condition {
+	gen := g.Generation
+	accepted := condition(string(gwv1.GatewayConditionAccepted), true, string(gwv1.GatewayReasonAccepted), "dcm serves this Gateway", gen)
+	switch {
+	case !classOK:
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(gwv1.GatewayReasonInvalidParameters), "its GatewayClass is not accepted"
+	case addr.unsupported:
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, addr.reason, addr.message
+	case valid == 0 && len(g.Spec.Listeners) > 0:
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(gwv1.GatewayReasonListenersNotValid), "no listener is valid"
+	case valid < len(g.Spec.Listeners):
+		accepted.Reason, accepted.Message = string(gwv1.GatewayReasonListenersNotValid), "some listeners are not valid: see their conditions"
+	}
+	programmed := condition(string(gwv1.GatewayConditionProgrammed), true, string(gwv1.GatewayReasonProgrammed), "HAProxy listens on "+addr.addr, gen)
+	switch {
+	case accepted.Status != metav1.ConditionTrue:
+		programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, string(gwv1.GatewayReasonInvalid), "not accepted"
+	case addr.addr == "":
+		programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, addr.reason, addr.message
+	}
+	return []metav1.Condition{accepted, programmed}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func isHTTPRouteKind(k gwv1.RouteGroupKind) bool {
+	return k.Kind == KindHTTPRoute && (k.Group == nil || *k.Group == gatewayGroup)
+}
+
+// checkListener checks one listener: protocol, port, hostname, route
+// kinds and, for HTTPS, its certificates.
+func (in gwInput) checkListener(g *gwv1.Gateway, l gwv1.Listener, out *gwOutput) listenerVerdict {
+	v := listenerVerdict{accepted: true, resolved: true, acceptReason: string(gwv1.ListenerReasonAccepted), acceptMsg: "accepted",
+		resolveReason: string(gwv1.ListenerReasonResolvedRefs), resolveMsg: "every reference resolves",
+		conflictReason: string(gwv1.ListenerReasonNoConflicts), conflictMsg: "no conflict"}
+	refuse := func(reason, msg string) {
+		if v.accepted {
+			v.accepted, v.acceptReason, v.acceptMsg = false, reason, msg
+		}
+	}
+	var ports []int
+	switch l.Protocol {
+	case gwv1.HTTPProtocolType:
+		ports = in.binds.HTTPPorts
+	case gwv1.HTTPSProtocolType:
+		ports = in.binds.HTTPSPorts
+	default:
+		refuse(string(gwv1.ListenerReasonUnsupportedProtocol), "protocol "+string(l.Protocol)+" is not supported: only HTTP and HTTPS")
+		v.kinds = []gwv1.RouteGroupKind{}
+		return v
+	}
+	if !slices.Contains(ports, int(l.Port)) {
+		refuse(string(gwv1.ListenerReasonPortUnavailable), fmt.Sprintf("port %d is not one HAProxy binds ahead of time for %s listeners (%v): "+
+			"dcm does not reload for Gateways; add it to --gateway-%s-ports", l.Port, l.Protocol, ports, strings.ToLower(string(l.Protocol))))
+	}
+	if err := dcm.ValidateDNSSubdomain("name", string(l.Name)); err != nil {
+		refuse(string(gwv1.ListenerReasonUnsupportedValue), "listener name: "+err.Error())
+	}
+	if l.Hostname != nil {
+		if err := dcm.ValidateRouteHost("hostname", strings.ToLower(string(*l.Hostname))); err != nil {
+			refuse(string(gwv1.ListenerReasonUnsupportedValue), "hostname: "+err.Error())
+		}
+	}
+	v.kinds = []gwv1.RouteGroupKind{}
+	if l.AllowedRoutes == nil || len(l.AllowedRoutes.Kinds) == 0 {
+		v.kinds = append(v.kinds, gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gatewayGroup)), Kind: KindHTTPRoute})
+	} else {
+		for _, k := range l.AllowedRoutes.Kinds {
+			if isHTTPRouteKind(k) {
+				v.kinds = append(v.kinds, gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gatewayGroup)), Kind: KindHTTPRoute})
+				continue
+			}
+			v.resolved, v.resolveReason = false, string(gwv1.ListenerReasonInvalidRouteKinds)
+			v.resolveMsg = "route kind " + string(k.Kind) + " is not supported: only HTTPRoute"
+		}
+		v.kinds = slices.CompactFunc(v.kinds, func(a, b gwv1.RouteGroupKind) bool { return a.Kind == b.Kind })
+	}
+	if l.Protocol == gwv1.HTTPSProtocolType {
+		in.checkListenerTLS(g, l, &v, refuse, out)
+	} else if l.TLS != nil {
+		refuse(string(gwv1.ListenerReasonUnsupportedValue), "tls is only for HTTPS listeners")
+	}
+	return v
+}
+
+// checkListenerTLS checks an HTTPS listener's TLS: terminated in HAProxy,
+// with certificateRefs to valid kubernetes.io/tls Secrets that the
+// Gateway may read (its namespace, or a ReferenceGrant).
+func (in gwInput) checkListenerTLS(g *gwv1.Gateway, l gwv1.Listener, v *listenerVerdict, refuse func(reason, msg string), out *gwOutput) {
+	if l.TLS == nil {
+		refuse(string(gwv1.ListenerReasonUnsupportedValue), "an HTTPS listener needs tls")
+		return
+	}
+	if l.TLS.Mode != nil && *l.TLS.Mode != gwv1.TLSModeTerminate {
+		refuse(string(gwv1.ListenerReasonUnsupportedValue), "tls mode "+string(*l.TLS.Mode)+" is not supported for HTTPS: only Terminate")
+	}
+	if len(l.TLS.Options) > 0 {
+		refuse(string(gwv1.ListenerReasonUnsupportedValue), "tls.options are not supported")
+	}
+	if len(l.TLS.CertificateRefs) == 0 {
+		v.resolved, v.resolveReason, v.resolveMsg = false, string(gwv1.ListenerReasonInvalidCertificateRef), "no certificateRefs"
+		return
+	}
+	for _, ref := range l.TLS.CertificateRefs {
+		reason, msg := in.certRef(g, ref, out)
+		if reason != "" && v.resolved {
+			v.resolved, v.resolveReason, v.resolveMsg = false, reason, msg
+		}
+	}
+}
+
+// certRef checks one certificateRef: "" when it resolves, else the
+// listener's ResolvedRefs reason and message.
+func (in gwInput) certRef(g *gwv1.Gateway, ref gwv1.SecretObjectReference, out *gwOutput) (reason, msg string) {
+	ns, name := secretRefTarget(g, ref)
+	if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != KindSecret) {
+		return string(gwv1.ListenerReasonInvalidCertificateRef), "certificateRef " + name + ": only core Secrets are supported"
+	}
+	out.secrets[ns+"/"+name] = true
+	if !in.grants.allow(grantRef{group: gatewayGroup, kind: KindGateway, namespace: g.Namespace},
+		grantRef{group: "", kind: KindSecret, namespace: ns, name: name}) {
+		return string(gwv1.ListenerReasonRefNotPermitted), "Secret " + ns + "/" + name + " is in another namespace and no ReferenceGrant allows it"
+	}
+	if err := in.cert(ns, name); err != nil {
+		return string(gwv1.ListenerReasonInvalidCertificateRef), "Secret " + ns + "/" + name + ": " + err.Error()
+	}
+	return "", ""
+}
+
+func secretRefTarget(g *gwv1.Gateway, ref gwv1.SecretObjectReference) (ns, name string) {
+	ns = g.Namespace
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		ns = string(*ref.Namespace)
+	}
+	return ns, string(ref.Name)
+}
+
+// listenerCert is the certificate HAProxy serves on an HTTPS listener: its
+// first certificateRef (dcm serves one certificate per listener).
+func (in gwInput) listenerCert(g *gwv1.Gateway, l gwv1.Listener) *dcm.TLSRef {
+	if l.TLS == nil || len(l.TLS.CertificateRefs) == 0 {
+		return nil
+	}
+	ns, name := secretRefTarget(g, l.TLS.CertificateRefs[0])
+	return &dcm.TLSRef{Secret: ns + "/" + name}
+}
+
+// listenerConflicts finds listeners that share a port with another of a
+// different protocol, or the same protocol and hostname: HAProxy could
+// not tell their requests apart. The value is the reason and message.
+func listenerConflicts(ls []gwv1.Listener) map[gwv1.SectionName][2]string {
+	out := map[gwv1.SectionName][2]string{}
+	for i, a := range ls {
+		for j, b := range ls {
+			if i == j || a.Port != b.Port {
+				continue
+			}
+			switch {
+			case a.Protocol != b.Protocol:
+				out[a.Name] = [2]string{string(gwv1.ListenerReasonProtocolConflict), "listener " + string(b.Name) + " uses port " + strconv.Itoa(int(a.Port)) + " with protocol " + string(b.Protocol)}
+			case strings.EqualFold(hostnameOf(a.Hostname), hostnameOf(b.Hostname)):
+				out[a.Name] = [2]string{string(gwv1.ListenerReasonHostnameConflict), "listener " + string(b.Name) + " has the same port and hostname"}
+			}
+		}
+	}
+	return out
+}
+
+func hostnameOf(h *gwv1.Hostname) string {
+	if h == nil {
+		return ""
+	}
+	return string(*h)
+}
