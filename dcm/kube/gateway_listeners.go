@@ -82,6 +82,10 @@ func gatewayConditions(g *gwv1.Gateway, addr addrChoice, classOK bool, valid int
 	switch {
 	case !classOK:
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(gwv1.GatewayReasonInvalidParameters), "its GatewayClass is not accepted"
+	case g.Spec.Infrastructure != nil && g.Spec.Infrastructure.ParametersRef != nil:
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(gwv1.GatewayReasonInvalidParameters), "dcm takes no parameters: spec.infrastructure.parametersRef must be empty"
+	case g.Spec.TLS != nil:
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(gwv1.ListenerReasonUnsupportedValue), "spec.tls (frontend client validation, backend client certificate) is not supported"
 	case addr.unsupported:
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, addr.reason, addr.message
 	case valid == 0 && len(g.Spec.Listeners) > 0:
