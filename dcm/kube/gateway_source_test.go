@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -134,7 +135,7 @@ func gwFakeClient(t *testing.T, objs ...runtime.Object) *gwfake.Clientset {
 		case *gwv1.ReferenceGrant:
 			res, ns = "referencegrants", o.Namespace
 		}
-		if err := c.Tracker().Create(gwv1.SchemeGroupVersion.WithResource(res), o, ns); err != nil {
+		if err := c.Tracker().Create(schema.GroupVersionResource{Group: gwv1.GroupVersion.Group, Version: gwv1.GroupVersion.Version, Resource: res}, o, ns); err != nil {
 			t.Fatal(err)
 		}
 	}
