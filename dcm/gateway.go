@@ -34,6 +34,11 @@ type GatewayRoute struct {
 	// Bind is the address:port HAProxy serves the listener on (one of
 	// GatewayBinds).
 	Bind string `json:"bind"`
+	// ListenerHostname is the listener's own hostname, lower case ("":
+	// none, "*.x" a wildcard): the SNI names its certificate is served
+	// for on Bind, whatever hosts its routes answer ("" makes it the
+	// bind's default certificate).
+	ListenerHostname string `json:"listenerHostname,omitempty"`
 	// Hostnames are the hosts the rule answers on this listener: the
 	// intersection of the HTTPRoute's and the listener's hostnames, lower
 	// case; "*.example.com" is a wildcard; empty answers any host.
@@ -134,7 +139,7 @@ func (g *GatewayRoute) equal(o *GatewayRoute) bool {
 	if g == nil || o == nil {
 		return g == o
 	}
-	return g.Gateway == o.Gateway && g.Listener == o.Listener && g.Bind == o.Bind &&
+	return g.Gateway == o.Gateway && g.Listener == o.Listener && g.Bind == o.Bind && g.ListenerHostname == o.ListenerHostname &&
 		slices.Equal(g.Hostnames, o.Hostnames) && slices.EqualFunc(g.Matches, o.Matches, HTTPMatch.equal) &&
 		g.Filters.equal(o.Filters) && g.Rank == o.Rank && g.Unresolved == o.Unresolved
 }

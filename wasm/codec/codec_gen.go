@@ -2338,7 +2338,7 @@ func decGatewayRoute(d *decoder, v *dcm.GatewayRoute) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "gateway,listener,bind,hostnames,matches,filters,rank,unresolved") {
+		switch c.find(d.key(), "gateway,listener,bind,listenerHostname,hostnames,matches,filters,rank,unresolved") {
 		case 0:
 			d.str(&v.Gateway)
 		case 1:
@@ -2346,14 +2346,16 @@ func decGatewayRoute(d *decoder, v *dcm.GatewayRoute) {
 		case 2:
 			d.str(&v.Bind)
 		case 3:
-			decSliceString(d, &v.Hostnames)
+			d.str(&v.ListenerHostname)
 		case 4:
-			decSliceHTTPMatch(d, &v.Matches)
+			decSliceString(d, &v.Hostnames)
 		case 5:
-			decPtrHTTPFilters(d, &v.Filters)
+			decSliceHTTPMatch(d, &v.Matches)
 		case 6:
-			d.str(&v.Rank)
+			decPtrHTTPFilters(d, &v.Filters)
 		case 7:
+			d.str(&v.Rank)
+		case 8:
 			d.boolean(&v.Unresolved)
 		default:
 			d.skip()
@@ -2366,6 +2368,9 @@ func encGatewayRoute(e *encoder, k string, v *dcm.GatewayRoute) {
 	e.str("\"gateway\":", v.Gateway)
 	e.str("\"listener\":", v.Listener)
 	e.str("\"bind\":", v.Bind)
+	if v.ListenerHostname != "" {
+		e.str("\"listenerHostname\":", v.ListenerHostname)
+	}
 	if len(v.Hostnames) != 0 {
 		encSliceString(e, "\"hostnames\":", &v.Hostnames)
 	}
