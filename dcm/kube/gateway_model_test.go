@@ -288,6 +288,9 @@ func TestTranslateServedRoute(t *testing.T) {
 	if h.Services[0].Weight != 256 || h.Services[1].Weight != 85 {
 		t.Errorf("weights %+v, want 3:1 within 256", h.Services)
 	}
+	if s.Gateway.ListenerHostname != "" || h.Gateway.ListenerHostname != "*.example.com" {
+		t.Errorf("listener hostnames %q %q", h.Gateway.ListenerHostname, s.Gateway.ListenerHostname)
+	}
 	if s.Kind != dcm.KindEdge || s.TLS == nil || s.TLS.Secret != "gw/cert" || s.Gateway.Bind != "127.0.20.1:18443" || !slices.Equal(s.Gateway.Hostnames, []string{"a.example.com"}) {
 		t.Errorf("https route %+v %+v", s, s.Gateway)
 	}
