@@ -114,6 +114,17 @@ func TestGatewaySourceWithFakeClients(t *testing.T) {
 	testkit.Eventually(t, "the route unresolved", waitLimit, is(served, "127.0.20.1:18080 unresolved=true endpoints=0"))
 	testkit.Eventually(t, "ResolvedRefs False", waitLimit, is(routeStatus, "True/Accepted False/RefNotPermitted"))
 	testkit.Eventually(t, "the rejection reported", waitLimit, rec.heard("rejected HTTPRoute gw/web RefNotPermitted", 1))
+
+	// Granted again, then the Service deleted: BackendNotFound, no backend.
+	if err := gws.Tracker().Create(schema.GroupVersionResource{Group: gwv1.GroupVersion.Group, Version: gwv1.GroupVersion.Version, Resource: "referencegrants"}, grant, "apps"); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, "served again", waitLimit, is(served, "127.0.20.1:18080 unresolved=false endpoints=1"))
+	if err := client.CoreV1().Services("apps").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, "the Service gone", waitLimit, is(served, "127.0.20.1:18080 unresolved=true endpoints=0"))
+	testkit.Eventually(t, "ResolvedRefs False BackendNotFound", waitLimit, is(routeStatus, "True/Accepted False/BackendNotFound"))
 }
 
 // gwFakeClient is a fake Gateway API clientset holding objs under their
