@@ -100,7 +100,7 @@ func gatewayRoute(r *gwv1.HTTPRoute, i int, rl gwRule, a attachment) dcm.Route {
 		Source: dcm.SourceHTTPRoute, Object: r.Name, Kind: a.l.kind, Services: rl.services, Balance: dcm.BalanceRoundRobin,
 		Gateway: &dcm.GatewayRoute{Gateway: gw, Listener: string(a.l.spec.Name), Bind: a.l.bind, Hostnames: a.hosts,
 			ListenerHostname: lower(hostnameOf(a.l.spec.Hostname)),
-			Matches: rl.matches, Filters: rl.filters, Rank: gatewayRank(&r.ObjectMeta, i), Unresolved: rl.unresolved}}
+			Matches:          rl.matches, Filters: rl.filters, Rank: gatewayRank(&r.ObjectMeta, i), Unresolved: rl.unresolved}}
 	if a.l.tls != nil {
 		tls := *a.l.tls
 		route.TLS = &tls

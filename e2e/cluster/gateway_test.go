@@ -114,7 +114,9 @@ func newGatewayFixture(t *testing.T, port int32) gatewayFixture {
 	if _, err := f.gw.GatewayV1().GatewayClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = f.gw.GatewayV1().GatewayClasses().Delete(context.Background(), f.class, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = f.gw.GatewayV1().GatewayClasses().Delete(context.Background(), f.class, metav1.DeleteOptions{})
+	})
 	g := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw"}, Spec: gwv1.GatewaySpec{GatewayClassName: gwv1.ObjectName(f.class),
 		Listeners: []gwv1.Listener{{Name: "http", Port: port, Protocol: gwv1.HTTPProtocolType}}}}
 	if _, err := f.gw.GatewayV1().Gateways(ns).Create(ctx, g, metav1.CreateOptions{}); err != nil {
