@@ -205,7 +205,8 @@ soak: deps wasm kapi
 ## Gateway API CRDs and the test kubelet serving the suite's echo-basic pods (e2e/gwdriver). Writes the
 ## suite's report to docs/conformance/report-<suite version>.yaml and prints passed/failed/skipped per
 ## profile, dcm's reloads and HAProxy's worker changes during the suite; logs in .work/conformance/.
-## CONFORMANCE_RUN_TEST=<ShortName>: that test alone, its report in .work/conformance/. Not in make test.
+## CONFORMANCE_RUN_TEST=<ShortName>: that test alone, its report in .work/conformance/;
+## CONFORMANCE_SUITE_FLAGS: more of the suite's flags (-debug, -timeout-config-overrides=…). Not in make test.
 CONFORMANCE_DIR := .work/conformance
 conformance: deps build kapi
 	@set -e; mkdir -p $(CONFORMANCE_DIR) docs/conformance; \
@@ -217,6 +218,7 @@ conformance: deps build kapi
 	(cd e2e/gwconformance && $(GO) test -c -o $(CURDIR)/$(CONFORMANCE_DIR)/gwconformance.test .); \
 	DCM_BIN=$(CURDIR)/$(BIN) CONFORMANCE_SUITE_BIN=$(CURDIR)/$(CONFORMANCE_DIR)/gwconformance.test \
 	CONFORMANCE_REPORT=$$report CONFORMANCE_RUN_TEST=$(CONFORMANCE_RUN_TEST) CONFORMANCE_LOG_DIR=$(CURDIR)/$(CONFORMANCE_DIR) \
+	CONFORMANCE_SUITE_FLAGS='$(CONFORMANCE_SUITE_FLAGS)' \
 	DCM_VERSION=$$version $(GO) test -tags conformance -count=1 -timeout 4h -v -run '^TestConformance$$' ./e2e/gwdriver/
 
 clean:

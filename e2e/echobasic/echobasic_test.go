@@ -195,8 +195,8 @@ func TestSpecialPaths(t *testing.T) {
 	}
 	began := time.Now()
 	resp, body = get("/delay?delay=300ms")
-	if took := time.Since(began); resp.StatusCode != 200 || took < 300*time.Millisecond {
-		t.Errorf("?delay=300ms: %d after %s", resp.StatusCode, took)
+	if took := time.Since(began); resp.StatusCode != 200 || took < 300*time.Millisecond || decode(t, resp, body).Path != "/delay?delay=300ms" {
+		t.Errorf("?delay=300ms: %d after %s: %s", resp.StatusCode, took, body)
 	}
 	resp, body = get("/x?delay=nope")
 	if resp.StatusCode != 500 || !strings.Contains(string(body), `"message"`) {

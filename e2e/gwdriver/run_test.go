@@ -26,13 +26,16 @@ import (
 // What make conformance hands the run (each has a fallback for a plain
 // go test -tags conformance ./e2e/gwdriver/).
 const (
-	envDCMBin    = "DCM_BIN"               // the dcm binary (default: built here)
-	envSuiteBin  = "CONFORMANCE_SUITE_BIN" // the suite's test binary (default: built here)
-	envReport    = "CONFORMANCE_REPORT"    // where the suite writes its report
-	envRunTest   = "CONFORMANCE_RUN_TEST"  // one test's ShortName
-	envLogDir    = "CONFORMANCE_LOG_DIR"   // dcm's and the kubelet's logs
-	envVersion   = "DCM_VERSION"           // dcm's commit, for the report
-	suiteTimeout = 3 * time.Hour
+	envDCMBin   = "DCM_BIN"               // the dcm binary (default: built here)
+	envSuiteBin = "CONFORMANCE_SUITE_BIN" // the suite's test binary (default: built here)
+	envReport   = "CONFORMANCE_REPORT"    // where the suite writes its report
+	envRunTest  = "CONFORMANCE_RUN_TEST"  // one test's ShortName
+	envLogDir   = "CONFORMANCE_LOG_DIR"   // dcm's and the kubelet's logs
+	envVersion  = "DCM_VERSION"           // dcm's commit, for the report
+	// envSuiteFlags are more of the suite's own flags, space separated, for
+	// a debugging run: -debug, -timeout-config-overrides=GWCMustBeAccepted:20…
+	envSuiteFlags = "CONFORMANCE_SUITE_FLAGS"
+	suiteTimeout  = 3 * time.Hour
 )
 
 // TestConformance is make conformance: a fresh control plane with the
@@ -223,8 +226,9 @@ func startDCM(t *testing.T, ctx context.Context, bin, kubeconfig string, gw Gate
 // runSuite runs the suite's test binary in its module's directory with the
 // cluster's kubeconfig, its output on ours.
 func runSuite(ctx context.Context, bin, dir, kubeconfig, report, root string) error {
-	cmd := exec.CommandContext(ctx, bin, "-test.v", "-test.count=1", "-test.run=^TestConformance$",
-		"-test.timeout="+suiteTimeout.String())
+	args := append([]string{"-test.v", "-test.count=1", "-test.run=^TestConformance$",
+		"-test.timeout=" + suiteTimeout.String()}, strings.Fields(os.Getenv(envSuiteFlags))...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
 	version := os.Getenv(envVersion)
 	if version == "" {

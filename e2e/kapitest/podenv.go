@@ -168,7 +168,7 @@ func (k *Kubelet) envFrom(ctx context.Context, rp *runningPod, src *corev1.EnvVa
 		if b, ok := s.Data[src.SecretKeyRef.Key]; ok {
 			return string(b), nil
 		}
-		return "", fmt.Errorf("Secret %s has no key %s", src.SecretKeyRef.Name, src.SecretKeyRef.Key)
+		return "", fmt.Errorf("no key %s in Secret %s", src.SecretKeyRef.Key, src.SecretKeyRef.Name)
 	case src.ConfigMapKeyRef != nil:
 		cm, err := k.client.CoreV1().ConfigMaps(rp.ns).Get(ctx, src.ConfigMapKeyRef.Name, metav1.GetOptions{})
 		if err != nil {
@@ -177,7 +177,7 @@ func (k *Kubelet) envFrom(ctx context.Context, rp *runningPod, src *corev1.EnvVa
 		if v, ok := cm.Data[src.ConfigMapKeyRef.Key]; ok {
 			return v, nil
 		}
-		return "", fmt.Errorf("ConfigMap %s has no key %s", src.ConfigMapKeyRef.Name, src.ConfigMapKeyRef.Key)
+		return "", fmt.Errorf("no key %s in ConfigMap %s", src.ConfigMapKeyRef.Key, src.ConfigMapKeyRef.Name)
 	}
 	return "", fmt.Errorf("source %v not supported", src)
 }
