@@ -50,7 +50,8 @@ func MissingFlags(ctx context.Context, bin string, flags []string) ([]string, er
 	var missing []string
 	for _, f := range flags {
 		name, _, _ := strings.Cut(f, "=")
-		if !strings.Contains(string(out), name+" ") {
+		// pflag lists "--name type" or, for a boolean, "--name[=true|false]".
+		if !strings.Contains(string(out), name+" ") && !strings.Contains(string(out), name+"[") {
 			missing = append(missing, name)
 		}
 	}
