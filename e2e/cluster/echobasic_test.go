@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -12,12 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/dcm-router/dcm/e2e/echobasic"
 	"github.com/dcm-router/dcm/e2e/kapitest"
 	"github.com/dcm-router/dcm/internal/testkit"
 )
@@ -135,4 +139,61 @@ func echoAnswers(addr, port, ns, pod string, ca *testkit.CA) error {
 		return errors.New(addr + ": tls field " + string(body))
 	}
 	return nil
+}
+
+// TestEchoBasicGRPCPods: an echo-basic Deployment with GRPC_ECHO_SERVER, as
+// the suite's gRPC backends, answers its gRPC echo (Echo naming the pod)
+// from every ready endpoint.
+func TestEchoBasicGRPCPods(t *testing.T) {
+	ns := kapitest.Namespace(t, env.admin)
+	ctx := t.Context()
+	labels := map[string]string{"app": "grpc-echo"}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "grpc-echo", Namespace: ns}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "echo", Image: "registry.k8s.io/gateway-api/echo-basic:v1.5.1",
+				Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					{Name: "GRPC_ECHO_SERVER", Value: "1"}}}}}}}}
+	if _, err := env.admin.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "grpc-echo", Namespace: ns}, Spec: corev1.ServiceSpec{Selector: labels,
+		Ports: []corev1.ServicePort{{Port: 8080, TargetPort: intstr.FromInt32(3000), AppProtocol: ptr.To("kubernetes.io/h2c")}}}}
+	if _, err := env.admin.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, "two ready gRPC echo endpoints", time.Minute, func() error {
+		slices, err := env.admin.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=grpc-echo"})
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, s := range slices.Items {
+			for _, e := range s.Endpoints {
+				if e.Conditions.Ready == nil || !*e.Conditions.Ready || e.TargetRef == nil || len(s.Ports) != 1 {
+					continue
+				}
+				addr := net.JoinHostPort(e.Addresses[0], strconv.Itoa(int(*s.Ports[0].Port)))
+				conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+				if err != nil {
+					return err
+				}
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				r, err := echobasic.InvokeGRPC(cctx, conn, "Echo")
+				cancel()
+				conn.Close()
+				if err != nil {
+					return fmt.Errorf("%s: %w", addr, err)
+				}
+				if r.Identity.Pod != e.TargetRef.Name || r.FullyQualifiedMethod != "/"+echobasic.GRPCService+"/Echo" {
+					return fmt.Errorf("%s: echoed %+v, want pod %s", addr, r, e.TargetRef.Name)
+				}
+				n++
+			}
+		}
+		if n != 2 {
+			return fmt.Errorf("%d endpoints answered", n)
+		}
+		return nil
+	})
 }

@@ -9,8 +9,9 @@
 // server (HTTP_PORT, default 3000), an h2c one (H2C_PORT, 3001) and, when
 // TLS_SERVER_CERT and TLS_SERVER_PRIVKEY name files, an HTTPS one
 // (HTTPS_PORT, 8443), the process's environment giving the pod's identity.
-// Its gRPC, TCP and UDP echo modes are not here: Config.Mode names them so
-// that the kubelet can say so.
+// Its gRPC echo mode (GRPC_ECHO_SERVER) is ServeGRPC; its TCP and UDP
+// echo modes are not here: Config.Mode names them so that the kubelet can
+// say so.
 package echobasic
 
 import (
@@ -24,7 +25,7 @@ import (
 // environment.
 type Mode string
 
-// The modes; only ModeHTTP is served by this package.
+// The modes; ModeHTTP is served by Serve, ModeGRPC by ServeGRPC.
 const (
 	ModeHTTP Mode = "http"
 	ModeGRPC Mode = "GRPC_ECHO_SERVER"

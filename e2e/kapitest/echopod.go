@@ -33,7 +33,8 @@ func echoContainer(p *corev1.Pod) *corev1.Container {
 
 // startEcho starts an echo-basic pod: its volumes' Secrets and ConfigMaps
 // (waited for), its HTTP port from the pool, then its h2c and HTTPS ports on
-// the same address, with its environment as the container would see it.
+// the same address, with its environment as the container would see it. A
+// GRPC_ECHO_SERVER pod serves the gRPC echo on its HTTP and HTTPS ports.
 func (k *Kubelet) startEcho(ctx context.Context, rp *runningPod, log *slog.Logger) (podServer, netip.Addr, func(), error) {
 	c := echoContainer(rp.spec)
 	files, err := k.volumeFiles(ctx, rp, c, log)
@@ -56,10 +57,10 @@ func (k *Kubelet) startEcho(ctx context.Context, rp *runningPod, log *slog.Logge
 	}
 	env := k.containerEnv(ctx, rp, c, addr, log)
 	cfg := echobasic.FromEnv(env)
-	if cfg.Mode != echobasic.ModeHTTP {
-		// The suite's gRPC and TCP backends must be Ready for its setup
-		// even when their profiles are not run; their protocols are not
-		// served here, and the log says so.
+	if cfg.Mode != echobasic.ModeHTTP && cfg.Mode != echobasic.ModeGRPC {
+		// The suite's TCP backends must be Ready for its setup even when
+		// its TCP profile is not run; their protocol is not served here,
+		// and the log says so.
 		log.Warn("echo-basic mode not served by the test kubelet: the pod runs the HTTP echo", "mode", cfg.Mode)
 	}
 	l := echobasic.Listeners{HTTP: ln}
@@ -72,8 +73,12 @@ func (k *Kubelet) startEcho(ctx context.Context, rp *runningPod, log *slog.Logge
 		release()
 		return nil, netip.Addr{}, nil, err
 	}
-	if l.H2C, err = k.opts.Pods.Listen(ctx, "tcp", net.JoinHostPort(addr.String(), cfg.H2CPort)); err != nil {
-		return fail(fmt.Errorf("echo-basic h2c port: %w", err))
+	// The gRPC echo serves its plaintext port and, with a certificate, its
+	// TLS port; the HTTP echo has an h2c port besides.
+	if cfg.Mode != echobasic.ModeGRPC {
+		if l.H2C, err = k.opts.Pods.Listen(ctx, "tcp", net.JoinHostPort(addr.String(), cfg.H2CPort)); err != nil {
+			return fail(fmt.Errorf("echo-basic h2c port: %w", err))
+		}
 	}
 	var tlsCfg *tls.Config
 	if cfg.HTTPS() {
@@ -85,5 +90,8 @@ func (k *Kubelet) startEcho(ctx context.Context, rp *runningPod, log *slog.Logge
 		}
 	}
 	log.Debug("echo-basic pod", "addr", addr, "config", cfg.String())
+	if cfg.Mode == echobasic.ModeGRPC {
+		return echobasic.ServeGRPC(cfg, l, tlsCfg, log), addr, release, nil
+	}
 	return echobasic.Serve(cfg, l, tlsCfg, log), addr, release, nil
 }
