@@ -252,7 +252,14 @@ func (k *Kubelet) run(ctx context.Context, rp *runningPod, port int) {
 	srv, addr, release, err := k.start(ctx, rp, port, log)
 	if err != nil {
 		if ctx.Err() == nil && !errors.Is(err, localpod.ErrCanceled) {
-			log.Warn("pod did not start", "err", err)
+			// A container that cannot start (a bad certificate, say) stays
+			// not Ready, as a crash-looping one does, rather than being
+			// deleted and replaced by its ReplicaSet in a hot loop.
+			log.Error("pod cannot start: it stays not Ready until deleted", "err", err)
+			select {
+			case <-rp.terminate:
+			case <-ctx.Done():
+			}
 		}
 		k.forceDelete(ctx, rp)
 		return
