@@ -50,7 +50,12 @@ func routes(e *echo.Echo, d Deps, sessions *sessions) {
 	api.GET("/whoami", whoami(d), read)
 	api.GET("/feed", feed(d), read)
 	api.POST("/plan", simulate(d.Engine), read)
-	api.POST("/scale", scale(d.Engine, d.Scaler, d.Log), act)
+	api.POST("/scale", scale(d), act)
+	api.GET("/status", status(d.Engine), read)
+	api.GET("/fleet", fleetStatus(d), read)
+	api.GET("/fleet/events", fleetEvents(d), read)
+	// Another replica's Apply: as much a change as the scale it precedes.
+	api.POST("/expect", expect(d.Engine), act)
 	api.POST("/backends/:backend/servers/:server/state", serverState(d.Engine), act)
 	api.POST("/backends/:backend/servers/:server/weight", serverWeight(d.Engine), act)
 	api.POST("/reload", reload(d.Engine), act)

@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"strconv"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// digests turn desired states into the digest the fleet view compares
+// across replicas (dcm.ReplicaStatus.Applied). A desired state shares its
+// unchanged backends with the one before (dcm.Desired), so each backend's
+// hash is kept by pointer and a state's digest costs the backends that
+// changed, plus a sum: the digest is the sum of the backends' hashes, so
+// their order does not matter.
+type digests struct {
+	byBackend map[*dcm.DesiredBackend]uint64
+}
+
+// of is d's digest; it forgets the hashes of backends d no longer has
+// when it was asked for the state the engine holds now (keep).
+func (g *digests) of(d dcm.Desired, keep bool) string {
+	next := g.byBackend
+	if keep || next == nil {
+		next = make(map[*dcm.DesiredBackend]uint64, len(d.Backends))
+	}
+	var sum uint64
+	for _, b := range d.Backends {
+		h, ok := g.byBackend[b]
+		if !ok {
+			h = hash(b)
+		}
+		next[b] = h
+		sum += h
+	}
+	if keep || g.byBackend == nil {
+		g.byBackend = next
+	}
+	sum += hash(d.DefaultCert)
+	return strconv.FormatUint(sum, 16)
+}
+
+// hash is the first 8 bytes of the SHA-256 of v's JSON: the shape the API
+// serves, the same on every replica for the same objects.
+func hash(v any) uint64 {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// The model's types always marshal; should one not, the digest
+		// still changes with the error's text rather than collide.
+		b = []byte(err.Error())
+	}
+	s := sha256.Sum256(b)
+	return binary.BigEndian.Uint64(s[:8])
+}
+
+// markApplied records that HAProxy serves the desired state of the sync
+// in flight; mu held.
+func (e *Engine) markApplied() {
+	e.applied = e.desired
+	e.appliedValid = true
+}
+
+// Status is this replica's account of itself for the fleet view.
+func (e *Engine) Status() dcm.ReplicaStatus {
+	e.mu.Lock()
+	st := dcm.ReplicaStatus{
+		Seq: e.hub.Seq(), Ready: e.ready, Updates: e.updates,
+		HAProxy: dcm.HAProxyInfo{Version: e.driver.Version().String(), PID: e.pid, Started: e.started, Reloads: e.reloads, Running: e.running},
+	}
+	applied, valid := e.applied, e.appliedValid
+	// Set by Run before the first sync, which is before appliedValid.
+	src := e.source
+	e.mu.Unlock()
+	if !valid {
+		return st
+	}
+	// Outside e.mu: the source reports rejections to the engine under
+	// locks of its own.
+	held, _ := src.Desired()
+	e.digestMu.Lock()
+	defer e.digestMu.Unlock()
+	st.Applied = e.digests.of(applied, true)
+	st.Pending = e.digests.of(held, false) != st.Applied
+	return st
+}

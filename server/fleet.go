@@ -1,0 +1,112 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/server/fleet"
+)
+
+// Fleet is what the server needs of the fleet collector (server/fleet).
+type Fleet interface {
+	Fleet(ctx context.Context, token string) dcm.Fleet
+	Expect(ctx context.Context, token string, body any) []fleet.Expected
+	Find(name string) (fleet.Peer, bool)
+	Events(ctx context.Context, token string, p fleet.Peer, since uint64) (fleet.EventsPage, error)
+}
+
+// tokenOf is the token the request proved its identity with: its bearer
+// token, or the one its session was signed in with.
+func tokenOf(c echo.Context) string {
+	if token, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer "); ok {
+		return strings.TrimSpace(token)
+	}
+	if s, ok := c.Get(sessionKey).(*session); ok {
+		return s.token
+	}
+	return ""
+}
+
+// status is this replica's account of itself (GET /api/v1/status), what
+// the other replicas' fleet views read.
+func status(eng Engine) echo.HandlerFunc {
+	return func(c echo.Context) error { return c.JSON(http.StatusOK, eng.Status()) }
+}
+
+// fleetStatus is GET /api/v1/fleet: every replica, asked with the
+// caller's token; without --peers or --peer-service, this one alone.
+func fleetStatus(d Deps) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if d.Fleet == nil {
+			st := d.Engine.Status()
+			f := dcm.Fleet{Replicas: []dcm.Replica{{Name: c.Request().Host, Self: true, Status: &st}}}
+			f.Decide()
+			return c.JSON(http.StatusOK, f)
+		}
+		return c.JSON(http.StatusOK, d.Fleet.Fleet(c.Request().Context(), tokenOf(c)))
+	}
+}
+
+// fleetEvents is GET /api/v1/fleet/events?replica=&since=: a replica's
+// events after since, read with the caller's token (this replica's own
+// without a name), so the what-if page follows every replica's commands
+// and verdict after an Apply.
+func fleetEvents(d Deps) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		since, err := strconv.ParseUint(c.QueryParam("since"), 10, 64)
+		if err != nil && c.QueryParam("since") != "" {
+			return echo.NewHTTPError(http.StatusBadRequest, "since must be a seq")
+		}
+		name := c.QueryParam("replica")
+		var p fleet.Peer
+		if name != "" && d.Fleet != nil {
+			var ok bool
+			if p, ok = d.Fleet.Find(name); !ok {
+				return echo.NewHTTPError(http.StatusNotFound, "no replica "+strconv.Quote(name))
+			}
+		}
+		if name == "" || p.Self {
+			evs, ok := d.Engine.Events(since)
+			return c.JSON(http.StatusOK, eventsOf(evs, ok, since))
+		}
+		page, err := d.Fleet.Events(c.Request().Context(), tokenOf(c), p, since)
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadGateway, name+": "+err.Error())
+		}
+		return c.JSON(http.StatusOK, page)
+	}
+}
+
+// expectRequest is the body of POST /api/v1/expect: a scale another
+// replica is about to make.
+type expectRequest struct {
+	Namespace string `json:"namespace"`
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Replicas  *int32 `json:"replicas"`
+}
+
+// expect is POST /api/v1/expect: another replica is about to scale from
+// a what-if; this one records what it predicts the scale does to its own
+// HAProxy, and later publishes its prediction event like the replica that
+// scales. It answers the seq the prediction starts after.
+func expect(eng Engine) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var req expectRequest
+		if err := c.Bind(&req); err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, "body must be JSON: "+err.Error())
+		}
+		sr := scaleRequest{Namespace: req.Namespace, Kind: req.Kind, Name: req.Name, Replicas: req.Replicas}
+		if err := sr.validate(); err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, err.Error())
+		}
+		seq := eng.Status().Seq
+		eng.Expect(sr.whatifs())
+		return c.JSON(http.StatusOK, map[string]uint64{"seq": seq})
+	}
+}
