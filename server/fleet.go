@@ -41,15 +41,17 @@ func status(eng Engine) echo.HandlerFunc {
 // fleetStatus is GET /api/v1/fleet: every replica, asked with the
 // caller's token; without --peers or --peer-service, this one alone.
 func fleetStatus(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if d.Fleet == nil {
-			st := d.Engine.Status()
-			f := dcm.Fleet{Replicas: []dcm.Replica{{Name: c.Request().Host, Self: true, Status: &st}}}
-			f.Decide()
-			return c.JSON(http.StatusOK, f)
-		}
-		return c.JSON(http.StatusOK, d.Fleet.Fleet(c.Request().Context(), tokenOf(c)))
+	return func(c echo.Context) error { return c.JSON(http.StatusOK, fleetOf(c, d)) }
+}
+
+func fleetOf(c echo.Context, d Deps) dcm.Fleet {
+	if d.Fleet == nil {
+		st := d.Engine.Status()
+		f := dcm.Fleet{Replicas: []dcm.Replica{{Name: c.Request().Host, Self: true, Status: &st}}}
+		f.Decide()
+		return f
 	}
+	return d.Fleet.Fleet(c.Request().Context(), tokenOf(c))
 }
 
 // fleetEvents is GET /api/v1/fleet/events?replica=&since=: a replica's
