@@ -19,11 +19,12 @@ type digests struct {
 	byBackend map[*dcm.DesiredBackend]uint64
 }
 
-// of is d's digest; it forgets the hashes of backends d no longer has
-// when it was asked for the state the engine holds now (keep).
+// of is d's digest. With keep, d is the state the engine holds now: the
+// hashes of its backends are kept and those of any other are forgotten;
+// without, the kept ones are only read (d is a state passing by).
 func (g *digests) of(d dcm.Desired, keep bool) string {
-	next := g.byBackend
-	if keep || next == nil {
+	var next map[*dcm.DesiredBackend]uint64
+	if keep {
 		next = make(map[*dcm.DesiredBackend]uint64, len(d.Backends))
 	}
 	var sum uint64
@@ -32,10 +33,12 @@ func (g *digests) of(d dcm.Desired, keep bool) string {
 		if !ok {
 			h = hash(b)
 		}
-		next[b] = h
+		if keep {
+			next[b] = h
+		}
 		sum += h
 	}
-	if keep || g.byBackend == nil {
+	if keep {
 		g.byBackend = next
 	}
 	sum += hash(d.DefaultCert)
