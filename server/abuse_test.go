@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -30,6 +31,19 @@ var actionBodies = map[string]string{
 	"/api/v1/reload":  `{"reason":"test"}`,
 	"/api/v1/maxconn": `{"maxconn":20000}`,
 	"/api/v1/expect":  `{"namespace":"demo","kind":"Deployment","name":"web","replicas":2}`,
+	// The id is of an expectation an admin made just before (expectID).
+	"/api/v1/expect/:id": ``,
+}
+
+// expectID makes an expectation as an admin and returns its id.
+func expectID(t *testing.T, srvURL string) string {
+	t.Helper()
+	resp, body := call(t, http.DefaultClient, http.MethodPost, srvURL+"/api/v1/expect", adminToken, actionBodies["/api/v1/expect"])
+	var e expected
+	if err := json.Unmarshal([]byte(body), &e); err != nil || resp.StatusCode != http.StatusOK || e.ID == "" {
+		t.Fatalf("POST /api/v1/expect: HTTP %d %s (%v)", resp.StatusCode, body, err)
+	}
+	return e.ID
 }
 
 // readOnlyPosts are the POST routes that change nothing in HAProxy or
@@ -81,6 +95,10 @@ func TestEveryActionIsAuthorized(t *testing.T) {
 			{"admin", adminToken, func(c int) bool { return c >= 200 && c < 300 }},
 		} {
 			t.Run(r.Method+" "+r.Path+"/"+tt.who, func(t *testing.T) {
+				path := path
+				if strings.Contains(path, ":id") {
+					path = strings.Replace(path, ":id", expectID(t, srvURL), 1)
+				}
 				before := eng.changes()
 				resp, got := call(t, http.DefaultClient, r.Method, srvURL+path, tt.token, body)
 				if !tt.want(resp.StatusCode) {

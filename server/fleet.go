@@ -16,6 +16,8 @@ import (
 type Fleet interface {
 	Fleet(ctx context.Context, token string) dcm.Fleet
 	Expect(ctx context.Context, token string, body any) []fleet.Expected
+	// Unexpect takes back the expectations of a scale that failed.
+	Unexpect(ctx context.Context, token string, expected []fleet.Expected)
 	Find(name string) (fleet.Peer, bool)
 	Events(ctx context.Context, token string, p fleet.Peer, since uint64) (fleet.EventsPage, error)
 }
@@ -97,7 +99,7 @@ type expectRequest struct {
 // a what-if; this one records what it predicts the scale does to its own
 // HAProxy, and later publishes its prediction event like the replica that
 // scales. It answers the seq the prediction starts after.
-func expect(eng Engine) echo.HandlerFunc {
+func expect(eng Engine, kept *expects) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		var req expectRequest
 		if err := c.Bind(&req); err != nil {
@@ -108,7 +110,25 @@ func expect(eng Engine) echo.HandlerFunc {
 			return echo.NewHTTPError(http.StatusBadRequest, err.Error())
 		}
 		seq := eng.Status().Seq
-		eng.Expect(sr.whatifs())
-		return c.JSON(http.StatusOK, map[string]uint64{"seq": seq})
+		id := kept.add(eng.Expect(sr.whatifs()))
+		return c.JSON(http.StatusOK, expected{Seq: seq, ID: id})
+	}
+}
+
+// expected answers POST /api/v1/expect: the seq the prediction starts
+// after, and the id that DELETE /api/v1/expect/{id} cancels it by.
+type expected struct {
+	Seq uint64 `json:"seq"`
+	ID  string `json:"id"`
+}
+
+// unexpect is DELETE /api/v1/expect/{id}: the scale the expectation was
+// for failed on the replica that asked for it.
+func unexpect(kept *expects) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !kept.take(c.Param("id")) {
+			return echo.NewHTTPError(http.StatusNotFound, "no such expectation (it expired, or was cancelled)")
+		}
+		return c.NoContent(http.StatusNoContent)
 	}
 }

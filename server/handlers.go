@@ -384,6 +384,9 @@ func scale(d Deps) echo.HandlerFunc {
 		}
 		if err := scaler.SetScale(c.Request().Context(), req.Namespace, req.Kind, req.Name, *req.Replicas); err != nil {
 			cancel()
+			if d.Fleet != nil {
+				d.Fleet.Unexpect(c.Request().Context(), tokenOf(c), peers)
+			}
 			log.Warn("scale failed", "namespace", req.Namespace, "kind", req.Kind, "name", req.Name, "err", err)
 			return echo.NewHTTPError(http.StatusBadGateway, err.Error())
 		}

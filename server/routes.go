@@ -55,7 +55,9 @@ func routes(e *echo.Echo, d Deps, sessions *sessions) {
 	api.GET("/fleet", fleetStatus(d), read)
 	api.GET("/fleet/events", fleetEvents(d), read)
 	// Another replica's Apply: as much a change as the scale it precedes.
-	api.POST("/expect", expect(d.Engine), act)
+	kept := newExpects()
+	api.POST("/expect", expect(d.Engine, kept), act)
+	api.DELETE("/expect/:id", unexpect(kept), act)
 	api.POST("/backends/:backend/servers/:server/state", serverState(d.Engine), act)
 	api.POST("/backends/:backend/servers/:server/weight", serverWeight(d.Engine), act)
 	api.POST("/reload", reload(d.Engine), act)

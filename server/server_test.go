@@ -99,7 +99,11 @@ func (f *fakeEngine) Expect([]dcm.WhatIf) func() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.expects++
-	return func() {}
+	return func() { // a cancelled expectation counts as a change too
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.expects++
+	}
 }
 
 // changes counts the actions and expectations recorded.

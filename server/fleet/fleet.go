@@ -132,6 +132,8 @@ type Expected struct {
 	Self  bool   `json:"self"`
 	Seq   uint64 `json:"seq"`
 	Error string `json:"error,omitempty"`
+	// id cancels it on the peer (Unexpect); not shown to browsers.
+	id string
 }
 
 // Expect asks every other replica to record what body (a scale, POST
@@ -151,16 +153,35 @@ func (c *Collector) Expect(ctx context.Context, token string, body any) []Expect
 			defer wg.Done()
 			var reply struct {
 				Seq uint64 `json:"seq"`
+				ID  string `json:"id"`
 			}
 			if err := c.call(ctx, token, http.MethodPost, out[i].URL, "/api/v1/expect", body, &reply); err != nil {
 				out[i].Error = err.Error()
 				return
 			}
-			out[i].Seq = reply.Seq
+			out[i].Seq, out[i].id = reply.Seq, reply.ID
 		}()
 	}
 	wg.Wait()
 	return out
+}
+
+// Unexpect takes back, on each peer, the expectation Expect recorded
+// there: the scale failed, no command will follow.
+func (c *Collector) Unexpect(ctx context.Context, token string, expected []Expected) {
+	var wg sync.WaitGroup
+	for _, e := range expected {
+		if e.id == "" || e.Error != "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A peer that cannot be reached settles it at its deadline.
+			_ = c.call(ctx, token, http.MethodDelete, e.URL, "/api/v1/expect/"+url.PathEscape(e.id), nil, nil)
+		}()
+	}
+	wg.Wait()
 }
 
 // EventsPage is GET /api/v1/events's answer.
@@ -222,6 +243,9 @@ func (c *Collector) call(ctx context.Context, token, method, base, path string, 
 			msg = http.StatusText(resp.StatusCode)
 		}
 		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)
+	}
+	if into == nil {
+		return nil
 	}
 	if err := json.Unmarshal(b, into); err != nil {
 		return fmt.Errorf("not dcm's answer: %w", err)

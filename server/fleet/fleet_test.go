@@ -29,7 +29,9 @@ func peerServer(t *testing.T, st dcm.ReplicaStatus) (*httptest.Server, *[]string
 		case "/api/v1/status":
 			_ = json.NewEncoder(w).Encode(st)
 		case "/api/v1/expect":
-			_ = json.NewEncoder(w).Encode(map[string]uint64{"seq": st.Seq})
+			_ = json.NewEncoder(w).Encode(map[string]any{"seq": st.Seq, "id": "x1"})
+		case "/api/v1/expect/x1":
+			w.WriteHeader(http.StatusNoContent)
 		case "/api/v1/events":
 			_ = json.NewEncoder(w).Encode(EventsPage{Events: []dcm.Event{{Seq: st.Seq + 1, Type: dcm.EventPrediction}}, Complete: true, Seq: st.Seq + 1})
 		default:
@@ -84,6 +86,8 @@ func TestFleetAsksEveryPeerWithTheToken(t *testing.T) {
 	}
 }
 
+// TestExpectAndEventsGoToThePeers: an expectation is recorded on each
+// peer, taken back by its id, and a peer's events are read with the token.
 func TestExpectAndEventsGoToThePeers(t *testing.T) {
 	b, asked := peerServer(t, status(20, "abc"))
 	self := "http://127.0.0.1:1"
@@ -103,7 +107,8 @@ func TestExpectAndEventsGoToThePeers(t *testing.T) {
 	if l := c.List(); len(l) != 2 || !l[0].Self || l[0].Name != "127.0.0.1:1" {
 		t.Errorf("a list without this replica gets it first, named by its address: %+v", l)
 	}
-	if want := "POST /api/v1/expect,GET /api/v1/events?since=7"; strings.Join(*asked, ",") != want {
+	c.Unexpect(context.Background(), token, got)
+	if want := "POST /api/v1/expect,GET /api/v1/events?since=7,DELETE /api/v1/expect/x1"; strings.Join(*asked, ",") != want {
 		t.Errorf("b was asked %q, want %q", strings.Join(*asked, ","), want)
 	}
 }
