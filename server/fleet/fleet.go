@@ -10,6 +10,8 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,7 +56,26 @@ type Collector struct {
 	selfURL string
 	client  *http.Client
 	timeout time.Duration
+
+	// refused remembers, by peer and token, a peer's 401 for a while: a
+	// peer counts wrong tokens by client address, and this replica is that
+	// address for every user, so asking again each second with a token
+	// the peer does not know would soon have it refuse everyone's.
+	mu      sync.Mutex
+	refused map[string]refusal
+	now     func() time.Time
 }
+
+type refusal struct {
+	err   error
+	until time.Time
+}
+
+// refusedFor is how long a peer's 401 for a token is taken as its answer.
+const refusedFor = time.Minute
+
+// maxRefused bounds the refusals remembered.
+const maxRefused = 10000
 
 // New returns a collector over peers; self is this replica's own status
 // and selfURL its portal (for the replica's own line when peers do not
@@ -63,7 +84,8 @@ func New(peers Peers, self func() dcm.ReplicaStatus, selfURL string, client *htt
 	if client == nil {
 		client = &http.Client{}
 	}
-	return &Collector{peers: peers, self: self, selfURL: selfURL, client: client, timeout: DefaultTimeout}
+	return &Collector{peers: peers, self: self, selfURL: selfURL, client: client, timeout: DefaultTimeout,
+		refused: map[string]refusal{}, now: time.Now}
 }
 
 // List is the replicas, this one first and once, the others by name.
@@ -198,8 +220,49 @@ func (c *Collector) Events(ctx context.Context, token string, p Peer, since uint
 	return page, err
 }
 
-// call makes one bounded request to a peer's API with the user's token.
+// call makes one bounded request to a peer's API with the user's token,
+// unless the peer refused that token lately.
 func (c *Collector) call(ctx context.Context, token, method, base, path string, body, into any) error {
+	sum := sha256.Sum256([]byte(token))
+	key := base + " " + hex.EncodeToString(sum[:])
+	c.mu.Lock()
+	r, ok := c.refused[key]
+	c.mu.Unlock()
+	if ok && c.now().Before(r.until) {
+		return r.err
+	}
+	err := c.do(ctx, token, method, base, path, body, into)
+	var re *refusedError
+	if errors.As(err, &re) {
+		c.remember(key, err)
+	}
+	return err
+}
+
+// remember keeps a peer's refusal of a token for refusedFor.
+func (c *Collector) remember(key string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if len(c.refused) >= maxRefused {
+		for k, r := range c.refused {
+			if now.After(r.until) {
+				delete(c.refused, k)
+			}
+		}
+	}
+	if len(c.refused) < maxRefused {
+		c.refused[key] = refusal{err: err, until: now.Add(refusedFor)}
+	}
+}
+
+// refusedError is a peer's 401: it does not know the token.
+type refusedError struct{ msg string }
+
+func (e *refusedError) Error() string { return e.msg }
+
+// do is one request.
+func (c *Collector) do(ctx context.Context, token, method, base, path string, body, into any) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	var rd io.Reader
@@ -241,6 +304,9 @@ func (c *Collector) call(ctx context.Context, token, method, base, path string, 
 		msg := e.Message + e.Error
 		if msg == "" {
 			msg = http.StatusText(resp.StatusCode)
+		}
+		if resp.StatusCode == http.StatusUnauthorized {
+			return &refusedError{msg: fmt.Sprintf("HTTP 401: %s (not asked again for %s)", msg, refusedFor)}
 		}
 		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dcm-router/dcm/dcm"
 )
@@ -83,6 +84,21 @@ func TestFleetAsksEveryPeerWithTheToken(t *testing.T) {
 	refused := c.Fleet(context.Background(), "another-token-0123456789")
 	if e := refused.Replicas[1].Error; !strings.Contains(e, "HTTP 401") || !strings.Contains(e, "bearer token") {
 		t.Errorf("with a token b refuses, its error is %q, want b's 401 and message", e)
+	}
+	// b counts wrong tokens by address, and this replica is the address
+	// of every user: a refused token is not sent again for a while.
+	before := len(*asked)
+	again := c.Fleet(context.Background(), "another-token-0123456789")
+	if len(*asked) != before || again.Replicas[1].Error != refused.Replicas[1].Error {
+		t.Errorf("a token b refused was sent again (%d requests more), or the refusal changed: %q", len(*asked)-before, again.Replicas[1].Error)
+	}
+	c.now = func() time.Time { return time.Now().Add(refusedFor + time.Second) }
+	c.Fleet(context.Background(), "another-token-0123456789")
+	if len(*asked) != before+1 {
+		t.Errorf("after %s the token is not asked again", refusedFor)
+	}
+	if f := c.Fleet(context.Background(), token); f.Replicas[1].Status == nil {
+		t.Errorf("the right token is still answered: %+v", f.Replicas[1])
 	}
 }
 
