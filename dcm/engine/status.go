@@ -74,17 +74,26 @@ func (e *Engine) Status() dcm.ReplicaStatus {
 	}
 	applied, valid := e.applied, e.appliedValid
 	// Set by Run before the first sync, which is before appliedValid.
-	src := e.source
+	src, _ := e.source.(currentSource)
 	e.mu.Unlock()
 	if !valid {
 		return st
 	}
-	// Outside e.mu: the source reports rejections to the engine under
-	// locks of its own.
-	held, _ := src.Desired()
 	e.digestMu.Lock()
 	defer e.digestMu.Unlock()
 	st.Applied = e.digests.of(applied, true)
-	st.Pending = e.digests.of(held, false) != st.Applied
+	if src != nil {
+		// Outside e.mu: the source reports rejections to the engine
+		// under locks of its own.
+		st.Pending = e.digests.of(src.Current(), false) != st.Applied
+	}
 	return st
+}
+
+// currentSource is a Source that can say what it holds without taking
+// the engine's next Desired from it (Desired hands over when the oldest
+// change was seen, which the engine's latency figures need). A source
+// without it reports nothing pending.
+type currentSource interface {
+	Current() dcm.Desired
 }
