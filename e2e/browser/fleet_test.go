@@ -56,7 +56,8 @@ func TestFleetTwoReplicasApplyWaitsForBoth(t *testing.T) {
 	if n := eval[int](t, tab, `document.querySelectorAll('#fleet-rows tr').length`); n != 2 {
 		t.Errorf("the overview lists %d replicas, want 2 (each once)", n)
 	}
-	screenshot(t, tab, "fleet-overview")
+	eval[bool](t, tab, `(document.getElementById('fleet').scrollIntoView({ block: 'center' }), true)`)
+	readmeShot(t, tab, "fleet")
 
 	wt := openWhatIf(t, a)
 	preview(t, wt, 5)
@@ -79,7 +80,8 @@ func TestFleetTwoReplicasApplyWaitsForBoth(t *testing.T) {
 	if !eval[bool](t, wt.Context, `document.getElementById('wi-apply').disabled`) {
 		t.Error("Apply is offered again while a replica has not applied the last one")
 	}
-	screenshot(t, wt.Context, "fleet-whatif-waiting")
+	eval[bool](t, wt.Context, `(document.getElementById('compare').scrollIntoView({ block: 'center' }), true)`)
+	readmeShot(t, wt.Context, "fleet-whatif")
 	resume()
 	waitFor(t, wt.Context, "every replica applied the scale", 45*time.Second,
 		`(() => { const v = document.getElementById('cmp-verdict'); return v.dataset.replicas === '2' && v.dataset.applied === '2'; })()`,
