@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"slices"
 	"strconv"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -17,17 +18,26 @@ import (
 // their order does not matter.
 type digests struct {
 	byBackend map[*dcm.DesiredBackend]uint64
+	// kept and keptSum are the backends of the state kept and the sum of
+	// their hashes: the fleet view asks every second, mostly of a state
+	// that has not changed, and comparing pointers is cheaper than a map.
+	kept    []*dcm.DesiredBackend
+	keptSum uint64
 }
 
 // of is d's digest. With keep, d is the state the engine holds now: the
 // hashes of its backends are kept and those of any other are forgotten;
 // without, the kept ones are only read (d is a state passing by).
 func (g *digests) of(d dcm.Desired, keep bool) string {
+	sum := hash(d.DefaultCert)
+	if g.kept != nil && slices.Equal(d.Backends, g.kept) {
+		return strconv.FormatUint(sum+g.keptSum, 16)
+	}
 	var next map[*dcm.DesiredBackend]uint64
 	if keep {
 		next = make(map[*dcm.DesiredBackend]uint64, len(d.Backends))
 	}
-	var sum uint64
+	var backends uint64
 	for _, b := range d.Backends {
 		h, ok := g.byBackend[b]
 		if !ok {
@@ -36,13 +46,12 @@ func (g *digests) of(d dcm.Desired, keep bool) string {
 		if keep {
 			next[b] = h
 		}
-		sum += h
+		backends += h
 	}
 	if keep {
-		g.byBackend = next
+		g.byBackend, g.kept, g.keptSum = next, d.Backends, backends
 	}
-	sum += hash(d.DefaultCert)
-	return strconv.FormatUint(sum, 16)
+	return strconv.FormatUint(sum+backends, 16)
 }
 
 // hash is the first 8 bytes of the SHA-256 of v's JSON: the shape the API

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -62,4 +64,35 @@ func TestStatusFollowsWhatIsApplied(t *testing.T) {
 	if want := other.of(web(withoutB), true); next.Applied != want {
 		t.Errorf("applied %s, want the digest of the state applied, %s", next.Applied, want)
 	}
+}
+
+// BenchmarkStatusDigest10000: the fleet view's Status at 10,000 backends,
+// of a state already digested (the common case: nothing changed since the
+// last second), and after one backend changed.
+func BenchmarkStatusDigest10000(b *testing.B) {
+	routes := map[string][]dcm.Endpoint{}
+	for i := range 10000 {
+		routes[fmt.Sprintf("app-%05d", i)] = []dcm.Endpoint{testEndpoint(fmt.Sprintf("app-%05d-a", i), "127.0.0.1", dcm.StateReady)}
+	}
+	d := desiredOf(routes)
+	var g digests
+	g.of(d, true)
+	b.Run("unchanged", func(b *testing.B) {
+		for b.Loop() {
+			g.of(d, true)
+		}
+	})
+	// A new state each time, as the source makes one (states are never
+	// changed once handed out): its slice copied, one backend replaced.
+	b.Run("one-changed", func(b *testing.B) {
+		cur := d
+		for i := 0; b.Loop(); i++ {
+			next := cur
+			next.Backends = slices.Clone(cur.Backends)
+			nb := *next.Backends[i%len(next.Backends)]
+			next.Backends[i%len(next.Backends)] = &nb
+			g.of(next, true)
+			cur = next
+		}
+	})
 }
