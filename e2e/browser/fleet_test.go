@@ -73,7 +73,7 @@ func TestFleetTwoReplicasApplyWaitsForBoth(t *testing.T) {
 		t.Fatal(err)
 	}
 	applyPreview(t, wt, 5)
-	waitFor(t, wt.Context, "the page waits for replica b, a having applied the scale", 3*time.Second, fmt.Sprintf(`(() => {
+	waitFor(t, wt.Context, "the page waits for replica b, a having applied the scale", 4*time.Second, fmt.Sprintf(`(() => {
 		const v = document.getElementById('cmp-verdict');
 		return v.dataset.applied === '1' && v.dataset.match === '' && v.textContent.includes('Waiting for 1 of 2 replicas') && v.textContent.includes(%s);
 	})()`, jsString(nameB)), `document.getElementById('compare').innerText`)
