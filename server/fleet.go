@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -47,13 +48,30 @@ func fleetStatus(d Deps) echo.HandlerFunc {
 }
 
 func fleetOf(c echo.Context, d Deps) dcm.Fleet {
+	return fleetWithin(c, d, 0)
+}
+
+// pageFleetWait bounds how long the overview's rendering waits for the
+// other replicas: a peer that does not answer shows as unreachable, and
+// the script reads the fleet again a second later.
+const pageFleetWait = time.Second
+
+// fleetWithin is fleetOf, waiting at most wait for the peers (0: the
+// collector's own bound per request).
+func fleetWithin(c echo.Context, d Deps, wait time.Duration) dcm.Fleet {
 	if d.Fleet == nil {
 		st := d.Engine.Status()
 		f := dcm.Fleet{Replicas: []dcm.Replica{{Name: c.Request().Host, Self: true, Status: &st}}}
 		f.Decide()
 		return f
 	}
-	return d.Fleet.Fleet(c.Request().Context(), tokenOf(c))
+	ctx := c.Request().Context()
+	if wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
+	return d.Fleet.Fleet(ctx, tokenOf(c))
 }
 
 // fleetEvents is GET /api/v1/fleet/events?replica=&since=: a replica's
