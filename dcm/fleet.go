@@ -70,3 +70,13 @@ func (f *Fleet) Decide() {
 	}
 	f.InStep = agree && answered == len(f.Replicas) && answered > 0
 }
+
+// EventsPage is the body of GET /api/v1/events (and of a replica's events
+// through GET /api/v1/fleet/events).
+type EventsPage struct {
+	Events []Event `json:"events"`
+	// Complete is false when events after since are no longer kept; take a
+	// snapshot instead.
+	Complete bool   `json:"complete"`
+	Seq      uint64 `json:"seq"`
+}

@@ -20,7 +20,7 @@ type Fleet interface {
 	// Unexpect takes back the expectations of a scale that failed.
 	Unexpect(ctx context.Context, token string, expected []fleet.Expected)
 	Find(name string) (fleet.Peer, bool)
-	Events(ctx context.Context, token string, p fleet.Peer, since uint64) (fleet.EventsPage, error)
+	Events(ctx context.Context, token string, p fleet.Peer, since uint64) (dcm.EventsPage, error)
 }
 
 // tokenOf is the token the request proved its identity with: its bearer

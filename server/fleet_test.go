@@ -52,9 +52,9 @@ func (f *fakeFleet) Find(name string) (fleet.Peer, bool) {
 	return fleet.Peer{Name: name, URL: "http://b"}, name == "b"
 }
 
-func (f *fakeFleet) Events(_ context.Context, token string, _ fleet.Peer, since uint64) (fleet.EventsPage, error) {
+func (f *fakeFleet) Events(_ context.Context, token string, _ fleet.Peer, since uint64) (dcm.EventsPage, error) {
 	f.saw(token)
-	return fleet.EventsPage{Seq: since + 1, Complete: true, Events: []dcm.Event{{Seq: since + 1, Type: dcm.EventPrediction}}}, nil
+	return dcm.EventsPage{Seq: since + 1, Complete: true, Events: []dcm.Event{{Seq: since + 1, Type: dcm.EventPrediction}}}, nil
 }
 
 // TestFleetUsesTheCallersToken: the fleet is read with the bearer token of

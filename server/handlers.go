@@ -116,15 +116,6 @@ func pathParam(c echo.Context, name string) string {
 	return v
 }
 
-// eventsPage is the body of GET /api/v1/events.
-type eventsPage struct {
-	Events []dcm.Event `json:"events"`
-	// Complete is false when events after since are no longer kept; take a
-	// snapshot instead.
-	Complete bool   `json:"complete"`
-	Seq      uint64 `json:"seq"`
-}
-
 func events(eng Engine) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		since, err := strconv.ParseUint(c.QueryParam("since"), 10, 64)
@@ -136,11 +127,11 @@ func events(eng Engine) echo.HandlerFunc {
 	}
 }
 
-func eventsOf(evs []dcm.Event, complete bool, since uint64) eventsPage {
+func eventsOf(evs []dcm.Event, complete bool, since uint64) dcm.EventsPage {
 	if evs == nil {
 		evs = []dcm.Event{}
 	}
-	page := eventsPage{Events: evs, Complete: complete, Seq: since}
+	page := dcm.EventsPage{Events: evs, Complete: complete, Seq: since}
 	if len(evs) > 0 {
 		page.Seq = evs[len(evs)-1].Seq
 	}

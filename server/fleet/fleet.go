@@ -206,16 +206,9 @@ func (c *Collector) Unexpect(ctx context.Context, token string, expected []Expec
 	wg.Wait()
 }
 
-// EventsPage is GET /api/v1/events's answer.
-type EventsPage struct {
-	Events   []dcm.Event `json:"events"`
-	Complete bool        `json:"complete"`
-	Seq      uint64      `json:"seq"`
-}
-
 // Events reads a peer's events after since with token.
-func (c *Collector) Events(ctx context.Context, token string, p Peer, since uint64) (EventsPage, error) {
-	var page EventsPage
+func (c *Collector) Events(ctx context.Context, token string, p Peer, since uint64) (dcm.EventsPage, error) {
+	var page dcm.EventsPage
 	err := c.call(ctx, token, http.MethodGet, p.URL, "/api/v1/events?since="+strconv.FormatUint(since, 10), nil, &page)
 	return page, err
 }

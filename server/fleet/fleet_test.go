@@ -34,7 +34,7 @@ func peerServer(t *testing.T, st dcm.ReplicaStatus) (*httptest.Server, *[]string
 		case "/api/v1/expect/x1":
 			w.WriteHeader(http.StatusNoContent)
 		case "/api/v1/events":
-			_ = json.NewEncoder(w).Encode(EventsPage{Events: []dcm.Event{{Seq: st.Seq + 1, Type: dcm.EventPrediction}}, Complete: true, Seq: st.Seq + 1})
+			_ = json.NewEncoder(w).Encode(dcm.EventsPage{Events: []dcm.Event{{Seq: st.Seq + 1, Type: dcm.EventPrediction}}, Complete: true, Seq: st.Seq + 1})
 		default:
 			http.NotFound(w, r)
 		}
