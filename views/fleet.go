@@ -10,10 +10,10 @@ import (
 // computes the same from GET /api/v1/fleet.
 type ReplicaRow struct {
 	Name, Version, PID, Seq, Reloads, Applied, State, Detail string
-	Self                                                       bool
+	Self                                                     bool
 }
 
-// Rows are the fleet's lines.
+// FleetRows are the fleet's lines.
 func FleetRows(f dcm.Fleet) []ReplicaRow {
 	out := make([]ReplicaRow, 0, len(f.Replicas))
 	for _, r := range f.Replicas {
