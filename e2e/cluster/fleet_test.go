@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -160,4 +162,101 @@ func TestFleetOfTwoReplicas(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// forwardFromPod accepts at the pod address 10.X.254.y:8080 and forwards
+// each connection to to (a replica's portal on loopback): the replica as
+// the pod network sees it, for EndpointSlices the API server accepts.
+func forwardFromPod(t *testing.T, y byte, to string) string {
+	t.Helper()
+	l := podListener(t, 254, y, 8080)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer in.Close()
+				out, err := net.DialTimeout("tcp", to, 5*time.Second)
+				if err != nil {
+					return
+				}
+				defer out.Close()
+				go func() { _, _ = io.Copy(out, in) }()
+				_, _ = io.Copy(in, out)
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).IP.String()
+}
+
+// peerSlice is the EndpointSlice of Service ns/dcm-peers for one replica:
+// pod name, its address, the portal's port named api.
+func peerSlice(t *testing.T, ns, pod, addr string) {
+	t.Helper()
+	name, port, ready := "api", int32(8080), true
+	s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dcm-peers-" + pod,
+		Labels: map[string]string{discoveryv1.LabelServiceName: "dcm-peers"}},
+		AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{addr}, Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod}}}}
+	if _, err := env.admin.DiscoveryV1().EndpointSlices(ns).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFleetFoundThroughEndpointSlices: with --peer-service, each replica
+// finds the others in the real API server's EndpointSlices of the Service
+// (read with deploy/'s ServiceAccount), itself by its pod's name
+// ($POD_NAME): each lists both replicas once, by pod name, in step. The
+// pods' addresses are in the test's pod network, forwarded to the
+// replicas' portals on loopback.
+func TestFleetFoundThroughEndpointSlices(t *testing.T) {
+	ns := kapitest.Namespace(t, env.admin)
+	host := "peers." + ns + ".test"
+	createApp(t, ns, "peers", 1, host, "/")
+	if err := kapitest.Apply(context.Background(), env.admin, deployFile("portal-rbac.yaml")); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	viewer := bindPortalRole(t, ns, "viewer", "dcm-viewer")
+	replica := func(pod string) *harness.Stack {
+		// Read by New (kube.SelfPod), as a pod's downward API sets it.
+		t.Setenv("POD_NAME", pod)
+		o := dcmOptions(t, ns)
+		base := o.Config
+		o.Config = func(c *system.Config) { base(c); c.PeerService = ns + "/dcm-peers:api" }
+		return harness.Start(t, o)
+	}
+	a := replica("replica-a")
+	b := replica("replica-b")
+	peerSlice(t, ns, "replica-a", forwardFromPod(t, 10, a.System.PortalAddr()))
+	peerSlice(t, ns, "replica-b", forwardFromPod(t, 11, b.System.PortalAddr()))
+	a.Serves(host, "/", 1, readyPods(ns, "peers"))
+	b.Serves(host, "/", 1, readyPods(ns, "peers"))
+	for _, s := range []struct {
+		stack *harness.Stack
+		self  string
+	}{{a, "replica-a"}, {b, "replica-b"}} {
+		var f dcm.Fleet
+		s.stack.Eventually(s.self+"'s fleet view lists both replicas by pod", 15*time.Second, func() error {
+			if code := fleetAPI(t, "GET", s.stack.PortalURL+"/api/v1/fleet", viewer, "", &f); code != 200 {
+				return fmt.Errorf("HTTP %d", code)
+			}
+			if !f.InStep || len(f.Replicas) != 2 {
+				return fmt.Errorf("%+v", f)
+			}
+			return nil
+		})
+		if r := f.Replicas[0]; r.Name != s.self || !r.Self {
+			t.Errorf("%s lists itself first as %+v", s.self, r)
+		}
+		pids := map[string]int{"replica-a": a.WorkerPID(), "replica-b": b.WorkerPID()}
+		for _, r := range f.Replicas {
+			if r.Status == nil || r.Status.HAProxy.PID != pids[r.Name] {
+				t.Errorf("%s lists %+v, want worker %d", s.self, r, pids[r.Name])
+			}
+		}
+	}
 }
