@@ -201,6 +201,8 @@ func validateMapValue(t dcm.MapTable, key, value string) error {
 		return validateRateLimitEntry(key, value)
 	case t == dcm.MapHeaders:
 		return routing.ValidateHeaderValue("header actions", value)
+	case t.Gateway():
+		return routing.ValidateGatewayValue(t, "gateway", value)
 	case t.Insecure():
 		return routing.ValidateInsecureAction("insecure action", value)
 	case t.Setting():

@@ -79,6 +79,9 @@ func WriteFiles(dir string, f Files, prev Files) (err error) {
 		if err := st.add(filepath.Join(dir, AllowlistLuaName), AllowlistLua(), 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", AllowlistLuaName, err)
 		}
+		if err := st.add(filepath.Join(dir, GatewayLuaName), GatewayLua(), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", GatewayLuaName, err)
+		}
 	}
 	gone, err := stageBackends(&st, dir, f, prev)
 	if err != nil {

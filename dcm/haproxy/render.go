@@ -278,6 +278,7 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 		renderRouting(w, s, true)
 		renderHSTS(w)
 	}
+	renderGatewayFrontends(w, s)
 	renderRateLimitTable(w)
 	// A request no route matches: the 503 page of http-error, as
 	// OpenShift's router answers it. It reads no map: the HTTP frontends
@@ -532,6 +533,9 @@ func (s Settings) validate() error {
 	}
 	if s.HardStopAfter < 0 {
 		return fmt.Errorf("hard-stop-after %s: negative", s.HardStopAfter)
+	}
+	if err := validateGatewayBinds(s.Gateway); err != nil {
+		return err
 	}
 	return s.validateHTTP()
 }

@@ -52,7 +52,7 @@ func patchMaps(old mapLines, files map[string][]byte, backends []*dcm.Backend, c
 		if routing.Chunked(b) {
 			return nil, nil, false, nil
 		}
-		hosts[b.Route.Host] = true
+		hosts[routing.GatewayGroup(b.Route)] = true
 	}
 	// A key the maps lose is one the moved backends held and no backend of
 	// their hosts holds now; a key they gain or repoint is one a backend
@@ -60,7 +60,7 @@ func patchMaps(old mapLines, files map[string][]byte, backends []*dcm.Backend, c
 	before := ch.gone
 	var after []*dcm.Backend
 	for _, b := range backends {
-		if hosts[b.Route.Host] {
+		if hosts[routing.GatewayGroup(b.Route)] {
 			after = append(after, b)
 		}
 	}

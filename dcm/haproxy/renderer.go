@@ -105,6 +105,7 @@ type routeKey struct {
 	balance                                    string
 	retiring                                   bool
 	sticky                                     bool // the cookie maps' entries
+	gateway                                    string
 }
 
 func keyOf(b *dcm.Backend) routeKey {
@@ -112,7 +113,7 @@ func keyOf(b *dcm.Backend) routeKey {
 	return routeKey{backend: b.Name, slot: b.Slot, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
 		kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: routing.InsecureAction(rt),
 		rateLimit: rt.RateLimitValue(), http: rt.HTTP, headers: routing.HeaderValue(rt), sticky: rt.Sticky,
-		allowlist: strings.Join(rt.Allowlist, ",")}
+		allowlist: strings.Join(rt.Allowlist, ","), gateway: gatewaySignature(rt)}
 }
 
 // NewRenderer returns a Renderer with an empty cache.

@@ -1,0 +1,223 @@
+package haproxy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/plan"
+)
+
+// gwPod is a pod that answers with its name, the path, query and host it
+// got, and the request headers it was asked to show (?show=a,b).
+func gwPod(t *testing.T, ip, name string) dcm.Endpoint {
+	t.Helper()
+	l, err := net.Listen("tcp", ip+":0")
+	mustf(t, err, "listen")
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var hs []string
+		for _, h := range []string{"X-Gw-Set", "X-Gw-Add", "X-Gw-Keep", "X-Gw-Drop"} {
+			if v := r.Header.Values(h); len(v) > 0 {
+				hs = append(hs, h+"="+strings.Join(v, "+"))
+			}
+		}
+		w.Header().Set("X-Pod-Header", "pod")
+		fmt.Fprintf(w, "%s %s %s %s", name, r.URL.RequestURI(), r.Host, strings.Join(hs, ";"))
+	}), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	a := l.Addr().(*net.TCPAddr)
+	return dcm.Endpoint{Name: name + ":http", Addr: a.IP.String(), Port: a.Port, Weight: 1, State: dcm.StateReady, Pod: name}
+}
+
+// gwBackend is the desired backend of one Gateway route on bind.
+func gwBackend(name, bind, rank string, hosts []string, f *dcm.HTTPFilters, eps []dcm.Endpoint, ms ...dcm.HTTPMatch) dcm.DesiredBackend {
+	r := dcm.Route{Namespace: "gw", Name: name, Source: dcm.SourceHTTPRoute, Object: name, Kind: dcm.KindHTTP,
+		Services: []dcm.ServiceRef{{Name: name, Port: "80", Weight: 1}}, Balance: dcm.BalanceRoundRobin,
+		Gateway: &dcm.GatewayRoute{Gateway: "gw/gw", Listener: "http", Bind: bind, Hostnames: hosts, Matches: ms, Filters: f, Rank: rank}}
+	return dcm.DesiredBackend{Name: r.BackendName(), Route: r, Endpoints: eps}.WithUpstreamNames()
+}
+
+func prefix(p string) dcm.HTTPMatch { return dcm.HTTPMatch{PathType: dcm.GatewayPathPrefix, Path: p} }
+func exact(p string) dcm.HTTPMatch  { return dcm.HTTPMatch{PathType: dcm.GatewayPathExact, Path: p} }
+
+// gwReq is one request and what it must get.
+type gwReq struct {
+	method, url, host string
+	hdr               map[string]string
+	code              int
+	body              string // the answer starts with it
+	header            string // "Name: value" the response must carry
+}
+
+func gwDo(t *testing.T, r gwReq) (int, string, http.Header) {
+	t.Helper()
+	method := r.method
+	if method == "" {
+		method = "GET"
+	}
+	req, err := http.NewRequest(method, r.url, nil)
+	mustf(t, err, "request")
+	req.Host = r.host
+	for k, v := range r.hdr {
+		req.Header.Set(k, v)
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s (Host %s): %v", method, r.url, r.host, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), resp.Header
+}
+
+func gwCheck(t *testing.T, reqs []gwReq) {
+	t.Helper()
+	for _, r := range reqs {
+		code, body, h := gwDo(t, r)
+		if code != r.code || !strings.HasPrefix(body, r.body) {
+			t.Errorf("%s %s Host %s %v: got %d %q, want %d %q", r.method, r.url, r.host, r.hdr, code, body, r.code, r.body)
+		}
+		if r.header != "" {
+			name, want, _ := strings.Cut(r.header, ": ")
+			if got := strings.Join(h.Values(name), ","); got != want {
+				t.Errorf("%s %s Host %s: header %s %q, want %q", r.method, r.url, r.host, name, got, want)
+			}
+		}
+	}
+}
+
+// gwRun starts HAProxy with Gateway binds and moves it from desired state
+// to desired state with the planner's plans, each without a reload (same
+// worker, same reload count), the runtime maps equal to the files.
+type gwRun struct {
+	t     *testing.T
+	d     *Driver
+	st    dcm.State
+	caps  dcm.Caps
+	pid   int
+	front string
+}
+
+func startGateway(t *testing.T, addr string, desired dcm.Desired) *gwRun {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 16, RuntimeCerts: true}
+	st := plan.Fresh(desired, caps)
+	d, front := startDriver(t, st, func(c *DriverConfig) {
+		c.Settings.Gateway = dcm.GatewayBinds{Addresses: []string{addr}, HTTPPorts: []int{18080}}
+	})
+	return &gwRun{t: t, d: d, st: st, caps: caps, pid: workerPID(t, d), front: front}
+}
+
+func (g *gwRun) apply(desired dcm.Desired) {
+	g.t.Helper()
+	p := plan.Compute(g.st, desired, g.caps)
+	if p.Reload {
+		g.t.Fatalf("the change reloads: %v", p.Reasons)
+	}
+	mustf(g.t, g.d.Apply(context.Background(), p.Ops, p.Next), "apply %v", p.Ops)
+	mustf(g.t, g.d.Write(p.Next), "write")
+	g.st = p.Next
+	filesEqualRuntime(g.t, g.d)
+	if pid := workerPID(g.t, g.d); pid != g.pid {
+		g.t.Fatalf("the worker changed: %d, was %d", pid, g.pid)
+	}
+	if q := plan.Compute(g.st, desired, g.caps); len(q.Ops) > 0 || q.Reload {
+		g.t.Fatalf("not idempotent: %v", q.Ops)
+	}
+}
+
+func desiredOf(bs ...dcm.DesiredBackend) dcm.Desired {
+	sort.Slice(bs, func(i, j int) bool { return bs[i].Name < bs[j].Name })
+	return dcm.Desired{Backends: dcm.DesiredList(bs...)}
+}
+
+// TestGatewayMatching: Gateway routes added to a running HAProxy are
+// served on their bind by the Gateway API's matching and precedence —
+// exact host before the longest wildcard before any host, exact path
+// before the longest prefix, method, headers, query, then rank — with
+// 404 when nothing matches and 500 for an unresolved rule; an Ingress
+// route is not served on the Gateway bind nor a Gateway route on the
+// Ingress bind; and every change, deletions too, without a reload.
+func TestGatewayMatching(t *testing.T) {
+	t.Parallel()
+	const addr = "127.0.20.1"
+	bind := addr + ":18080"
+	url := "http://" + bind
+	ing := route("ns", "ing", "ing.example", "/", dcm.PathPrefix)
+	ingEP := gwPod(t, "127.0.0.1", "ingress-pod")
+	ingB := dcm.DesiredBackend{Name: ing.BackendName(), Route: ing, Endpoints: []dcm.Endpoint{ingEP}}.WithUpstreamNames()
+	g := startGateway(t, addr, desiredOf(ingB))
+	ep := func(n string) []dcm.Endpoint { return []dcm.Endpoint{gwPod(t, "127.0.0.1", n)} }
+
+	withHeader := exact("/m")
+	withHeader.Headers = []dcm.ValueMatch{{Name: "X-Version", Value: "two"}}
+	withQuery := exact("/m")
+	withQuery.Query = []dcm.ValueMatch{{Name: "v", Value: "q"}}
+	withMethod := exact("/m")
+	withMethod.Method = "POST"
+	routes := []dcm.DesiredBackend{
+		gwBackend("any-root", bind, "3", nil, nil, ep("any-root"), prefix("/")),
+		gwBackend("exact-host", bind, "2", []string{"a.example.com"}, nil, ep("exact-host"), prefix("/foo")),
+		gwBackend("wild", bind, "2", []string{"*.example.com"}, nil, ep("wild"), prefix("/")),
+		gwBackend("wild-deep", bind, "2", []string{"*.b.example.com"}, nil, ep("wild-deep"), prefix("/")),
+		gwBackend("prefix-foo", bind, "1", nil, nil, ep("prefix-foo"), prefix("/foo/")),
+		gwBackend("prefix-foobar", bind, "1", nil, nil, ep("prefix-foobar"), prefix("/foo/bar")),
+		gwBackend("exact-foo", bind, "9", nil, nil, ep("exact-foo"), exact("/foo")),
+		gwBackend("m-header", bind, "5", nil, nil, ep("m-header"), withHeader),
+		gwBackend("m-query", bind, "5", nil, nil, ep("m-query"), withQuery),
+		gwBackend("m-method", bind, "5", nil, nil, ep("m-method"), withMethod),
+		gwBackend("m-older", bind, "0", nil, nil, ep("m-older"), exact("/m")),
+		gwBackend("m-newer", bind, "8", nil, nil, ep("m-newer"), exact("/m")),
+	}
+	broken := gwBackend("broken", bind, "1", nil, nil, nil, prefix("/broken"))
+	broken.Route.Gateway.Unresolved = true
+	routes = append(routes, broken)
+	g.apply(desiredOf(append([]dcm.DesiredBackend{ingB}, routes...)...))
+
+	gwCheck(t, []gwReq{
+		{url: url + "/x", host: "other.test", code: 200, body: "any-root /x"},
+		{url: url + "/foo", host: "a.example.com", code: 200, body: "exact-host"},
+		{url: url + "/foo/x", host: "a.example.com:18080", code: 200, body: "exact-host"},
+		// No rule of the exact host matches: the wildcard's does.
+		{url: url + "/other", host: "a.example.com", code: 200, body: "wild"},
+		{url: url + "/", host: "x.y.example.com", code: 200, body: "wild"},
+		{url: url + "/", host: "x.b.example.com", code: 200, body: "wild-deep"},
+		{url: url + "/", host: "example.com", code: 200, body: "any-root"},
+		{url: url + "/foo", host: "h.test", code: 200, body: "exact-foo"},
+		{url: url + "/foo/", host: "h.test", code: 200, body: "prefix-foo"},
+		{url: url + "/foo/bar", host: "h.test", code: 200, body: "prefix-foobar"},
+		{url: url + "/foo/bar/baz", host: "h.test", code: 200, body: "prefix-foobar"},
+		{url: url + "/foo/barbaz", host: "h.test", code: 200, body: "prefix-foo"},
+		{url: url + "/foobar", host: "h.test", code: 200, body: "any-root"},
+		{url: url + "/m", host: "h.test", method: "POST", hdr: map[string]string{"x-version": "two"}, code: 200, body: "m-method"},
+		{url: url + "/m", host: "h.test", hdr: map[string]string{"x-version": "two"}, code: 200, body: "m-header"},
+		{url: url + "/m?v=q", host: "h.test", code: 200, body: "m-query"},
+		{url: url + "/m", host: "h.test", code: 200, body: "m-older"},
+		{url: url + "/broken/x", host: "h.test", code: 500},
+		// The Ingress route is not on the Gateway bind, nor Gateway routes
+		// on the Ingress bind.
+		{url: url + "/", host: "ing.example", code: 200, body: "any-root"},
+		{url: "http://" + g.front + "/", host: "ing.example", code: 200, body: "ingress-pod"},
+		{url: "http://" + g.front + "/foo", host: "h.test", code: 503},
+	})
+
+	// Without the any-host route, what matches nothing is 404; a rank
+	// change reorders at once; the deleted routes are gone.
+	routes = routes[1 : len(routes)-1] // any-root and broken go
+	routes[len(routes)-2] = gwBackend("m-older", bind, "9", nil, nil, routes[len(routes)-2].Endpoints, exact("/m"))
+	g.apply(desiredOf(append([]dcm.DesiredBackend{ingB}, routes...)...))
+	gwCheck(t, []gwReq{
+		{url: url + "/x", host: "other.test", code: 404},
+		{url: url + "/m", host: "h.test", code: 200, body: "m-newer"},
+		{url: url + "/broken/x", host: "h.test", code: 404},
+	})
+}
