@@ -221,3 +221,73 @@ func TestGatewayMatching(t *testing.T) {
 		{url: url + "/broken/x", host: "h.test", code: 404},
 	})
 }
+
+// TestGatewayFilters: each HTTPRoute filter — request and response header
+// modifiers, redirects (scheme, hostname, port, full path, prefix, code),
+// URL rewrites (hostname, full path, prefix) — and a weight change, served
+// on a Gateway bind and changed at runtime without a reload.
+func TestGatewayFilters(t *testing.T) {
+	t.Parallel()
+	const addr = "127.0.20.2"
+	bind := addr + ":18080"
+	url := "http://" + bind
+	g := startGateway(t, addr, dcm.Desired{})
+	ep := func(n string) []dcm.Endpoint { return []dcm.Endpoint{gwPod(t, "127.0.0.1", n)} }
+	hdrs := &dcm.HTTPFilters{
+		RequestHeaders: &dcm.HeaderMods{Set: []dcm.HeaderValue{{Name: "X-Gw-Set", Value: "set value"}},
+			Add: []dcm.HeaderValue{{Name: "X-Gw-Add", Value: "added"}}, Remove: []string{"X-Gw-Drop"}},
+		ResponseHeaders: &dcm.HeaderMods{Set: []dcm.HeaderValue{{Name: "X-Pod-Header", Value: "replaced"}},
+			Add: []dcm.HeaderValue{{Name: "X-Resp-Add", Value: "r1"}}},
+	}
+	redirect := func(r dcm.HTTPRedirect) *dcm.HTTPFilters { return &dcm.HTTPFilters{Redirect: &r} }
+	rewrite := func(r dcm.URLRewrite) *dcm.HTTPFilters { return &dcm.HTTPFilters{Rewrite: &r} }
+	twoPods := append(ep("w-one"), ep("w-two")...)
+	twoPods[1].Weight = 0
+	routes := []dcm.DesiredBackend{
+		gwBackend("hdrs", bind, "1", []string{"h.test"}, hdrs, ep("hdrs"), prefix("/")),
+		gwBackend("r-scheme", bind, "1", []string{"r.test"}, redirect(dcm.HTTPRedirect{Scheme: "https"}), nil, prefix("/scheme")),
+		gwBackend("r-host", bind, "1", []string{"r.test"}, redirect(dcm.HTTPRedirect{Hostname: "elsewhere.test", StatusCode: 301}), nil, prefix("/host")),
+		gwBackend("r-port", bind, "1", []string{"r.test"}, redirect(dcm.HTTPRedirect{Port: 8443}), nil, prefix("/port")),
+		gwBackend("r-full", bind, "1", []string{"r.test"}, redirect(dcm.HTTPRedirect{Path: &dcm.PathModifier{Type: dcm.ReplaceFullPath, Value: "/full"}}), nil, prefix("/full-from")),
+		gwBackend("r-prefix", bind, "1", []string{"r.test"}, redirect(dcm.HTTPRedirect{Path: &dcm.PathModifier{Type: dcm.ReplacePrefixMatch, Value: "/new"}}), nil, prefix("/old")),
+		gwBackend("w-host", bind, "1", []string{"w.test"}, rewrite(dcm.URLRewrite{Hostname: "rewritten.test"}), ep("w-host"), prefix("/host")),
+		gwBackend("w-full", bind, "1", []string{"w.test"}, rewrite(dcm.URLRewrite{Path: &dcm.PathModifier{Type: dcm.ReplaceFullPath, Value: "/full"}}), ep("w-full"), prefix("/full-from")),
+		gwBackend("w-prefix", bind, "1", []string{"w.test"}, rewrite(dcm.URLRewrite{Path: &dcm.PathModifier{Type: dcm.ReplacePrefixMatch, Value: "/new"}}), ep("w-prefix"), prefix("/old")),
+		gwBackend("w-strip", bind, "1", []string{"w.test"}, rewrite(dcm.URLRewrite{Path: &dcm.PathModifier{Type: dcm.ReplacePrefixMatch, Value: "/"}}), ep("w-strip"), prefix("/strip")),
+		gwBackend("weights", bind, "1", []string{"weights.test"}, nil, twoPods, prefix("/")),
+	}
+	g.apply(desiredOf(routes...))
+	gwCheck(t, []gwReq{
+		{url: url + "/a", host: "h.test", hdr: map[string]string{"X-Gw-Set": "client", "X-Gw-Add": "client", "X-Gw-Drop": "x"}, code: 200,
+			body: "hdrs /a h.test X-Gw-Set=set value;X-Gw-Add=client+added", header: "X-Pod-Header: replaced"},
+		{url: url + "/a", host: "h.test", code: 200, body: "hdrs", header: "X-Resp-Add: r1"},
+		{url: url + "/scheme/x?q=1", host: "r.test:18080", code: 302, header: "Location: https://r.test/scheme/x?q=1"},
+		{url: url + "/host", host: "r.test", code: 301, header: "Location: http://elsewhere.test:18080/host"},
+		{url: url + "/port", host: "r.test", code: 302, header: "Location: http://r.test:8443/port"},
+		{url: url + "/full-from/x", host: "r.test", code: 302, header: "Location: http://r.test:18080/full"},
+		{url: url + "/old/x", host: "r.test", code: 302, header: "Location: http://r.test:18080/new/x"},
+		{url: url + "/host/x", host: "w.test", code: 200, body: "w-host /host/x rewritten.test"},
+		{url: url + "/full-from/x?a=b", host: "w.test", code: 200, body: "w-full /full?a=b w.test"},
+		{url: url + "/old/x", host: "w.test", code: 200, body: "w-prefix /new/x w.test"},
+		{url: url + "/old", host: "w.test", code: 200, body: "w-prefix /new w.test"},
+		{url: url + "/strip/x", host: "w.test", code: 200, body: "w-strip /x w.test"},
+		{url: url + "/strip", host: "w.test", code: 200, body: "w-strip / w.test"},
+		{url: url + "/", host: "weights.test", code: 200, body: "w-one"},
+		{url: url + "/", host: "weights.test", code: 200, body: "w-one"},
+	})
+
+	// The filters change, the weights swap: at runtime.
+	hdrs2 := &dcm.HTTPFilters{RequestHeaders: &dcm.HeaderMods{Set: []dcm.HeaderValue{{Name: "X-Gw-Keep", Value: "v2"}}}}
+	routes[0] = gwBackend("hdrs", bind, "1", []string{"h.test"}, hdrs2, routes[0].Endpoints, prefix("/"))
+	routes[2] = gwBackend("r-host", bind, "1", []string{"r.test"}, redirect(dcm.HTTPRedirect{Hostname: "third.test", StatusCode: 308}), nil, prefix("/host"))
+	swapped := append([]dcm.Endpoint{}, routes[len(routes)-1].Endpoints...)
+	swapped[0].Weight, swapped[1].Weight = 0, 1
+	routes[len(routes)-1].Endpoints = swapped
+	g.apply(desiredOf(routes...))
+	gwCheck(t, []gwReq{
+		{url: url + "/a", host: "h.test", hdr: map[string]string{"X-Gw-Drop": "x"}, code: 200, body: "hdrs /a h.test X-Gw-Keep=v2;X-Gw-Drop=x", header: "X-Pod-Header: pod"},
+		{url: url + "/host", host: "r.test", code: 308, header: "Location: http://third.test:18080/host"},
+		{url: url + "/", host: "weights.test", code: 200, body: "w-two"},
+		{url: url + "/", host: "weights.test", code: 200, body: "w-two"},
+	})
+}
