@@ -50,6 +50,17 @@ type Command struct {
 	// file is the certificate file a certificate command names, which its
 	// success reply repeats.
 	file string
+	// list is the crt-list a crt-list command names when it is not
+	// CrtListName: a Gateway HTTPS bind's.
+	list string
+}
+
+// crtList is the crt-list a command names.
+func (c Command) crtList() string {
+	if c.list != "" {
+		return c.list
+	}
+	return CrtListName
 }
 
 func (c Command) String() string { return c.text }

@@ -314,21 +314,6 @@ func GatewayBindAddrs(g dcm.GatewayBinds, https bool) []string {
 	return out
 }
 
-// GatewayCrtList is the crt-list of a Gateway HTTPS bind, relative to the
-// cfg: its listeners' certificates, one line per hostname.
-func GatewayCrtList(bind string) string {
-	return CertsDir + "/gw/" + strings.ReplaceAll(bind, ":", "_") + ".list"
-}
-
-// GatewayDefaultCert is the certificate a Gateway HTTPS bind serves when
-// no line of its crt-list matches the client's SNI: the certificate of
-// its listener without a hostname, else dcm's default one. A file of its
-// own per bind, so that a listener's certificate replaces it at runtime
-// (set ssl cert) for that bind alone.
-func GatewayDefaultCert(bind string) string {
-	return CertsDir + "/gw/" + strings.ReplaceAll(bind, ":", "_") + ".default.pem"
-}
-
 // validateGateway checks the Gateway binds that reach the cfg.
 func validateGatewayBinds(g dcm.GatewayBinds) error {
 	for _, https := range []bool{false, true} {
@@ -359,7 +344,7 @@ func renderGatewayFrontends(w *bytes.Buffer, s Settings) {
 		fmt.Fprintf(w, "\nfrontend fe_gw_%s\n", scheme)
 		for _, b := range binds {
 			if https {
-				fmt.Fprintf(w, "    bind %s ssl crt %s crt-list %s alpn http/1.1\n", b, GatewayDefaultCert(b), GatewayCrtList(b))
+				fmt.Fprintf(w, "    bind %s ssl crt %s crt-list %s alpn http/1.1\n", b, GatewayCertFile(b, ""), GatewayCrtList(b))
 			} else {
 				fmt.Fprintf(w, "    bind %s\n", b)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/plan"
+	"github.com/dcm-router/dcm/internal/testkit"
 )
 
 // gwPod is a pod that answers with its name, the path, query and host it
@@ -108,12 +109,12 @@ type gwRun struct {
 	front string
 }
 
-func startGateway(t *testing.T, addr string, desired dcm.Desired) *gwRun {
+func startGateway(t *testing.T, addr string, desired dcm.Desired, mut ...func(*DriverConfig)) *gwRun {
 	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 16, RuntimeCerts: true}
 	st := plan.Fresh(desired, caps)
-	d, front := startDriver(t, st, func(c *DriverConfig) {
+	d, front := startDriver(t, st, append([]func(*DriverConfig){func(c *DriverConfig) {
 		c.Settings.Gateway = dcm.GatewayBinds{Addresses: []string{addr}, HTTPPorts: []int{18080}}
-	})
+	}}, mut...)...)
 	return &gwRun{t: t, d: d, st: st, caps: caps, pid: workerPID(t, d), front: front}
 }
 
@@ -123,6 +124,7 @@ func (g *gwRun) apply(desired dcm.Desired) {
 	if p.Reload {
 		g.t.Fatalf("the change reloads: %v", p.Reasons)
 	}
+	g.t.Logf("ops %v", p.Ops)
 	mustf(g.t, g.d.Apply(context.Background(), p.Ops, p.Next), "apply %v", p.Ops)
 	mustf(g.t, g.d.Write(p.Next), "write")
 	g.st = p.Next
@@ -290,4 +292,66 @@ func TestGatewayFilters(t *testing.T) {
 		{url: url + "/", host: "weights.test", code: 200, body: "w-two"},
 		{url: url + "/", host: "weights.test", code: 200, body: "w-two"},
 	})
+}
+
+// TestGatewayHTTPS: a Gateway HTTPS bind serves each listener hostname's
+// certificate by SNI (a wildcard too), the certificate of a listener
+// without hostname to any other SNI, and dcm's own before and after;
+// certificates come, rotate and go with their routes at runtime, on that
+// address only, without a reload.
+func TestGatewayHTTPS(t *testing.T) {
+	t.Parallel()
+	const addr = "127.0.20.3"
+	bind := addr + ":18443"
+	ca := testkit.NewCA(t)
+	store := &testkit.CertStore{}
+	leafA, leafA2, leafW, leafAny := ca.Leaf(t, "a.gw.test"), ca.Leaf(t, "a.gw.test"), ca.Leaf(t, "*.wild.test"), ca.Leaf(t, "other.test")
+	vA, vA2, vW, vAny := store.Put("gw/a", leafA.PEM()), store.Put("gw/a", leafA2.PEM()), store.Put("gw/w", leafW.PEM()), store.Put("gw/any", leafAny.PEM())
+	g := startGateway(t, addr, dcm.Desired{}, func(c *DriverConfig) {
+		c.Settings.Gateway.HTTPSPorts = []int{18443}
+		c.Certs = store
+	})
+	edge := func(name, secret, version string, hosts []string) dcm.DesiredBackend {
+		b := gwBackend(name, bind, "1", hosts, nil, []dcm.Endpoint{gwPod(t, "127.0.0.1", name)}, prefix("/"))
+		b.Route.Kind, b.Name = dcm.KindEdge, dcm.BackendName(dcm.KindEdge, "gw", name)
+		b.Route.TLS = &dcm.TLSRef{Secret: secret, Version: version}
+		return b
+	}
+	serves := func(step, host string, want *testkit.Leaf, body string) {
+		t.Helper()
+		if want == nil {
+			leaf, err := testkit.ServedLeaf(bind, host, nil)
+			mustf(t, err, "%s: TLS to %s", step, host)
+			if leaf.Subject.CommonName != "dcm default certificate" {
+				t.Fatalf("%s: %s served %q, want dcm's default certificate", step, host, leaf.Subject.CommonName)
+			}
+			return
+		}
+		code, got, leaf, err := testkit.HTTPSGet(bind, host, "/p", ca.Pool())
+		mustf(t, err, "%s: GET https://%s/p", step, host)
+		if code != 200 || !strings.HasPrefix(got, body+" /p "+host) {
+			t.Fatalf("%s: https://%s/p → %d %q, want %s", step, host, code, got, body)
+		}
+		if leaf.SerialNumber.Cmp(want.Cert.SerialNumber) != 0 {
+			t.Fatalf("%s: %s served serial %s, want %s", step, host, leaf.SerialNumber, want.Cert.SerialNumber)
+		}
+	}
+	serves("before", "a.gw.test", nil, "")
+
+	a, w := edge("tls-a", "gw/a", vA, []string{"a.gw.test"}), edge("tls-w", "gw/w", vW, []string{"*.wild.test"})
+	g.apply(desiredOf(a, w))
+	serves("added", "a.gw.test", &leafA, "tls-a")
+	serves("added", "x.wild.test", &leafW, "tls-w")
+	serves("added", "other.test", nil, "")
+
+	any := edge("tls-any", "gw/any", vAny, nil)
+	a = edge("tls-a", "gw/a", vA2, []string{"a.gw.test"})
+	g.apply(desiredOf(a, w, any))
+	serves("rotated", "a.gw.test", &leafA2, "tls-a")
+	serves("listener without hostname", "other.test", &leafAny, "tls-any")
+
+	g.apply(desiredOf(a))
+	serves("deleted", "a.gw.test", &leafA2, "tls-a")
+	serves("deleted", "other.test", nil, "")
+	serves("deleted", "x.wild.test", nil, "")
 }

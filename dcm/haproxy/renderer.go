@@ -80,6 +80,7 @@ type Renderer struct {
 	maps    map[string][]byte
 	lines   mapLines
 	crtList []byte
+	gwLists map[string][]byte
 }
 
 // renderedBackend is a backend's file: what it was rendered from is the
@@ -168,9 +169,16 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 			return Files{}, err
 		}
 	}
+	gwLists := r.gwLists
+	if gwLists == nil || ch.certs {
+		if gwLists, err = renderGatewayCrtLists(r.settings.Gateway, backends); err != nil {
+			return Files{}, err
+		}
+	}
 	shards := r.shardTexts(backends, files, spares, ch)
 	r.last, r.files, r.pool, r.spares, r.proxies, r.maps, r.lines, r.crtList, r.shards = backends, files, st.Pool, spares, proxies, maps, lines, list, shards
-	out := Files{Config: r.global, Backends: shardFiles(&shards), Maps: maps}
+	r.gwLists = gwLists
+	out := Files{Config: r.global, Backends: shardFiles(&shards), Maps: maps, GatewayLists: gwLists}
 	if r.settings.HTTPSBind != "" {
 		out.CrtList = list
 	}
