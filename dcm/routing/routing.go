@@ -142,7 +142,7 @@ func Tables(backends []*dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
 			out[dcm.MapHeaders] = append(out[dcm.MapHeaders], dcm.MapEntry{Key: b.ProxyName(), Backend: b.Name, Slot: b.Slot, Action: v})
 		}
 	}
-	out[dcm.MapGateway] = gatewayEntries(gateway)
+	out[dcm.MapGateway] = append(out[dcm.MapGateway], gatewayEntries(gateway)...)
 	out[dcm.MapAllowlist] = append(out[dcm.MapAllowlist], allowlistEntries(backends)...)
 	for _, es := range out {
 		SortEntries(es)
