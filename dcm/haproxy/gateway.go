@@ -42,9 +42,11 @@ local function unhex(s)
   return (s:gsub("..", function(h) return string.char(tonumber(h, 16)) end))
 end
 
+-- regex compiles a whole-value match; nil (never matches) when it does
+-- not compile. Regex.new answers a status and the regex.
 local function regex(s)
-  local ok, re = pcall(Regex.new, "^(?:" .. s .. ")$", true)
-  if ok then return re end
+  local ok, status, re = pcall(Regex.new, "^(?:" .. s .. ")$", true)
+  if ok and status then return re end
   return nil
 end
 
@@ -56,7 +58,7 @@ end
 
 local function pair(f, i)
   local e = { name = f[i].v, value = f[i + 1] and f[i + 1].v or "" }
-  if f[i + 1] and f[i + 1].t == "g" then e.re = regex(e.value) end
+  if f[i + 1] and f[i + 1].t == "g" then e.regex, e.re = true, regex(e.value) end
   return e
 end
 
@@ -130,7 +132,7 @@ end
 
 local function value_ok(e, v)
   if v == nil then return false end
-  if e.re then return e.re:exec(v) end
+  if e.regex then return e.re ~= nil and e.re:exec(v) end
   return v == e.value
 end
 

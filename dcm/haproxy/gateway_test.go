@@ -180,6 +180,14 @@ func TestGatewayMatching(t *testing.T) {
 		gwBackend("m-older", bind, "0", nil, nil, ep("m-older"), exact("/m")),
 		gwBackend("m-newer", bind, "8", nil, nil, ep("m-newer"), exact("/m")),
 	}
+	reHeader := prefix("/re")
+	reHeader.Headers = []dcm.ValueMatch{{Name: "X-Build", Value: "v[0-9]+", Regex: true}}
+	badRegex := prefix("/re")
+	badRegex.Headers = []dcm.ValueMatch{{Name: "X-Bad", Value: "(", Regex: true}} // never matches, not even "("
+	routes = append(routes,
+		gwBackend("re-header", bind, "1", nil, nil, ep("re-header"), reHeader),
+		gwBackend("re-bad", bind, "1", nil, nil, ep("re-bad"), badRegex),
+		gwBackend("re-path", bind, "1", nil, nil, ep("re-path"), dcm.HTTPMatch{PathType: dcm.GatewayPathRegex, Path: "/re/[a-z]+/[0-9]+"}))
 	broken := gwBackend("broken", bind, "1", nil, nil, nil, prefix("/broken"))
 	broken.Route.Gateway.Unresolved = true
 	routes = append(routes, broken)
@@ -205,6 +213,12 @@ func TestGatewayMatching(t *testing.T) {
 		{url: url + "/m?v=q", host: "h.test", code: 200, body: "m-query"},
 		{url: url + "/m", host: "h.test", code: 200, body: "m-older"},
 		{url: url + "/broken/x", host: "h.test", code: 500},
+		// Regular expressions match whole values.
+		{url: url + "/re/x", host: "h.test", hdr: map[string]string{"X-Build": "v12"}, code: 200, body: "re-header"},
+		{url: url + "/re/x", host: "h.test", hdr: map[string]string{"X-Build": "v12b"}, code: 200, body: "any-root"},
+		{url: url + "/re/abc/42", host: "h.test", code: 200, body: "re-path"},
+		{url: url + "/re/abc/42/x", host: "h.test", code: 200, body: "any-root"},
+		{url: url + "/re/x", host: "h.test", hdr: map[string]string{"X-Bad": "x"}, code: 200, body: "any-root"},
 		// The Ingress route is not on the Gateway bind, nor Gateway routes
 		// on the Ingress bind.
 		{url: url + "/", host: "ing.example", code: 200, body: "any-root"},
@@ -215,7 +229,11 @@ func TestGatewayMatching(t *testing.T) {
 	// Without the any-host route, what matches nothing is 404; a rank
 	// change reorders at once; the deleted routes are gone.
 	routes = routes[1 : len(routes)-1] // any-root and broken go
-	routes[len(routes)-2] = gwBackend("m-older", bind, "9", nil, nil, routes[len(routes)-2].Endpoints, exact("/m"))
+	for i, r := range routes {
+		if r.Route.Name == "m-older" {
+			routes[i] = gwBackend("m-older", bind, "9", nil, nil, r.Endpoints, exact("/m"))
+		}
+	}
 	g.apply(desiredOf(append([]dcm.DesiredBackend{ingB}, routes...)...))
 	gwCheck(t, []gwReq{
 		{url: url + "/x", host: "other.test", code: 404},

@@ -49,11 +49,15 @@ type candidate struct {
 	m     dcm.HTTPMatch
 }
 
+// pathClass ranks path match types: exact, then regular expressions
+// (whose precedence the spec leaves to implementations: before prefixes,
+// as Envoy-based ones do, so that a catch-all prefix does not hide
+// them), then prefixes.
 func pathClass(t string) int {
 	switch t {
 	case dcm.GatewayPathExact:
 		return 0
-	case dcm.GatewayPathPrefix:
+	case dcm.GatewayPathRegex:
 		return 1
 	}
 	return 2
@@ -69,7 +73,7 @@ func pathLen(m dcm.HTTPMatch) int {
 }
 
 // before orders candidates by the Gateway API's match precedence: an
-// exact path, the longest prefix, a method, the most headers, the most
+// exact path, a regular expression, the longest prefix, a method, the most headers, the most
 // query parameters, then the rule's Rank (oldest route, its name, the
 // rule's index), the match's index within its rule.
 func (c candidate) before(o candidate) bool {
@@ -179,7 +183,7 @@ func GatewayRuleValue(r dcm.Route) string {
 	}
 	var sections []string
 	for _, m := range g.Matches {
-		s := "m-" + string("epr"[pathClass(m.PathType)]) + hexUp(m.Path)
+		s := "m-" + string("erp"[pathClass(m.PathType)]) + hexUp(m.Path)
 		if m.Method != "" {
 			s += "-v" + hexUp(m.Method)
 		}
