@@ -68,10 +68,20 @@ local function decode(v)
     local tag, f = sec:sub(1, 1), fields(sec:sub(2))
     if tag == "u" then
       r.u = true
+    elseif tag == "k" then
+      r.k = f[1] and f[1].v or ""
     elseif tag == "m" then
-      local m = { kind = f[1].t, path = f[1].v, h = {}, q = {} }
-      if m.kind == "p" and #m.path > 1 then m.path = m.path:gsub("/+$", "") end
-      if m.kind == "r" then m.re = regex(m.path) end
+      local m = { kind = f[1].t, path = f[1].v, h = {}, q = {}, class = 2 }
+      m.plen = #m.path
+      if m.kind == "p" then
+        m.path = m.path:gsub("/+$", "")
+        m.plen = #m.path
+        if m.path == "" then m.path = "/" end
+      elseif m.kind == "r" then
+        m.re, m.class = regex(m.path), 1
+      else
+        m.class = 0
+      end
       local i = 2
       while i <= #f do
         if f[i].t == "v" then
@@ -241,6 +251,53 @@ local function levels(host)
   return out
 end
 
+-- better says whether candidate a goes before b: the Gateway API's match
+-- precedence (exact path, regular expression, longest prefix, method,
+-- most headers, most query parameters), then the more specific hostname,
+-- then the rule's rank. Within one hostname the gateway map lists them in
+-- this order already (routing.GatewayValue).
+local function better(a, b)
+  local ma, mb = a.m, b.m
+  if ma.class ~= mb.class then return ma.class < mb.class end
+  if ma.plen ~= mb.plen then return ma.plen > mb.plen end
+  if (ma.method ~= nil) ~= (mb.method ~= nil) then return ma.method ~= nil end
+  if #ma.h ~= #mb.h then return #ma.h > #mb.h end
+  if #ma.q ~= #mb.q then return #ma.q > #mb.q end
+  if a.level ~= b.level then return a.level < b.level end
+  if a.r.k ~= b.r.k then return (a.r.k or "") < (b.r.k or "") end
+  if a.idx ~= b.idx then return a.idx < b.idx end
+  return a.be < b.be
+end
+
+-- first is the first candidate of one hostname's list whose match
+-- matches the request.
+local function first(req, bind, level)
+  local key, n = bind .. "/" .. level, 0
+  while key do
+    local v = candidates:lookup(key)
+    if v == nil or v == "" then return nil end
+    key = nil
+    for item in v:gmatch("[^,]+") do
+      if item == "~" then
+        n = n + 1
+        key = bind .. "/" .. level .. "~" .. n
+      else
+        local be, idx = item:match("^(.+)/(%d+)$")
+        local rv = be and rules:lookup(be)
+        if rv and rv ~= "" then
+          local r = rule(rv)
+          local m = r.m[tonumber(idx) + 1]
+          if m and matches(req, m) then return { be = be, idx = tonumber(idx), r = r, m = m } end
+        end
+      end
+    end
+  end
+  return nil
+end
+
+-- route finds the request's rule among every route whose hostnames take
+-- its host (the host, its wildcards, any host): the best of each list's
+-- first match.
 local function route(txn)
   local host = (txn.sf:req_hdr("host") or ""):lower()
   if host:sub(1, 1) ~= "[" then host = host:gsub(":%d*$", "") end
@@ -248,28 +305,15 @@ local function route(txn)
   local bind = txn.sf:dst() .. ":" .. txn.sf:dst_port()
   local req = { host = host, path = txn.sf:path() or "/", method = txn.sf:method(),
     headers = txn.http:req_get_headers(), qs = txn.sf:query(), scheme = txn:get_var("txn.gw_scheme") or "http" }
-  for _, level in ipairs(levels(host)) do
-    local key, n = bind .. "/" .. level, 0
-    while key do
-      local v = candidates:lookup(key)
-      if v == nil or v == "" then break end
-      key = nil
-      for item in v:gmatch("[^,]+") do
-        if item == "~" then
-          n = n + 1
-          key = bind .. "/" .. level .. "~" .. n
-        else
-          local be, idx = item:match("^(.+)/(%d+)$")
-          local rv = be and rules:lookup(be)
-          if rv and rv ~= "" then
-            local r = rule(rv)
-            local m = r.m[tonumber(idx) + 1]
-            if m and matches(req, m) then return serve(txn, req, be, r, m) end
-          end
-        end
-      end
+  local best
+  for i, level in ipairs(levels(host)) do
+    local c = first(req, bind, level)
+    if c then
+      c.level = i
+      if best == nil or better(c, best) then best = c end
     end
   end
+  if best then return serve(txn, req, best.be, best.r, best.m) end
   txn:set_var("txn.gw_status", "404")
 end
 

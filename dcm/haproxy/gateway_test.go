@@ -110,7 +110,7 @@ type gwRun struct {
 }
 
 func startGateway(t *testing.T, addr string, desired dcm.Desired, mut ...func(*DriverConfig)) *gwRun {
-	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 16, RuntimeCerts: true}
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 24, RuntimeCerts: true}
 	st := plan.Fresh(desired, caps)
 	d, front := startDriver(t, st, append([]func(*DriverConfig){func(c *DriverConfig) {
 		c.Settings.Gateway = dcm.GatewayBinds{Addresses: []string{addr}, HTTPPorts: []int{18080}}
@@ -144,8 +144,9 @@ func desiredOf(bs ...dcm.DesiredBackend) dcm.Desired {
 
 // TestGatewayMatching: Gateway routes added to a running HAProxy are
 // served on their bind by the Gateway API's matching and precedence —
-// exact host before the longest wildcard before any host, exact path
-// before the longest prefix, method, headers, query, then rank — with
+// among the routes of the host, its wildcards (any depth) and any host:
+// exact path, then the longest prefix, method, headers, query, then the
+// more specific hostname, then rank — with
 // 404 when nothing matches and 500 for an unresolved rule; an Ingress
 // route is not served on the Gateway bind nor a Gateway route on the
 // Ingress bind; and every change, deletions too, without a reload.
@@ -171,6 +172,7 @@ func TestGatewayMatching(t *testing.T) {
 		gwBackend("exact-host", bind, "2", []string{"a.example.com"}, nil, ep("exact-host"), prefix("/foo")),
 		gwBackend("wild", bind, "2", []string{"*.example.com"}, nil, ep("wild"), prefix("/")),
 		gwBackend("wild-deep", bind, "2", []string{"*.b.example.com"}, nil, ep("wild-deep"), prefix("/")),
+		gwBackend("wild-longer", bind, "2", []string{"*.example.com"}, nil, ep("wild-longer"), prefix("/foo/deeper")),
 		gwBackend("prefix-foo", bind, "1", nil, nil, ep("prefix-foo"), prefix("/foo/")),
 		gwBackend("prefix-foobar", bind, "1", nil, nil, ep("prefix-foobar"), prefix("/foo/bar")),
 		gwBackend("exact-foo", bind, "9", nil, nil, ep("exact-foo"), exact("/foo")),
@@ -195,9 +197,13 @@ func TestGatewayMatching(t *testing.T) {
 
 	gwCheck(t, []gwReq{
 		{url: url + "/x", host: "other.test", code: 200, body: "any-root /x"},
-		{url: url + "/foo", host: "a.example.com", code: 200, body: "exact-host"},
+		// Routes of every hostname that takes the host compete by their
+		// matches first (an exact path, a longer prefix), the hostname
+		// breaks ties (the conformance suite's HTTPRouteMatchingAcrossRoutes).
+		{url: url + "/foo", host: "a.example.com", code: 200, body: "exact-foo"},
 		{url: url + "/foo/x", host: "a.example.com:18080", code: 200, body: "exact-host"},
-		// No rule of the exact host matches: the wildcard's does.
+		{url: url + "/foo/deeper/x", host: "a.example.com", code: 200, body: "wild-longer"},
+		{url: url + "/foo/deeper/x", host: "other.test", code: 200, body: "prefix-foo"},
 		{url: url + "/other", host: "a.example.com", code: 200, body: "wild"},
 		{url: url + "/", host: "x.y.example.com", code: 200, body: "wild"},
 		{url: url + "/", host: "x.b.example.com", code: 200, body: "wild-deep"},

@@ -18,10 +18,14 @@ import (
 //     request to that bind and host tries, "<backend>/<match index>"
 //     comma-separated, in the Gateway API's precedence (GatewayValue).
 //
-// The action tries the request's host, then its wildcards longest first,
-// then any host, and within each the candidates in order: the first whose
-// match matches wins. Building the order here, once, keeps the planner,
-// the renderer and the runtime on one order; HAProxy only walks it.
+// The action takes, of the request's host, each of its wildcards and any
+// host, the first candidate whose match matches, and of those the best
+// by the same precedence, then the more specific hostname, then the rank
+// (gateway_rule holds it): routes of every hostname that takes the host
+// compete by their matches, as the conformance suite asks (a "*.com"
+// route's /v2 wins over an "example.com" route's / for example.com/v2).
+// Building each list's order here, once, keeps the planner, the renderer
+// and the runtime on one order; HAProxy walks a few lists.
 
 // GatewayKey is the gateway map's key of a bind and a hostname.
 func GatewayKey(bind, host string) string { return bind + "/" + host }
@@ -173,6 +177,7 @@ func hexUp(s string) string { return strings.ToUpper(dcm.Hex([]byte(s))) }
 //	r  a redirect:       [sHEX(scheme)] [hHEX(host)] [pHEX(port)] [(f|x)HEX(path)] cHEX(code)
 //	w  a rewrite:        [hHEX(host)] [(f|x)HEX(path)]
 //	u  unresolved: answer 500
+//	k  the rank:          tHEX(rank)
 //
 // t is an exact value, g a regular expression, f a full path, x a
 // replacement of the matched prefix. The Lua action decodes it.
@@ -232,6 +237,7 @@ func GatewayRuleValue(r dcm.Route) string {
 	if g.Unresolved {
 		sections = append(sections, "u")
 	}
+	sections = append(sections, "k-t"+hexUp(g.Rank))
 	return strings.Join(sections, ".")
 }
 
@@ -274,7 +280,7 @@ func ValidateGatewayValue(t dcm.MapTable, field, s string) error {
 	if s == "" || len(s) > dcm.MaxGatewayRuleValue {
 		return bad
 	}
-	allowed := "-.abcdefghmpqrstuvwx"
+	allowed := "-.abcdefghkmpqrstuvwx"
 	if t == dcm.MapGateway {
 		allowed = "abcdefghijklmnopqrstuvwxyz_:-./,~"
 	}

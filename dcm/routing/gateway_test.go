@@ -116,7 +116,7 @@ func TestGatewayRuleValue(t *testing.T) {
 	}
 	b.Route.Gateway.Unresolved = true
 	got := GatewayRuleValue(b.Route)
-	want := "m-e2F6120623B63-v474554-h782D61-t76092D2E3B-q71-g78.a-s53-t31-a41-t-d44.b-d52.w-h682E6578616D706C65-x2F70.u"
+	want := "m-e2F6120623B63-v474554-h782D61-t76092D2E3B-q71-g78.a-s53-t31-a41-t-d44.b-d52.w-h682E6578616D706C65-x2F70.u.k-t30"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
