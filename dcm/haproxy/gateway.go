@@ -117,7 +117,7 @@ end
 local function rule(v)
   local d = cache[v]
   if d == nil then
-    if cached >= 1024 then cache, cached = {}, 0 end
+    if cached >= 16384 then cache, cached = {}, 0 end
     d = decode(v)
     cache[v], cached = d, cached + 1
   end
@@ -156,6 +156,7 @@ local function matches(req, m)
     return false
   end
   if m.method and m.method ~= req.method then return false end
+  if #m.h > 0 and req.headers == nil then req.headers = req.txn.http:req_get_headers() end
   for _, e in ipairs(m.h) do
     local vals, ok = req.headers[e.name:lower()], false
     if vals then
@@ -303,8 +304,8 @@ local function route(txn)
   if host:sub(1, 1) ~= "[" then host = host:gsub(":%d*$", "") end
   if host:sub(-1) == "." then host = host:sub(1, -2) end
   local bind = txn.sf:dst() .. ":" .. txn.sf:dst_port()
-  local req = { host = host, path = txn.sf:path() or "/", method = txn.sf:method(),
-    headers = txn.http:req_get_headers(), qs = txn.sf:query(), scheme = txn:get_var("txn.gw_scheme") or "http" }
+  local req = { txn = txn, host = host, path = txn.sf:path() or "/", method = txn.sf:method(),
+    qs = txn.sf:query(), scheme = txn:get_var("txn.gw_scheme") or "http" }
   local best
   for i, level in ipairs(levels(host)) do
     local c = first(req, bind, level)
