@@ -435,5 +435,19 @@ func ReadFiles(dir string) (Files, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return Files{}, fmt.Errorf("read %s: %w", CrtListName, err)
 	}
+	lists, err := filepath.Glob(filepath.Join(dir, CertsDir, "gw_*.list"))
+	if err != nil {
+		return Files{}, fmt.Errorf("list gateway crt-lists: %w", err)
+	}
+	for _, p := range lists {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return Files{}, fmt.Errorf("read %s: %w", p, err)
+		}
+		if f.GatewayLists == nil {
+			f.GatewayLists = map[string][]byte{}
+		}
+		f.GatewayLists[CertsDir+"/"+filepath.Base(p)] = b
+	}
 	return f, nil
 }

@@ -378,4 +378,22 @@ func TestGatewayHTTPS(t *testing.T) {
 	serves("deleted", "a.gw.test", &leafA2, "tls-a")
 	serves("deleted", "other.test", nil, "")
 	serves("deleted", "x.wild.test", nil, "")
+	files, err := g.d.ReadFiles()
+	mustf(t, err, "read files")
+	list := GatewayCrtList(bind)
+	if want := GatewayCertFile(bind, "a.gw.test") + " a.gw.test\n"; string(files.GatewayLists[list]) != want {
+		t.Errorf("%s: %q, want %q", list, files.GatewayLists[list], want)
+	}
+	// The runtime's crt-list is the file's.
+	replies, err := g.d.client.Exec(context.Background(), []Command{{text: "show ssl crt-list " + list, kind: replyAny}})
+	mustf(t, err, "show ssl crt-list")
+	var lines []string
+	for _, l := range strings.Split(replies[0].Text, "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	if strings.Join(lines, "\n")+"\n" != string(files.GatewayLists[list]) {
+		t.Errorf("runtime crt-list %q, file %q", replies[0].Text, files.GatewayLists[list])
+	}
 }
