@@ -66,6 +66,11 @@ func TestRenderCacheGatewayRoutes(t *testing.T) {
 		{gw("b", h, "0", nil, "/b", false)},
 		{},
 	}
+	// A route with two hostnames, one of them shared with a route that
+	// comes: the other hostname's list keeps its routes (the states share
+	// the backends that did not change, as the planner's do).
+	two, other := gw("a", h, "1", []string{"x.test", "y.test"}, "/a", false), gw("c", h, "1", []string{"y.test"}, "/c", false)
+	states = append(states, []*dcm.Backend{two, other}, []*dcm.Backend{two, gw("b", h, "0", []string{"x.test"}, "/b", false), other})
 	r := NewRenderer(s)
 	for i, bs := range states {
 		st := stateOf(bs)

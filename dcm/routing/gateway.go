@@ -36,15 +36,45 @@ func GatewayKey(bind, host string) string { return bind + "/" + host }
 // number of routes on one hostname.
 const gatewayChunk = 8000
 
-// GatewayGroup is what the planner and the renderer group a backend's
-// map entries by (dcm/plan's mapOps): its host, or, for a Gateway route,
-// its bind, which starts every gateway key it has a part in. A "\x00"
-// keeps it apart from any host.
-func GatewayGroup(r dcm.Route) string {
-	if r.Gateway != nil {
-		return "\x00" + r.Gateway.Bind
+// Groups calls f with what the planner and the renderer group a
+// backend's map entries by (dcm/plan's mapOps): its host; for a Gateway
+// route, each gateway key it has a part in ("\x00" keeps them apart from
+// hosts). Every backend with a part in a key shares a group with the
+// others, so the entries of a touched backend's keys are built from its
+// groups' backends alone; such a subset also builds partial entries for
+// other keys of theirs, which no touched backend has, alike before and
+// after (GatewayKeyGroup tells them apart).
+func Groups(r dcm.Route, f func(string)) {
+	g := r.Gateway
+	if g == nil {
+		f(r.Host)
+		return
 	}
-	return r.Host
+	if len(g.Hostnames) == 0 {
+		f("\x00" + GatewayKey(g.Bind, ""))
+	}
+	for _, h := range g.Hostnames {
+		f("\x00" + GatewayKey(g.Bind, h))
+	}
+}
+
+// InGroups reports whether one of r's groups is in a set.
+func InGroups(r dcm.Route, has func(string) bool) bool {
+	if r.Gateway == nil {
+		return has(r.Host)
+	}
+	in := false
+	Groups(r, func(g string) { in = in || has(g) })
+	return in
+}
+
+// GatewayKeyGroup is the group of a gateway map key (Groups), a chunk's
+// too.
+func GatewayKeyGroup(key string) string {
+	if i := strings.LastIndexByte(key, '~'); i >= 0 {
+		key = key[:i]
+	}
+	return "\x00" + key
 }
 
 type candidate struct {
