@@ -7,7 +7,7 @@ const (
 	// MapGateway maps a listener bind and a hostname of its routes
 	// ("127.0.20.1:18080/foo.example.com", "…/*.example.com", "…/" for
 	// any host) to the candidates a request there tries, in the Gateway
-	// API's precedence (dcm/routing.GatewayValue).
+	// API's precedence (built by dcm/routing.Tables).
 	MapGateway MapTable = "gateway"
 	// MapGatewayRule maps the HAProxy backend of a Gateway route to its
 	// matches and filters (dcm/routing.GatewayRuleValue).

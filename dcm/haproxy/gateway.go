@@ -23,7 +23,7 @@ import (
 // its filters are more than map lookups in the cfg can express, and
 // HAProxy 2.6 takes header names in set-header literally: a Lua action
 // (gatewayLua) walks the candidates the gateway map lists for the bind
-// and host (routing.GatewayValue orders them) and checks each against
+// and host (dcm/routing orders them) and checks each against
 // its rule in the gateway_rule map. It sets txn.be, the backend, and the
 // request's filters, or says 404 (no match), 500 (a rule whose backends
 // do not resolve) or where to redirect; the cfg answers those. Lua's Map
@@ -256,7 +256,7 @@ end
 -- precedence (exact path, regular expression, longest prefix, method,
 -- most headers, most query parameters), then the more specific hostname,
 -- then the rule's rank. Within one hostname the gateway map lists them in
--- this order already (routing.GatewayValue).
+-- this order already (dcm/routing's gatewayEntries).
 local function better(a, b)
   local ma, mb = a.m, b.m
   if ma.class ~= mb.class then return ma.class < mb.class end

@@ -147,7 +147,7 @@ func BenchmarkComputeChanged2000Flips(b *testing.B) {
 
 // BenchmarkComputeGatewayRouteAdded: a Gateway route added on a bind
 // that carries 10,000 others, 1,000 hostnames of ten each: its map ops
-// look at the routes of that bind (routing.GatewayGroup).
+// look at the routes of its hostname (routing.Groups).
 func BenchmarkComputeGatewayRouteAdded(b *testing.B) {
 	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true}
 	gw := func(n int) *dcm.DesiredBackend {

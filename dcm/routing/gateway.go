@@ -16,7 +16,7 @@ import (
 //   - gateway, keyed by "<bind>/<hostname>" (a hostname of the route's,
 //     "*.domain" for a wildcard, "" for any host): the candidates a
 //     request to that bind and host tries, "<backend>/<match index>"
-//     comma-separated, in the Gateway API's precedence (GatewayValue).
+//     comma-separated, in the Gateway API's precedence (gatewayEntries).
 //
 // The action takes, of the request's host, each of its wildcards and any
 // host, the first candidate whose match matches, and of those the best
