@@ -16,7 +16,7 @@ APT_PACKAGES := haproxy curl chromium nodejs
 # make wasm writes the planner here; static/ embeds it into the binary.
 WASM_DIR := static/dist
 
-.PHONY: all deps build wasm run test vet lint sizes fmt-check generate generate-check bench bench-scale soak kapi clean fuzz fuzz-quick
+.PHONY: all deps build wasm run test vet lint sizes fmt-check generate generate-check bench bench-scale soak kapi clean fuzz fuzz-quick conformance
 
 all: build
 
@@ -199,6 +199,27 @@ SOAK_DURATION ?= 10m
 soak: deps wasm kapi
 	SOAK_DURATION=$(SOAK_DURATION) DCM_SOAK_CMD="make soak$(if $(filter-out 10m,$(SOAK_DURATION)), SOAK_DURATION=$(SOAK_DURATION))" \
 		$(GO) test -tags soak -count=1 -timeout 60m -v -run '^TestSoak$$' ./e2e/bench/
+
+## conformance: the Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance, unmodified, in
+## the nested module e2e/gwconformance) against the dcm binary, on a fresh control plane with the
+## Gateway API CRDs and the test kubelet serving the suite's echo-basic pods (e2e/gwdriver). Writes the
+## suite's report to docs/conformance/report-<suite version>.yaml and prints passed/failed/skipped per
+## profile, dcm's reloads and HAProxy's worker changes during the suite; logs in .work/conformance/.
+## CONFORMANCE_RUN_TEST=<ShortName>: that test alone, its report in .work/conformance/;
+## CONFORMANCE_SUITE_FLAGS: more of the suite's flags (-debug, -timeout-config-overrides=…). Not in make test.
+CONFORMANCE_DIR := .work/conformance
+conformance: deps build kapi
+	@set -e; mkdir -p $(CONFORMANCE_DIR) docs/conformance; \
+	suite=$$(cd e2e/gwconformance && $(GO) list -m -f '{{.Version}}' sigs.k8s.io/gateway-api/conformance); \
+	if [ -n "$(CONFORMANCE_RUN_TEST)" ]; then report=$(CURDIR)/$(CONFORMANCE_DIR)/report-$(CONFORMANCE_RUN_TEST).yaml; \
+	else report=$(CURDIR)/docs/conformance/report-$$suite.yaml; fi; \
+	version=$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD -- . ':!docs/conformance' || echo -dirty); \
+	echo "conformance: building the suite $$suite (e2e/gwconformance; minutes when cold)"; \
+	(cd e2e/gwconformance && $(GO) test -c -o $(CURDIR)/$(CONFORMANCE_DIR)/gwconformance.test .); \
+	DCM_BIN=$(CURDIR)/$(BIN) CONFORMANCE_SUITE_BIN=$(CURDIR)/$(CONFORMANCE_DIR)/gwconformance.test \
+	CONFORMANCE_REPORT=$$report CONFORMANCE_RUN_TEST=$(CONFORMANCE_RUN_TEST) CONFORMANCE_LOG_DIR=$(CURDIR)/$(CONFORMANCE_DIR) \
+	CONFORMANCE_SUITE_FLAGS='$(CONFORMANCE_SUITE_FLAGS)' \
+	DCM_VERSION=$$version $(GO) test -tags conformance -count=1 -timeout 4h -v -run '^TestConformance$$' ./e2e/gwdriver/
 
 clean:
 	rm -rf bin .work .cache

@@ -7,7 +7,7 @@ package dcm
 // route's (cert-update on it), never by a reload.
 
 // IsDefault says whether c is the default certificate rather than a host's.
-func (c Cert) IsDefault() bool { return c.Host == "" }
+func (c Cert) IsDefault() bool { return c.Host == "" && c.Bind == "" }
 
 // SelfSigned says whether c is dcm's self-signed default certificate.
 func (c Cert) SelfSigned() bool { return c.Secret == "" }

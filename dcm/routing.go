@@ -47,8 +47,8 @@ var HTTPMapTables = []MapTable{MapHostExact, MapHostPrefix, MapWildExact, MapWil
 // limits, settings, list and policy are there before a key sends it
 // traffic, and a deleted route's keys go before them.
 var MapTables = append(append([]MapTable{MapRateLimit}, SettingMapTables...),
-	MapAllowlist, MapHeaders, MapInsecure, MapHostExact, MapHostPrefix, MapWildExact, MapWildPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapSNIWild,
-	MapInsecureHost)
+	MapAllowlist, MapHeaders, MapGatewayRule, MapInsecure, MapHostExact, MapHostPrefix, MapWildExact, MapWildPrefix, MapAnyExact, MapAnyPrefix, MapSNI, MapSNIWild,
+	MapInsecureHost, MapGateway)
 
 // Setting maps hold a route's HTTPOptions, keyed by its HAProxy backend
 // (Backend.ProxyName), as the insecure map is: a value changes at runtime.

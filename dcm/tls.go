@@ -188,6 +188,31 @@ type Cert struct {
 	// shared certificate would carry one route's requests on another's
 	// connection. The HTTPS frontend's --disable-http2 still overrides it.
 	H2 bool `json:"h2,omitempty"`
+	// Bind is set for a Gateway HTTPS listener's certificate: the bind
+	// it is served on, by SNI Host, or, with Host empty, to every client
+	// whose SNI names no other of the bind's (the listener has no
+	// hostname). Each bind has its own list, so two Gateways' listeners
+	// never serve each other's certificates.
+	Bind string `json:"bind,omitempty"`
+}
+
+// Key names a certificate among a state's: its host, or for a Gateway
+// listener's its bind and host (no host holds a '/').
+func (c Cert) Key() string {
+	if c.Bind == "" {
+		return c.Host
+	}
+	return c.Bind + "/" + c.Host
+}
+
+// CertLess orders certificates as CertsOf lists them: the hosts' of
+// Ingresses and Routes first, by host, then the Gateway listeners', by
+// bind and host.
+func CertLess(a, b Cert) bool {
+	if a.Bind != b.Bind {
+		return a.Bind < b.Bind
+	}
+	return a.Host < b.Host
 }
 
 // CertsOf lists the certificates the routed edge and reencrypt backends need, sorted by
@@ -214,12 +239,12 @@ func certsOf(backends []*Backend) ([]Cert, map[string]string) {
 			routed = append(routed, b)
 		}
 	}
+	owners := map[string]string{}
 	if len(routed) == 0 {
-		return nil, nil
+		return gatewayCerts(backends, owners), owners
 	}
 	sort.SliceStable(routed, func(i, j int) bool { return routed[i].Route.Less(routed[j].Route) })
 	out := make([]Cert, 0, len(routed))
-	owners := make(map[string]string, len(routed))
 	for _, b := range routed {
 		r := b.Route
 		if len(out) > 0 && out[len(out)-1].Host == r.Host {
@@ -229,7 +254,37 @@ func certsOf(backends []*Backend) ([]Cert, map[string]string) {
 		owners[r.Host] = b.Name
 	}
 	markH2(out)
-	return out, owners
+	return append(out, gatewayCerts(backends, owners)...), owners
+}
+
+// gatewayCerts are the certificates of the routed Gateway routes of
+// HTTPS listeners (edge): one per bind and hostname of theirs (the
+// listener's certificate), "" for a route without hostnames; the first
+// route by name wins, sorted by bind and host.
+func gatewayCerts(backends []*Backend, owners map[string]string) []Cert {
+	byKey := map[string]Cert{}
+	for _, b := range backends {
+		r := b.Route
+		if !b.Routed() || r.Gateway == nil || r.Kind != KindEdge || r.TLS == nil || r.TLS.Version == "" {
+			continue
+		}
+		hosts := r.Gateway.Hostnames
+		if len(hosts) == 0 {
+			hosts = []string{""}
+		}
+		for _, h := range hosts {
+			c := Cert{Host: h, Secret: r.TLS.Secret, Version: r.TLS.Version, Bind: r.Gateway.Bind}
+			if owner, ok := owners[c.Key()]; !ok || b.Name < owner {
+				byKey[c.Key()], owners[c.Key()] = c, b.Name
+			}
+		}
+	}
+	out := make([]Cert, 0, len(byKey))
+	for _, c := range byKey {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return CertLess(out[i], out[j]) })
+	return out
 }
 
 // markH2 offers HTTP/2 to the hosts whose certificate (by version: the

@@ -217,6 +217,9 @@ func ServerName(pod, portName, addr string, port int) string {
 
 // ValidateRoute checks every field of a route that reaches HAProxy.
 func ValidateRoute(r Route) error {
+	if r.Gateway != nil {
+		return validateGatewayRoute(r)
+	}
 	if err := ValidateDNSLabel("namespace", r.Namespace); err != nil {
 		return err
 	}

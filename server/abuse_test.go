@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -29,6 +30,20 @@ var actionBodies = map[string]string{
 	"/api/v1/backends/:backend/servers/:server/weight": `{"weight":3}`,
 	"/api/v1/reload":  `{"reason":"test"}`,
 	"/api/v1/maxconn": `{"maxconn":20000}`,
+	"/api/v1/expect":  `{"namespace":"demo","kind":"Deployment","name":"web","replicas":2}`,
+	// The id is of an expectation an admin made just before (expectID).
+	"/api/v1/expect/:id": ``,
+}
+
+// expectID makes an expectation as an admin and returns its id.
+func expectID(t *testing.T, srvURL string) string {
+	t.Helper()
+	resp, body := call(t, http.DefaultClient, http.MethodPost, srvURL+"/api/v1/expect", adminToken, actionBodies["/api/v1/expect"])
+	var e expected
+	if err := json.Unmarshal([]byte(body), &e); err != nil || resp.StatusCode != http.StatusOK || e.ID == "" {
+		t.Fatalf("POST /api/v1/expect: HTTP %d %s (%v)", resp.StatusCode, body, err)
+	}
+	return e.ID
 }
 
 // readOnlyPosts are the POST routes that change nothing in HAProxy or
@@ -80,12 +95,16 @@ func TestEveryActionIsAuthorized(t *testing.T) {
 			{"admin", adminToken, func(c int) bool { return c >= 200 && c < 300 }},
 		} {
 			t.Run(r.Method+" "+r.Path+"/"+tt.who, func(t *testing.T) {
-				before := len(eng.actions)
+				path := path
+				if r.Path == "/api/v1/expect/:id" {
+					path = "/api/v1/expect/" + expectID(t, srvURL)
+				}
+				before := eng.changes()
 				resp, got := call(t, http.DefaultClient, r.Method, srvURL+path, tt.token, body)
 				if !tt.want(resp.StatusCode) {
 					t.Errorf("HTTP %d: %s", resp.StatusCode, got)
 				}
-				if changed := len(eng.actions) != before; changed != (tt.who == "admin") {
+				if changed := eng.changes() != before; changed != (tt.who == "admin") {
 					t.Errorf("changed something: %v (want %v)", changed, tt.who == "admin")
 				}
 			})

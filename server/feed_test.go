@@ -1002,6 +1002,26 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 	if m := plain.expect(dcm.FeedTypeEvent); !reflect.DeepEqual(m.Event.Ops, reencrypt.Ops) || !reflect.DeepEqual(m.Event.State, reencrypt.State) {
 		t.Errorf("reencrypt event arrived as %+v", m.Event)
 	}
+	// A Gateway route of an HTTPS listener, every field of its shape set.
+	gw := fullBackend("demo", "gw", dcm.KindEdge)
+	gw.Route.Source, gw.Route.Host, gw.Route.Path = dcm.SourceHTTPRoute, "", ""
+	gw.Route.Services[0].Namespace = "other"
+	gw.Route.Gateway = &dcm.GatewayRoute{Gateway: "demo/gw", Listener: "https", Bind: "127.0.20.1:443", Hostnames: []string{"gw.demo.example"},
+		Matches: []dcm.HTTPMatch{{PathType: dcm.GatewayPathPrefix, Path: "/", Method: "GET",
+			Headers: []dcm.ValueMatch{{Name: "X-A", Value: "a"}}, Query: []dcm.ValueMatch{{Name: "q", Value: "v[0-9]", Regex: true}}}},
+		Filters: &dcm.HTTPFilters{
+			RequestHeaders:  &dcm.HeaderMods{Set: []dcm.HeaderValue{{Name: "X-S", Value: "s"}}, Add: []dcm.HeaderValue{{Name: "X-D", Value: "d"}}, Remove: []string{"X-R"}},
+			ResponseHeaders: &dcm.HeaderMods{Remove: []string{"Server"}},
+			Redirect:        &dcm.HTTPRedirect{Scheme: "https", Hostname: "new.demo.example", Port: 8443, StatusCode: 301, Path: &dcm.PathModifier{Type: dcm.ReplacePrefixMatch, Value: "/v2"}},
+			Rewrite:         &dcm.URLRewrite{Hostname: "in.demo.example", Path: &dcm.PathModifier{Type: dcm.ReplaceFullPath, Value: "/x"}},
+		},
+		Rank: "000000000001!demo/gw!0000", Unresolved: true}
+	gwEvent := dcm.Event{Type: dcm.EventApplied, Message: "applied", Backends: []string{gw.Name}, State: dcm.BackendList(gw),
+		Ops: []dcm.Op{{Kind: dcm.OpCertAdd, Backend: gw.Name, Cert: &dcm.Cert{Host: "gw.demo.example", Secret: "demo/gw-tls", Version: "89ab", Bind: "127.0.20.1:443"}}}}
+	s.eng.hub.Publish(gwEvent)
+	if m := plain.expect(dcm.FeedTypeEvent); !reflect.DeepEqual(m.Event.Ops, gwEvent.Ops) || !reflect.DeepEqual(m.Event.State, gwEvent.State) {
+		t.Errorf("gateway event arrived as %+v", m.Event)
+	}
 	s.shutdown()
 	plain.expect(dcm.FeedTypeBye)
 

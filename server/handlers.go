@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/server/fleet"
 )
 
 type apiError struct {
@@ -115,15 +116,6 @@ func pathParam(c echo.Context, name string) string {
 	return v
 }
 
-// eventsPage is the body of GET /api/v1/events.
-type eventsPage struct {
-	Events []dcm.Event `json:"events"`
-	// Complete is false when events after since are no longer kept; take a
-	// snapshot instead.
-	Complete bool   `json:"complete"`
-	Seq      uint64 `json:"seq"`
-}
-
 func events(eng Engine) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		since, err := strconv.ParseUint(c.QueryParam("since"), 10, 64)
@@ -131,15 +123,19 @@ func events(eng Engine) echo.HandlerFunc {
 			return echo.NewHTTPError(http.StatusBadRequest, "since must be a seq")
 		}
 		evs, ok := eng.Events(since)
-		if evs == nil {
-			evs = []dcm.Event{}
-		}
-		page := eventsPage{Events: evs, Complete: ok, Seq: since}
-		if len(evs) > 0 {
-			page.Seq = evs[len(evs)-1].Seq
-		}
-		return c.JSON(http.StatusOK, page)
+		return c.JSON(http.StatusOK, eventsOf(evs, ok, since))
 	}
+}
+
+func eventsOf(evs []dcm.Event, complete bool, since uint64) dcm.EventsPage {
+	if evs == nil {
+		evs = []dcm.Event{}
+	}
+	page := dcm.EventsPage{Events: evs, Complete: complete, Seq: since}
+	if len(evs) > 0 {
+		page.Seq = evs[len(evs)-1].Seq
+	}
+	return page
 }
 
 // stateRequest is the body of POST …/servers/{s}/state.
@@ -332,7 +328,30 @@ func (r scaleRequest) validate() error {
 	return nil
 }
 
-func scale(eng Engine, scaler Scaler, log *slog.Logger) echo.HandlerFunc {
+// whatifs is the scale as a what-if.
+func (r scaleRequest) whatifs() []dcm.WhatIf {
+	kind := "Deployment"
+	if strings.EqualFold(r.Kind, "statefulset") {
+		kind = "StatefulSet"
+	}
+	return []dcm.WhatIf{{Kind: dcm.WhatIfScale, Namespace: r.Namespace,
+		Workload: &dcm.WorkloadRef{Kind: kind, Name: r.Name}, Replicas: int(*r.Replicas)}}
+}
+
+// scaled is the answer to POST /api/v1/scale. Replicas are the dcm
+// replicas that follow the scale: this one, with the seq its prediction
+// starts after, then the others (with --peers or --peer-service), each
+// asked to predict the scale from its own state before it is made.
+type scaled struct {
+	Namespace string           `json:"namespace"`
+	Kind      string           `json:"kind"`
+	Name      string           `json:"name"`
+	Replicas  int32            `json:"replicas"`
+	Fleet     []fleet.Expected `json:"fleet"`
+}
+
+func scale(d Deps) echo.HandlerFunc {
+	eng, scaler, log := d.Engine, d.Scaler, d.Log
 	return func(c echo.Context) error {
 		var req scaleRequest
 		if err := c.Bind(&req); err != nil {
@@ -341,25 +360,30 @@ func scale(eng Engine, scaler Scaler, log *slog.Logger) echo.HandlerFunc {
 		if err := req.validate(); err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, err.Error())
 		}
-		kind := "Deployment"
-		if strings.EqualFold(req.Kind, "statefulset") {
-			kind = "StatefulSet"
-		}
-		whatifs := []dcm.WhatIf{{Kind: dcm.WhatIfScale, Namespace: req.Namespace,
-			Workload: &dcm.WorkloadRef{Kind: kind, Name: req.Name}, Replicas: int(*req.Replicas)}}
+		whatifs := req.whatifs()
 		if req.ExpectSeq != 0 {
 			if moved, seq := movedSince(eng, req.ExpectSeq, whatifs); moved {
 				return c.JSON(http.StatusConflict, apiError{Error: "the state moved since the preview; preview again", Seq: seq})
 			}
 		}
+		self := fleet.Expected{Name: c.Request().Host, Self: true, Seq: eng.Status().Seq}
 		cancel := eng.Expect(whatifs)
+		var peers []fleet.Expected
+		if d.Fleet != nil {
+			peers = d.Fleet.Expect(c.Request().Context(), tokenOf(c),
+				expectRequest{Namespace: req.Namespace, Kind: req.Kind, Name: req.Name, Replicas: req.Replicas})
+		}
 		if err := scaler.SetScale(c.Request().Context(), req.Namespace, req.Kind, req.Name, *req.Replicas); err != nil {
 			cancel()
+			if d.Fleet != nil {
+				d.Fleet.Unexpect(c.Request().Context(), tokenOf(c), peers)
+			}
 			log.Warn("scale failed", "namespace", req.Namespace, "kind", req.Kind, "name", req.Name, "err", err)
 			return echo.NewHTTPError(http.StatusBadGateway, err.Error())
 		}
 		obj := dcm.ObjectRef{Kind: req.Kind, Namespace: req.Namespace, Name: req.Name}
 		eng.Action(identityOf(c).Name, fmt.Sprintf("scaled %s to %d", obj, *req.Replicas), obj)
-		return c.JSON(http.StatusAccepted, map[string]any{"namespace": req.Namespace, "kind": req.Kind, "name": req.Name, "replicas": *req.Replicas})
+		return c.JSON(http.StatusAccepted, scaled{Namespace: req.Namespace, Kind: req.Kind, Name: req.Name, Replicas: *req.Replicas,
+			Fleet: append([]fleet.Expected{self}, peers...)})
 	}
 }

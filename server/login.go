@@ -76,7 +76,7 @@ func login(d Deps, sessions *sessions) echo.HandlerFunc {
 		if !allowed {
 			return retry(http.StatusForbidden, id.Name+" may not read dcm.")
 		}
-		s := sessions.create(id)
+		s := sessions.create(id, token)
 		c.SetCookie(sessionCookieFor(s, d.SecureCookies))
 		c.SetCookie(&http.Cookie{Name: loginCookie, Path: "/login", MaxAge: -1})
 		d.Log.Info("login", "identity", id.Name)

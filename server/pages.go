@@ -70,7 +70,7 @@ func oneOf[T ~string](v string, allowed []T) string {
 func overviewPage(d Deps, a *static.Assets) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		s := d.Engine.Snapshot()
-		return renderPage(c, http.StatusOK, views.Overview(frame(c, d, a, "overview", "Overview", s.Seq), s, time.Now()))
+		return renderPage(c, http.StatusOK, views.Overview(frame(c, d, a, "overview", "Overview", s.Seq), s, fleetWithin(c, d, pageFleetWait), time.Now()))
 	}
 }
 

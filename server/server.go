@@ -43,6 +43,8 @@ type Engine interface {
 	// Expect records a change's prediction before it is made, to compare
 	// with what is applied; cancel drops it if the change fails.
 	Expect(whatifs []dcm.WhatIf) (cancel func())
+	// Status is this replica's account of itself for the fleet view.
+	Status() dcm.ReplicaStatus
 	// TrafficRates are the routes' recent request and error rates, kept by
 	// the engine's traffic reader (GET /api/v1/traffic).
 	TrafficRates() dcm.TrafficRates
@@ -58,8 +60,10 @@ type Scaler interface {
 
 // Deps are the server's dependencies.
 type Deps struct {
-	Engine   Engine
-	Scaler   Scaler
+	Engine Engine
+	Scaler Scaler
+	// Fleet reads the other dcm replicas (nil: this one alone).
+	Fleet    Fleet
 	Gatherer prometheus.Gatherer
 	// Authenticator turns a bearer token into an identity; Authorizer
 	// decides what the identity may do.

@@ -28,6 +28,7 @@ type fakeEngine struct {
 	ready   bool
 	mu      sync.Mutex
 	actions []string
+	expects int
 }
 
 // newFakeEngine starts at seq: the hub has published that many events, so
@@ -48,6 +49,9 @@ func (f *fakeEngine) Snapshot() dcm.Snapshot {
 	}}
 }
 func (f *fakeEngine) Ready() bool { return f.ready }
+func (f *fakeEngine) Status() dcm.ReplicaStatus {
+	return dcm.ReplicaStatus{Seq: f.hub.Seq(), Ready: f.ready, Applied: "1"}
+}
 func (f *fakeEngine) Action(actor, message string, _ dcm.ObjectRef) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -91,7 +95,23 @@ func (f *fakeEngine) Simulate(whatifs []dcm.WhatIf) dcm.Simulation {
 	}
 	return sim
 }
-func (f *fakeEngine) Expect([]dcm.WhatIf) func() { return func() {} }
+func (f *fakeEngine) Expect([]dcm.WhatIf) func() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.expects++
+	return func() { // a cancelled expectation counts as a change too
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.expects++
+	}
+}
+
+// changes counts the actions and expectations recorded.
+func (f *fakeEngine) changes() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.actions) + f.expects
+}
 func (f *fakeEngine) Config(context.Context) (dcm.ConfigView, error) {
 	return dcm.ConfigView{Files: []dcm.ConfigFile{{Name: "haproxy.cfg", Content: "global\n"}}, Drift: []string{}}, nil
 }

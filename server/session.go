@@ -16,10 +16,14 @@ const (
 )
 
 // session is a logged-in browser: the identity the login's token proved,
-// and the CSRF token its forms and scripts must send back.
+// and the CSRF token its forms and scripts must send back. It keeps the
+// token too, in this process's memory only (the cookie holds a random id):
+// the fleet view reads the other replicas with it, so each applies its own
+// token rules to the user, as if the user had signed in there.
 type session struct {
 	id       string
 	identity Identity
+	token    string
 	csrf     string
 	expires  time.Time
 }
@@ -48,7 +52,7 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func (ss *sessions) create(id Identity) *session {
+func (ss *sessions) create(id Identity, token string) *session {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	now := ss.now()
@@ -59,7 +63,7 @@ func (ss *sessions) create(id Identity) *session {
 			}
 		}
 	}
-	s := &session{id: randomToken(), identity: id, csrf: randomToken(), expires: now.Add(sessionTTL)}
+	s := &session{id: randomToken(), identity: id, token: token, csrf: randomToken(), expires: now.Add(sessionTTL)}
 	ss.byID[s.id] = s
 	return s
 }

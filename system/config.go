@@ -108,6 +108,10 @@ type Config struct {
 	Listen        string // --listen
 	AuthTokenFile string // --auth-token-file
 	EventHistory  int    // --event-history
+	// Peers and PeerService find the other replicas for the fleet view
+	// (system/fleet.go).
+	Peers       []string // --peers
+	PeerService string   // --peer-service
 	// TrafficInterval is --traffic-interval: how often the per-route
 	// traffic series read HAProxy's counters (0 turns them off).
 	TrafficInterval  time.Duration
@@ -226,6 +230,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if _, err := c.GatewayBinds(); err != nil {
+		return err
+	}
+	if err := c.validateFleet(); err != nil {
 		return err
 	}
 	for _, d := range []struct {

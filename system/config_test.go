@@ -49,6 +49,12 @@ func TestValidate(t *testing.T) {
 		{"lease name", func(c *Config) { c.LeaderElectionLease = "Bad_Name" }, "--leader-election-lease"},
 		{"renew beyond lease", func(c *Config) { c.RenewDeadline = 20 * time.Second }, "--leader-election-renew-deadline"},
 		{"no election, durations unchecked", func(c *Config) { c.LeaderElect, c.LeaseDuration = false, 0 }, ""},
+		{"peers", func(c *Config) { c.Peers = []string{"http://127.0.0.1:8080", "https://dcm-1.example:8080"} }, ""},
+		{"peer without port", func(c *Config) { c.Peers = []string{"http://dcm-1"} }, "--peers"},
+		{"peer with a path", func(c *Config) { c.Peers = []string{"http://dcm-1:8080/x"} }, "--peers"},
+		{"peer service", func(c *Config) { c.PeerService = "dcm-system/dcm:api" }, ""},
+		{"peer service without namespace", func(c *Config) { c.PeerService = "dcm" }, "--peer-service"},
+		{"peer service hostile", func(c *Config) { c.PeerService = "dcm-system/Dcm_X" }, "--peer-service"},
 	}
 	for _, tt := range tests {
 		c := Defaults()

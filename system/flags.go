@@ -48,6 +48,7 @@ func (c *Config) FlagSet() *pflag.FlagSet {
 	fs.DurationVar(&c.DemoPreStopDelay, "demo-prestop-delay", c.DemoPreStopDelay, "demo: time a terminating pod keeps accepting before it shuts down")
 	httpFlags(fs, c)
 	statusFlags(fs, c)
+	fleetFlags(fs, c)
 	return fs
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/dcm-router/dcm/dcm/haproxy"
 	"github.com/dcm-router/dcm/dcm/kube"
 	"github.com/dcm-router/dcm/server"
+	"github.com/dcm-router/dcm/server/fleet"
 )
 
 // Deps are what New takes from its caller besides the Config: what a
@@ -73,6 +74,10 @@ type System struct {
 	noStatus bool
 	access   access
 	portal   net.Listener
+	// fleet reads the other replicas (nil without --peers or
+	// --peer-service); peerSlices finds them in a Service.
+	fleet      *fleet.Collector
+	peerSlices *kube.PeerSlices
 	// accessLog reads HAProxy's access log; nil with --access-log=off.
 	accessLog *accesslog.Logger
 	ready     chan struct{}
@@ -163,6 +168,10 @@ func New(ctx context.Context, cfg Config, deps Deps) (*System, error) {
 		return nil, fmt.Errorf("--listen: %w", err)
 	}
 	if err := s.listenAccessLog(settings.LogSocket, deps); err != nil {
+		s.portal.Close()
+		return nil, err
+	}
+	if err := s.wireFleet(); err != nil {
 		s.portal.Close()
 		return nil, err
 	}
@@ -308,6 +317,9 @@ func (s *System) Run(ctx context.Context) error {
 	if s.accessLog != nil {
 		parts = append(parts, part{"access log", s.accessLog.Run})
 	}
+	if s.peerSlices != nil {
+		parts = append(parts, part{"peers", s.runPeerSlices})
+	}
 	errs := make(chan error, len(parts))
 	for _, p := range parts {
 		go func() { errs <- stopped(ctx, p.name, p.run(ctx)) }()
@@ -381,6 +393,9 @@ func (s *System) serverDeps() server.Deps {
 	}
 	if s.client != nil {
 		d.Scaler = kube.NewScaler(s.client)
+	}
+	if s.fleet != nil {
+		d.Fleet = s.fleet
 	}
 	return d
 }

@@ -3,6 +3,7 @@
 // which no event reports: it asks Live for counts.
 
 import { bind, clone } from './bind.js';
+import { followFleet } from './fleet.js';
 import * as f from './format.js';
 import { Live } from './live.js';
 import { syncRows } from './rows.js';
@@ -32,4 +33,5 @@ export function start({ status }) {
     }));
   }, { counts: true });
   live.follow(status);
+  followFleet();
 }

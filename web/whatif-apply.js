@@ -7,6 +7,7 @@
 import { confirmDialog, csrf } from './actions.js';
 import { fill } from './bind.js';
 import { opText, reasons } from './format.js';
+import { FleetFollow } from './whatif-fleet.js';
 import { plural } from './whatif-preview.js';
 
 const $ = (id) => document.getElementById(id);
@@ -19,6 +20,7 @@ export class Applier {
     this.preview = preview;
     this.onStale = onStale;
     this.applied = null; // {whatif, seq, backends, pending, ops}: a change made, being followed
+    this.fleet = null; // FleetFollow of the last Apply
   }
 
   // applicable is the one scale Apply makes, if the preview is exactly that.
@@ -83,12 +85,21 @@ export class Applier {
       this.message(`Not applied: ${body.error || body.message || `HTTP ${r.status}`}`, 'error');
       return;
     }
-    this.message(`Scaled ${w.workload.kind} ${w.namespace}/${w.workload.name} to ${w.replicas}. Following what HAProxy is asked…`, 'ok');
+    const replicas = body.fleet || [{ name: '', self: true, seq: sim.seq }];
+    this.message(`Scaled ${w.workload.kind} ${w.namespace}/${w.workload.name} to ${w.replicas}. Following what HAProxy is asked on ${plural(replicas.length, 'this replica', '%d replicas')}…`, 'ok');
     $('compare').hidden = false;
+    this.fleet?.stop();
+    const applied = this.applied;
+    this.fleet = new FleetFollow(w, replicas, () => {
+      applied.pending = false;
+      this.update();
+    });
+    this.fleet.start();
   }
 
-  // follow collects, after an Apply, the commands HAProxy gets for the
-  // previewed backends, and the engine's verdict on the prediction.
+  // follow collects, after an Apply, the commands this replica's HAProxy
+  // gets for the previewed backends; every replica's verdict on its
+  // prediction comes through FleetFollow.
   follow(ev) {
     const applied = this.applied;
     if (!applied || ev.seq <= applied.seq) return;
@@ -97,20 +108,6 @@ export class Applier {
       for (const o of ev.ops || []) if (applied.backends.has(o.backend)) applied.ops.push({ text: opText(o), op: o.op });
       $('cmp-ops').replaceChildren(...applied.ops.map((o) => fill('tpl-op', o)));
     }
-    if (ev.type !== 'prediction' || !ev.prediction) return;
-    const p = ev.prediction;
-    const w = (p.whatifs || [])[0];
-    if (!w || w.namespace !== applied.whatif.namespace || w.workload?.name !== applied.whatif.workload.name || w.replicas !== applied.whatif.replicas) return;
-    applied.pending = false;
-    const keys = [...new Set([...Object.keys(p.predicted || {}), ...Object.keys(p.actual || {})])].sort();
-    $('cmp-rows').replaceChildren(...keys.map((key) => {
-      const pr = p.predicted?.[key] || 0, ac = p.actual?.[key] || 0;
-      return fill('tpl-cmp', { key, predicted: pr, actual: ac, cls: pr === ac ? 'same' : 'diff' });
-    }));
-    const v = $('cmp-verdict');
-    v.dataset.match = String(p.match);
-    v.textContent = p.match ? 'Actual = predicted: HAProxy was asked exactly what the preview showed.' : 'Actual differs from the prediction (highlighted); the difference is in the audit log and dcm_prediction_mismatch_total.';
-    this.update();
   }
 
   message(text, kind) {

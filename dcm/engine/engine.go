@@ -132,6 +132,10 @@ type Engine struct {
 	observeCursor int
 	// overrides are the admins' changes on top of Kubernetes, by endpoint.
 	overrides map[string]override
+	// applied is the desired state HAProxy serves (markApplied), for the
+	// fleet view; appliedValid once a sync found it so.
+	applied      dcm.Desired
+	appliedValid bool
 	// expectations are previews whose changes are being compared with what
 	// the engine applies.
 	expectations []*expectation
@@ -146,6 +150,10 @@ type Engine struct {
 	// traffic keeps the per-route traffic totals, under a lock of its own
 	// (traffic_loop.go).
 	traffic trafficReader
+	// digests hash desired states for Status, under digestMu: hashing a
+	// large change must not hold up the sync loop.
+	digestMu sync.Mutex
+	digests  digests
 	// retry holds a failed reload: its reasons, when to try again, and the
 	// delay after that (doubling up to a minute).
 	retry struct {

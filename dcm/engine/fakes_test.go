@@ -95,6 +95,13 @@ func (s *fakeSource) Desired() (dcm.Desired, time.Time) {
 	return d, seen
 }
 
+// Current is what the source holds, leaving Desired's figures alone.
+func (s *fakeSource) Current() dcm.Desired {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.desired
+}
+
 // Changed is asked once per round of the loop, as it goes back to wait:
 // the announcement wakes tests waiting for what a round changed in the
 // engine without a driver call or event after it (an update counted).

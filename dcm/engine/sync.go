@@ -180,6 +180,7 @@ func (e *Engine) reload(ctx context.Context, p dcm.Plan, seen time.Time) {
 	e.mu.Lock()
 	e.lastReload = info
 	e.retry.reasons, e.retry.delay = nil, 0
+	e.markApplied()
 	e.reloads++
 	e.pid = res.NewPID
 	e.updates.Reload++

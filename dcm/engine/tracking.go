@@ -47,6 +47,7 @@ func (e *Engine) changedSince(actual dcm.State, desired dcm.Desired) ([]string, 
 func (e *Engine) planned(st dcm.State, d dcm.Desired) {
 	e.mu.Lock()
 	e.track.planned, e.track.plannedFor, e.track.valid = st, d, true
+	e.markApplied()
 	e.mu.Unlock()
 }
 

@@ -110,6 +110,9 @@ func CertCommands(op dcm.Op, pemText string, h2 HTTP2) (cmds []Command, abort *C
 	if op.Cert.IsDefault() {
 		return defaultCertCommands(op, pemText)
 	}
+	if op.Cert.Bind != "" {
+		return gatewayCertCommands(op, pemText)
+	}
 	host := op.Cert.Host
 	file, err := certFileFor(host)
 	if err != nil {
@@ -207,9 +210,9 @@ func (c Command) certSucceeded(reply string) bool {
 		return !prefixed && m != nil && m[1] == c.file
 	case replyAddCrtList:
 		m := addCrtListRE.FindStringSubmatch(reply)
-		return !prefixed && m != nil && m[1] == c.file && m[2] == CrtListName
+		return !prefixed && m != nil && m[1] == c.file && m[2] == c.crtList()
 	case replyDelCrtList:
-		return prefixed && sev == 5 && msg == "Entry '"+c.file+"' deleted in crtlist '"+CrtListName+"'!"
+		return prefixed && sev == 5 && msg == "Entry '"+c.file+"' deleted in crtlist '"+c.crtList()+"'!"
 	case replyDelCert:
 		return prefixed && sev == 5 && msg == "Certificate '"+c.file+"' deleted!"
 	case replyNewCA:

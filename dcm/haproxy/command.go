@@ -50,6 +50,17 @@ type Command struct {
 	// file is the certificate file a certificate command names, which its
 	// success reply repeats.
 	file string
+	// list is the crt-list a crt-list command names when it is not
+	// CrtListName: a Gateway HTTPS bind's.
+	list string
+}
+
+// crtList is the crt-list a command names.
+func (c Command) crtList() string {
+	if c.list != "" {
+		return c.list
+	}
+	return CrtListName
 }
 
 func (c Command) String() string { return c.text }
@@ -201,6 +212,8 @@ func validateMapValue(t dcm.MapTable, key, value string) error {
 		return validateRateLimitEntry(key, value)
 	case t == dcm.MapHeaders:
 		return routing.ValidateHeaderValue("header actions", value)
+	case t.Gateway():
+		return routing.ValidateGatewayValue(t, "gateway", value)
 	case t.Insecure():
 		return routing.ValidateInsecureAction("insecure action", value)
 	case t.Setting():

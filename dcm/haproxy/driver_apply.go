@@ -29,10 +29,10 @@ func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error 
 	if err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
-	if d.cfg.Settings.HTTPSBind == "" {
-		// No certificate is served; CA files are still needed, by servers.
-		certFirst, certLast = onlyCAOps(certFirst), onlyCAOps(certLast)
-	}
+	// Without an HTTPS frontend no route's certificate is served, nor a
+	// Gateway listener's on a bind HAProxy lacks; CA files are still
+	// needed, by servers.
+	certFirst, certLast = d.servedCertOps(certFirst), d.servedCertOps(certLast)
 	first, err := d.certTransactions(certFirst)
 	if err != nil {
 		return fmt.Errorf("apply: %w", err)

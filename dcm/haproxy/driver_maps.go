@@ -97,6 +97,9 @@ func chunksOf(t dcm.MapTable, es []dcm.MapEntry, chunks bool) []dcm.MapEntry {
 // routes are then not served, TLS routes are served as HTTP), as
 // certificate ops are.
 func (d *Driver) loadsMap(t dcm.MapTable) bool {
+	if t.Gateway() {
+		return gatewayServed(d.cfg.Settings.Gateway)
+	}
 	return !t.HTTPSOnly() || d.cfg.Settings.HTTPSBind != ""
 }
 

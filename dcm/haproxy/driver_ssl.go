@@ -40,12 +40,23 @@ func splitCertOps(ops []dcm.Op) (first, rest, last []dcm.Op, err error) {
 
 func isCAOp(o dcm.Op) bool { return o.Kind == dcm.OpCAAdd || o.Kind == dcm.OpCADel }
 
-func onlyCAOps(ops []dcm.Op) []dcm.Op {
+// servedCertOps keeps the CA ops and the certificate ops of what HAProxy
+// serves: the HTTPS frontend's when it has one, the Gateway HTTPS binds'
+// it binds.
+func (d *Driver) servedCertOps(ops []dcm.Op) []dcm.Op {
+	binds := GatewayBindAddrs(d.cfg.Settings.Gateway, true)
 	var out []dcm.Op
 	for _, o := range ops {
-		if isCAOp(o) {
-			out = append(out, o)
+		switch {
+		case isCAOp(o):
+		case o.Cert != nil && o.Cert.Bind != "":
+			if !slices.Contains(binds, o.Cert.Bind) {
+				continue
+			}
+		case d.cfg.Settings.HTTPSBind == "":
+			continue
 		}
+		out = append(out, o)
 	}
 	return out
 }
@@ -76,7 +87,15 @@ func (d *Driver) certTransactions(ops []dcm.Op) ([]certTx, error) {
 			continue
 		}
 		var pemText string
-		if op.Kind != dcm.OpCertDel {
+		switch {
+		case op.Cert != nil && op.Kind == dcm.OpCertDel && op.Cert.Bind != "" && op.Cert.Host == "":
+			// A Gateway bind's default goes back to dcm's own.
+			p, err := NormalizePEM(d.defaultCert)
+			if err != nil {
+				return nil, fmt.Errorf("op %s: default certificate: %w", op.Kind, err)
+			}
+			pemText = p
+		case op.Kind != dcm.OpCertDel:
 			if op.Cert == nil {
 				return nil, fmt.Errorf("op %s: no certificate", op.Kind)
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -79,6 +80,9 @@ func WriteFiles(dir string, f Files, prev Files) (err error) {
 		if err := st.add(filepath.Join(dir, AllowlistLuaName), AllowlistLua(), 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", AllowlistLuaName, err)
 		}
+		if err := st.add(filepath.Join(dir, GatewayLuaName), GatewayLua(), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", GatewayLuaName, err)
+		}
 	}
 	gone, err := stageBackends(&st, dir, f, prev)
 	if err != nil {
@@ -95,7 +99,7 @@ func WriteFiles(dir string, f Files, prev Files) (err error) {
 	if err := st.commit(); err != nil {
 		return fmt.Errorf("write haproxy files: %w", err)
 	}
-	if f.CrtList != nil || len(f.Certs) > 0 {
+	if f.CrtList != nil || len(f.Certs) > 0 || len(f.GatewayLists) > 0 {
 		if err := removeStaleCerts(dir, f.Certs); err != nil {
 			return err
 		}
@@ -197,7 +201,7 @@ func (s *staged) discard() {
 // stageCerts stages the certificate files (mode 0600: they hold private
 // keys) and the crt-list.
 func stageCerts(st *staged, dir string, f Files, prev Files) error {
-	if f.CrtList == nil && len(f.Certs) == 0 {
+	if f.CrtList == nil && len(f.Certs) == 0 && len(f.GatewayLists) == 0 {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Join(dir, CertsDir), 0o700); err != nil {
@@ -220,9 +224,21 @@ func stageCerts(st *staged, dir string, f Files, prev Files) error {
 			return fmt.Errorf("write certificate %s: %w", name, err)
 		}
 	}
-	if prev.CrtList == nil || !bytes.Equal(prev.CrtList, f.CrtList) {
+	_, https := f.Certs[DefaultCertName] // the HTTPS frontend's, which reads the crt-list
+	if (f.CrtList != nil || https) && (prev.CrtList == nil || !bytes.Equal(prev.CrtList, f.CrtList)) {
 		if err := st.add(filepath.Join(dir, CrtListName), f.CrtList, 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", CrtListName, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(f.GatewayLists)) {
+		if old, ok := prev.GatewayLists[name]; ok && bytes.Equal(old, f.GatewayLists[name]) {
+			continue
+		}
+		if path.Clean(name) != name || !strings.HasPrefix(name, CertsDir+"/gw_") || !strings.HasSuffix(name, ".list") || !safePath(name) {
+			return fmt.Errorf("gateway crt-list name %q", name)
+		}
+		if err := st.add(filepath.Join(dir, filepath.FromSlash(name)), f.GatewayLists[name], 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
 		}
 	}
 	return nil
@@ -418,6 +434,20 @@ func ReadFiles(dir string) (Files, error) {
 		f.CrtList = b
 	case !errors.Is(err, fs.ErrNotExist):
 		return Files{}, fmt.Errorf("read %s: %w", CrtListName, err)
+	}
+	lists, err := filepath.Glob(filepath.Join(dir, CertsDir, "gw_*.list"))
+	if err != nil {
+		return Files{}, fmt.Errorf("list gateway crt-lists: %w", err)
+	}
+	for _, p := range lists {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return Files{}, fmt.Errorf("read %s: %w", p, err)
+		}
+		if f.GatewayLists == nil {
+			f.GatewayLists = map[string][]byte{}
+		}
+		f.GatewayLists[CertsDir+"/"+filepath.Base(p)] = b
 	}
 	return f, nil
 }

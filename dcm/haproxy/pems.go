@@ -108,25 +108,30 @@ func (d *Driver) pemFiles(f *Files, st dcm.State) error {
 	if latest {
 		d.caPEMs.keepOnly(keepCAs)
 	}
-	if d.cfg.Settings.HTTPSBind == "" {
-		return nil
-	}
 	certs := dcm.CertsOf(st.Backends)
 	keepCerts := make(map[string]bool, len(certs))
-	f.Certs = make(map[string][]byte, len(certs)+1)
-	def, err := d.certPEM(st.DefaultCert)
-	if err != nil {
-		return fmt.Errorf("default certificate: %w", err)
-	}
-	f.Certs[DefaultCertName] = def
-	keepCerts[certKey(st.DefaultCert)] = true
-	for _, c := range certs {
-		p, err := d.certPEM(c)
+	if d.cfg.Settings.HTTPSBind != "" {
+		f.Certs = make(map[string][]byte, len(certs)+1)
+		def, err := d.certPEM(st.DefaultCert)
 		if err != nil {
-			return err
+			return fmt.Errorf("default certificate: %w", err)
 		}
-		f.Certs[CertFile(c.Host)] = p
-		keepCerts[certKey(c)] = true
+		f.Certs[DefaultCertName] = def
+		keepCerts[certKey(st.DefaultCert)] = true
+		for _, c := range certs {
+			if c.Bind != "" {
+				continue // a Gateway listener's: gatewayPEMs
+			}
+			p, err := d.certPEM(c)
+			if err != nil {
+				return err
+			}
+			f.Certs[CertFile(c.Host)] = p
+			keepCerts[certKey(c)] = true
+		}
+	}
+	if err := d.gatewayPEMs(f, certs, keepCerts); err != nil {
+		return err
 	}
 	if latest {
 		d.certPEMs.keepOnly(keepCerts)

@@ -88,6 +88,9 @@ type Files struct {
 	// CrtList is the HTTPS frontend's crt-list (CrtListName): one line per
 	// SNI host, naming its certificate file; nil without an HTTPS frontend.
 	CrtList []byte
+	// GatewayLists holds the crt-list of every Gateway HTTPS bind by path
+	// relative to the cfg (GatewayCrtList).
+	GatewayLists map[string][]byte
 	// Certs holds the certificate files (certificate and key, PEM) by path
 	// relative to the cfg: the default certificate and one per SNI host.
 	// The renderer leaves it empty (the model never holds a key); the
@@ -212,6 +215,9 @@ func Render(s Settings, st dcm.State) (Files, error) {
 func renderCrtList(backends []*dcm.Backend, h2 HTTP2) ([]byte, error) {
 	var b bytes.Buffer
 	for _, c := range dcm.CertsOf(backends) {
+		if c.Bind != "" {
+			continue // a Gateway listener's: renderGatewayCrtLists
+		}
 		if err := dcm.ValidateRouteHost("certificate host", c.Host); err != nil || c.Host == "" {
 			return nil, fmt.Errorf("certificate of %q: not a host name", c.Host)
 		}
@@ -278,6 +284,7 @@ func renderGlobal(w *bytes.Buffer, s Settings) {
 		renderRouting(w, s, true)
 		renderHSTS(w)
 	}
+	renderGatewayFrontends(w, s)
 	renderRateLimitTable(w)
 	// A request no route matches: the 503 page of http-error, as
 	// OpenShift's router answers it. It reads no map: the HTTP frontends
@@ -532,6 +539,9 @@ func (s Settings) validate() error {
 	}
 	if s.HardStopAfter < 0 {
 		return fmt.Errorf("hard-stop-after %s: negative", s.HardStopAfter)
+	}
+	if err := validateGatewayBinds(s.Gateway); err != nil {
+		return err
 	}
 	return s.validateHTTP()
 }

@@ -42,3 +42,51 @@ func TestRenderCacheFollowsServerFields(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderCacheGatewayRoutes: routes of two Gateway binds that come,
+// change their matches, hostnames and rank, and go, rendered one state
+// after another, give the maps and crt-lists of a fresh rendering (the
+// renderer patches the gateway maps by bind).
+func TestRenderCacheGatewayRoutes(t *testing.T) {
+	s := testSettings
+	s.Gateway = dcm.GatewayBinds{Addresses: []string{"127.0.20.9"}, HTTPPorts: []int{18080}, HTTPSPorts: []int{18443}}
+	gw := func(name, bind, rank string, hosts []string, path string, tls bool) *dcm.Backend {
+		r := dcm.Route{Namespace: "gw", Name: name, Kind: dcm.KindHTTP, Balance: dcm.BalanceRoundRobin,
+			Gateway: &dcm.GatewayRoute{Bind: bind, Hostnames: hosts, Rank: rank, Matches: []dcm.HTTPMatch{{PathType: dcm.GatewayPathPrefix, Path: path}}}}
+		if tls {
+			r.Kind, r.TLS = dcm.KindEdge, &dcm.TLSRef{Secret: "gw/c", Version: "aa"}
+		}
+		return &dcm.Backend{Name: r.BackendName(), Kind: r.Kind, Route: r}
+	}
+	const h, hs = "127.0.20.9:18080", "127.0.20.9:18443"
+	states := [][]*dcm.Backend{
+		{gw("a", h, "1", nil, "/", false)},
+		{gw("a", h, "1", nil, "/", false), gw("b", h, "0", []string{"x.test"}, "/b", false), gw("c", hs, "0", []string{"*.y.test"}, "/", true)},
+		{gw("a", h, "3", []string{"x.test"}, "/a", false), gw("b", h, "0", []string{"x.test"}, "/b", false), gw("c", hs, "0", nil, "/", true)},
+		{gw("b", h, "0", nil, "/b", false)},
+		{},
+	}
+	// A route with two hostnames, one of them shared with a route that
+	// comes: the other hostname's list keeps its routes (the states share
+	// the backends that did not change, as the planner's do).
+	two, other := gw("a", h, "1", []string{"x.test", "y.test"}, "/a", false), gw("c", h, "1", []string{"y.test"}, "/c", false)
+	states = append(states, []*dcm.Backend{two, other}, []*dcm.Backend{two, gw("b", h, "0", []string{"x.test"}, "/b", false), other})
+	r := NewRenderer(s)
+	for i, bs := range states {
+		st := stateOf(bs)
+		cached, err := r.Render(st)
+		mustf(t, err, "render %d", i)
+		fresh, err := Render(s, st)
+		mustf(t, err, "fresh render %d", i)
+		for name, m := range fresh.Maps {
+			if !bytes.Equal(cached.Maps[name], m) {
+				t.Errorf("state %d: %s cached\n%s\nfresh\n%s", i, name, cached.Maps[name], m)
+			}
+		}
+		for name, l := range fresh.GatewayLists {
+			if !bytes.Equal(cached.GatewayLists[name], l) {
+				t.Errorf("state %d: %s cached\n%s\nfresh\n%s", i, name, cached.GatewayLists[name], l)
+			}
+		}
+	}
+}

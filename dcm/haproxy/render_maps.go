@@ -52,7 +52,7 @@ func patchMaps(old mapLines, files map[string][]byte, backends []*dcm.Backend, c
 		if routing.Chunked(b) {
 			return nil, nil, false, nil
 		}
-		hosts[b.Route.Host] = true
+		routing.Groups(b.Route, func(g string) { hosts[g] = true })
 	}
 	// A key the maps lose is one the moved backends held and no backend of
 	// their hosts holds now; a key they gain or repoint is one a backend
@@ -60,7 +60,7 @@ func patchMaps(old mapLines, files map[string][]byte, backends []*dcm.Backend, c
 	before := ch.gone
 	var after []*dcm.Backend
 	for _, b := range backends {
-		if hosts[b.Route.Host] {
+		if routing.InGroups(b.Route, func(g string) bool { return hosts[g] }) {
 			after = append(after, b)
 		}
 	}
@@ -68,6 +68,11 @@ func patchMaps(old mapLines, files map[string][]byte, backends []*dcm.Backend, c
 		return nil, nil, false, err
 	}
 	bt, at := routing.Tables(before), routing.Tables(after)
+	// A backend of a touched gateway key has others the subset builds in
+	// part: those keep their entries (routing.Groups).
+	for _, tt := range []map[dcm.MapTable][]dcm.MapEntry{bt, at} {
+		tt[dcm.MapGateway] = slices.DeleteFunc(tt[dcm.MapGateway], func(e dcm.MapEntry) bool { return !hosts[routing.GatewayKeyGroup(e.Key)] })
+	}
 	lines := make(mapLines, len(old))
 	out := make(map[string][]byte, len(files))
 	for _, t := range dcm.MapTables {

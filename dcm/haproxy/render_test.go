@@ -58,6 +58,8 @@ func TestRenderMaps(t *testing.T) {
 		MapFile(dcm.MapRateLimit):    "",
 		MapFile(dcm.MapHeaders):      "",
 		MapFile(dcm.MapAllowlist):    "",
+		MapFile(dcm.MapGateway):      "",
+		MapFile(dcm.MapGatewayRule):  "",
 	}
 	for _, t := range dcm.SettingMapTables {
 		want[MapFile(t)] = ""

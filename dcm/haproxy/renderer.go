@@ -80,6 +80,7 @@ type Renderer struct {
 	maps    map[string][]byte
 	lines   mapLines
 	crtList []byte
+	gwLists map[string][]byte
 }
 
 // renderedBackend is a backend's file: what it was rendered from is the
@@ -105,6 +106,7 @@ type routeKey struct {
 	balance                                    string
 	retiring                                   bool
 	sticky                                     bool // the cookie maps' entries
+	gateway                                    string
 }
 
 func keyOf(b *dcm.Backend) routeKey {
@@ -112,7 +114,7 @@ func keyOf(b *dcm.Backend) routeKey {
 	return routeKey{backend: b.Name, slot: b.Slot, name: rt.Name, namespace: rt.Namespace, host: rt.Host, path: rt.Path,
 		kind: rt.Kind, pathType: rt.PathType, balance: rt.Balance, retiring: b.Retiring, insecure: routing.InsecureAction(rt),
 		rateLimit: rt.RateLimitValue(), http: rt.HTTP, headers: routing.HeaderValue(rt), sticky: rt.Sticky,
-		allowlist: strings.Join(rt.Allowlist, ",")}
+		allowlist: strings.Join(rt.Allowlist, ","), gateway: gatewaySignature(rt)}
 }
 
 // NewRenderer returns a Renderer with an empty cache.
@@ -167,9 +169,16 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 			return Files{}, err
 		}
 	}
+	gwLists := r.gwLists
+	if gwLists == nil || ch.certs {
+		if gwLists, err = renderGatewayCrtLists(r.settings.Gateway, backends); err != nil {
+			return Files{}, err
+		}
+	}
 	shards := r.shardTexts(backends, files, spares, ch)
 	r.last, r.files, r.pool, r.spares, r.proxies, r.maps, r.lines, r.crtList, r.shards = backends, files, st.Pool, spares, proxies, maps, lines, list, shards
-	out := Files{Config: r.global, Backends: shardFiles(&shards), Maps: maps}
+	r.gwLists = gwLists
+	out := Files{Config: r.global, Backends: shardFiles(&shards), Maps: maps, GatewayLists: gwLists}
 	if r.settings.HTTPSBind != "" {
 		out.CrtList = list
 	}

@@ -50,6 +50,7 @@ func renderLuaGlobal(w *bytes.Buffer) {
 	renderHeadersGlobal(w)
 	fmt.Fprintf(w, "    lua-load %s\n", RewriteLuaName)
 	fmt.Fprintf(w, "    lua-load %s\n", AllowlistLuaName)
+	fmt.Fprintf(w, "    lua-load %s\n", GatewayLuaName)
 }
 
 // renderRewriteRule runs the rewrite in the HTTP frontends

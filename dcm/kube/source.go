@@ -316,6 +316,16 @@ func (s *Source) Desired() (dcm.Desired, time.Time) {
 	return dcm.Desired{Backends: s.sorted, DefaultCert: s.dc.served}, since
 }
 
+// Current is the desired state as Desired returns it, for a reader that
+// is not the engine (the fleet view's pending check): it leaves when the
+// oldest change was seen for the engine's next Desired.
+func (s *Source) Current() dcm.Desired {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.handedOut = true
+	return dcm.Desired{Backends: s.sorted, DefaultCert: s.dc.served}
+}
+
 // setBackend puts b (nil: none) under name in backends and sorted; mu
 // held.
 func (s *Source) setBackend(name string, b *dcm.DesiredBackend) {

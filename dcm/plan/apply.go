@@ -35,7 +35,7 @@ func DataPlaneOf(st dcm.State) DataPlane {
 	}
 	dp.Certs = map[string]dcm.Cert{"": st.DefaultCert}
 	for _, c := range dcm.CertsOf(st.Backends) {
-		dp.Certs[c.Host] = c
+		dp.Certs[c.Key()] = c
 	}
 	dp.CAs = map[string]bool{}
 	for _, c := range dcm.CAsOf(st.Backends) {
@@ -212,26 +212,27 @@ func applyCertOp(certs map[string]dcm.Cert, op dcm.Op) error {
 	if op.Cert == nil {
 		return errors.New("no certificate")
 	}
-	_, exists := certs[op.Cert.Host]
+	key := op.Cert.Key()
+	_, exists := certs[key]
 	if op.Cert.IsDefault() && op.Kind != dcm.OpCertUpdate {
 		return errors.New("the default certificate is only updated")
 	}
 	switch op.Kind {
 	case dcm.OpCertAdd:
 		if exists {
-			return errors.New("certificate of " + op.Cert.Host + " already exists")
+			return errors.New("certificate of " + key + " already exists")
 		}
-		certs[op.Cert.Host] = *op.Cert
+		certs[key] = *op.Cert
 	case dcm.OpCertUpdate:
 		if !exists {
-			return errors.New("no certificate of " + op.Cert.Host + " to update")
+			return errors.New("no certificate of " + key + " to update")
 		}
-		certs[op.Cert.Host] = *op.Cert
+		certs[key] = *op.Cert
 	case dcm.OpCertDel:
 		if !exists {
-			return errors.New("no certificate of " + op.Cert.Host + " to delete")
+			return errors.New("no certificate of " + key + " to delete")
 		}
-		delete(certs, op.Cert.Host)
+		delete(certs, key)
 	}
 	return nil
 }

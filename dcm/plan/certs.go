@@ -2,7 +2,8 @@ package plan
 
 import "github.com/dcm-router/dcm/dcm"
 
-// Certificates of edge routes, one per SNI host (dcm.CertsOf). With runtime
+// Certificates of edge routes, one per SNI host, and of Gateway HTTPS
+// listeners, one per bind and hostname (dcm.CertsOf). With runtime
 // certificates a host's certificate is added before the maps route the host
 // (so its first request already gets it) and removed after the maps stop
 // routing it; a rotation is one SSL transaction. Without them any change
@@ -20,23 +21,23 @@ func certOps(actual, next dcm.State) (first, last []dcm.Op) {
 	i, j := 0, 0
 	for i < len(before) || j < len(after) {
 		switch {
-		case j >= len(after) || (i < len(before) && before[i].Host < after[j].Host):
+		case j >= len(after) || (i < len(before) && dcm.CertLess(before[i], after[j])):
 			c := before[i]
-			last = append(last, dcm.Op{Kind: dcm.OpCertDel, Backend: was[c.Host], Cert: &c})
+			last = append(last, dcm.Op{Kind: dcm.OpCertDel, Backend: was[c.Key()], Cert: &c})
 			i++
-		case i >= len(before) || after[j].Host < before[i].Host:
+		case i >= len(before) || dcm.CertLess(after[j], before[i]):
 			c := after[j]
-			first = append(first, dcm.Op{Kind: dcm.OpCertAdd, Backend: is[c.Host], Cert: &c})
+			first = append(first, dcm.Op{Kind: dcm.OpCertAdd, Backend: is[c.Key()], Cert: &c})
 			j++
 		default:
 			switch old, c := before[i], after[j]; {
 			case old.H2 != c.H2:
 				// A crt-list line's options are fixed when it is added:
 				// the host's line is listed again with its new ALPN.
-				first = append(first, dcm.Op{Kind: dcm.OpCertDel, Backend: was[c.Host], Cert: &old},
-					dcm.Op{Kind: dcm.OpCertAdd, Backend: is[c.Host], Cert: &c})
+				first = append(first, dcm.Op{Kind: dcm.OpCertDel, Backend: was[c.Key()], Cert: &old},
+					dcm.Op{Kind: dcm.OpCertAdd, Backend: is[c.Key()], Cert: &c})
 			case old != c:
-				first = append(first, dcm.Op{Kind: dcm.OpCertUpdate, Backend: is[c.Host], Cert: &c})
+				first = append(first, dcm.Op{Kind: dcm.OpCertUpdate, Backend: is[c.Key()], Cert: &c})
 			}
 			i++
 			j++

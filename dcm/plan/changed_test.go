@@ -21,7 +21,7 @@ func TestComputeChangedIsCompute(t *testing.T) {
 		t.Run(fmt.Sprintf("%s-slots%d-add%v-pool%d", caps.Mode, caps.Slots, caps.AddServer, caps.Pool), func(t *testing.T) {
 			skipped := 0
 			for seed := range 400 {
-				g := gen{rand.New(rand.NewPCG(uint64(seed), 13))}
+				g := gen{r: rand.New(rand.NewPCG(uint64(seed), 13))}
 				actual, desired := g.calmHistory(caps)
 				full := Compute(actual, desired, caps)
 				changed := changedBy(actual, full)

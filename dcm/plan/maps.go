@@ -13,7 +13,8 @@ import (
 // touched names the backends whose entries may differ (of before, after or
 // both): a route bound, re-keyed, moved or unbound, a backend that retires
 // or comes back. Only they, and the backends that share a host with one of
-// them, are looked at: a key is claimed by routes of one host only
+// them, are looked at (a Gateway route's groups are its gateway keys:
+// routing.Groups): a key is claimed by routes of one host only
 // (routing.Tables), so its winner among several claimants is found among
 // them, and every other entry is the same on both sides. (The other maps
 // are keyed by HAProxy backend, which no two backends of a state share:
@@ -41,10 +42,12 @@ func mapOps(before, after dcm.State, touched []string) (ops []dcm.Op, ok bool) {
 			if !found {
 				continue
 			}
-			if !seen[b.Route.Host] {
-				seen[b.Route.Host] = true
-				hosts = append(hosts, b.Route.Host)
-			}
+			routing.Groups(b.Route, func(g string) {
+				if !seen[g] {
+					seen[g] = true
+					hosts = append(hosts, g)
+				}
+			})
 			chunked = chunked || routing.Chunked(b)
 		}
 	}
@@ -53,7 +56,7 @@ func mapOps(before, after dcm.State, touched []string) (ops []dcm.Op, ok bool) {
 	hostSet, touchedSet := newSet(hosts), newSet(touched)
 	var relBefore, relAfter []*dcm.Backend
 	for _, b := range before.Backends {
-		if hostSet.has(b.Route.Host) {
+		if routing.InGroups(b.Route, hostSet.has) {
 			relBefore = append(relBefore, b)
 			if !touchedSet.has(b.Name) {
 				relAfter = append(relAfter, b)

@@ -34,7 +34,7 @@ func TestMapOpsAreTheWholeDiff(t *testing.T) {
 	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 3, StickyPool: 2, RuntimeCerts: true}
 	shared, remaps := 0, 0
 	for seed := range 1500 {
-		g := gen{rand.New(rand.NewPCG(uint64(seed), 21))}
+		g := gen{r: rand.New(rand.NewPCG(uint64(seed), 21))}
 		actual, desired := g.calmHistory(caps)
 		p := Compute(actual, desired, caps)
 		if p.Reload {

@@ -33,7 +33,7 @@ func FuzzCompute(f *testing.F) {
 			data = []byte{0}
 		}
 		caps := modes[int(data[0])%len(modes)]
-		g := gen{&byteChooser{b: data[1:]}}
+		g := gen{r: &byteChooser{b: data[1:]}}
 		actual := g.history(caps)
 		desired := g.desired()
 		checkPlan(t, fmt.Sprintf("%s-slots%d-add%v", caps.Mode, caps.Slots, caps.AddServer), actual, desired, caps)

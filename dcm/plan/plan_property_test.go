@@ -16,7 +16,12 @@ import (
 // gen builds random but valid states and desires. Endpoints come from a small
 // universe per backend so that consecutive desires overlap, as they do when
 // a Deployment scales.
-type gen struct{ r chooser }
+type gen struct {
+	r chooser
+	// noGateway leaves the Gateway routes out: they take spares that the
+	// moves of other routes would take.
+	noGateway bool
+}
 
 // chooser is where gen takes its decisions from: a seeded PRNG in the
 // property tests, the fuzzer's bytes in FuzzCompute.
@@ -170,12 +175,64 @@ func (g gen) desired() dcm.Desired {
 		nb := b.WithProtoNames().WithUpstreamNames()
 		d.Backends = append(d.Backends, &nb)
 	}
+	for n := 5; n < 9 && !g.noGateway; n++ {
+		if g.r.IntN(4) == 0 {
+			continue // absent this time
+		}
+		nb := g.gatewayBackend(n)
+		d.Backends = append(d.Backends, &nb)
+	}
 	// The default certificate: dcm's self-signed one, or a Secret's
 	// rotated now and then.
 	d.DefaultCert = []dcm.Cert{{}, {Secret: "ingress/default", Version: "aa"}, {Secret: "ingress/default", Version: "bb"}}[g.r.IntN(3)]
 	// Edge backends (be_edge:…) sort before HTTP ones.
 	slices.SortFunc(d.Backends, func(a, b *dcm.DesiredBackend) int { return strings.Compare(a.Name, b.Name) })
 	return d
+}
+
+// gatewayBackend is a Gateway route: on one of a few binds (HTTPS ones
+// with a listener certificate rotated now and then), sharing hostnames
+// and candidates with the others, its matches, filters and rank changing
+// on their own: the gateway maps' entries, grouped by bind.
+func (g gen) gatewayBackend(n int) dcm.DesiredBackend {
+	bind := []string{"10.1.0.1:80", "10.1.0.1:443", "10.1.0.2:80"}[g.r.IntN(3)]
+	r := dcm.Route{Namespace: "gw", Name: fmt.Sprintf("hr%d", n), Source: dcm.SourceHTTPRoute, Kind: dcm.KindHTTP,
+		Services: []dcm.ServiceRef{{Name: "svc", Port: "80", Weight: 1}}, Balance: dcm.BalanceRoundRobin,
+		Gateway: &dcm.GatewayRoute{Gateway: "gw/g", Listener: "l", Bind: bind,
+			Hostnames: [][]string{nil, {"a.gw"}, {"*.gw"}, {"a.gw", "b.gw"}}[g.r.IntN(4)],
+			Rank:      fmt.Sprint(g.r.IntN(3))}}
+	if strings.HasSuffix(bind, ":443") {
+		r.Kind = dcm.KindEdge
+		r.TLS = &dcm.TLSRef{Secret: "gw/cert", Version: []string{"aa", "bb", ""}[g.r.IntN(3)]}
+	}
+	for range 1 + g.r.IntN(2) {
+		m := dcm.HTTPMatch{PathType: []string{dcm.GatewayPathPrefix, dcm.GatewayPathExact}[g.r.IntN(2)], Path: []string{"/", "/a", "/a/b"}[g.r.IntN(3)]}
+		if g.r.IntN(3) == 0 {
+			m.Headers = []dcm.ValueMatch{{Name: "X-V", Value: fmt.Sprint(g.r.IntN(2))}}
+		}
+		if g.r.IntN(4) == 0 {
+			m.Method = "POST"
+		}
+		r.Gateway.Matches = append(r.Gateway.Matches, m)
+	}
+	switch g.r.IntN(4) {
+	case 0:
+		r.Gateway.Filters = &dcm.HTTPFilters{RequestHeaders: &dcm.HeaderMods{Set: []dcm.HeaderValue{{Name: fmt.Sprintf("X-G%d", g.r.IntN(3)), Value: "v"}}}}
+	case 1:
+		r.Gateway.Filters = &dcm.HTTPFilters{Redirect: &dcm.HTTPRedirect{Scheme: "https", StatusCode: 301}}
+	}
+	r.Gateway.Unresolved = g.r.IntN(6) == 0
+	b := dcm.DesiredBackend{Name: r.BackendName(), Route: r}
+	for p := range 3 {
+		if g.r.IntN(2) == 0 {
+			continue
+		}
+		b.Endpoints = append(b.Endpoints, dcm.Endpoint{
+			Name: fmt.Sprintf("gpod%d:http", p), Addr: fmt.Sprintf("10.2.%d.%d", n, p+1), Port: 8080,
+			Weight: 1 + g.r.IntN(3), State: dcm.StateReady, Pod: fmt.Sprintf("gpod%d", p),
+		})
+	}
+	return b.WithUpstreamNames()
 }
 
 // observe plays HAProxy reporting on the state: random traffic on some servers.
@@ -303,11 +360,25 @@ func TestComputeProperties(t *testing.T) {
 		t.Run(fmt.Sprintf("%s-slots%d-add%v-pool%d", caps.Mode, caps.Slots, caps.AddServer, caps.Pool), func(t *testing.T) {
 			moves := 0
 			for seed := range 400 {
-				g := gen{rand.New(rand.NewPCG(uint64(seed), 7))}
+				g := gen{r: rand.New(rand.NewPCG(uint64(seed), 7)), noGateway: true}
 				actual := g.history(caps)
 				desired := g.desired()
 				checkPlan(t, fmt.Sprintf("seed %d", seed), actual, desired, caps)
 				moves += movedBackends(Compute(actual, desired, caps).Next)
+			}
+			gateway := 0
+			for seed := range 400 {
+				g := gen{r: rand.New(rand.NewPCG(uint64(seed), 17))}
+				actual, desired := g.history(caps), g.desired()
+				checkPlan(t, fmt.Sprintf("with Gateway routes, seed %d", seed), actual, desired, caps)
+				for _, op := range Compute(actual, desired, caps).Ops {
+					if op.Map.Gateway() || op.Cert != nil && op.Cert.Bind != "" {
+						gateway++
+					}
+				}
+			}
+			if caps.Pooled() && caps.RuntimeCerts && gateway < 100 {
+				t.Errorf("%d ops of Gateway maps and certificates in 400 plans, want 100 or more", gateway)
 			}
 			// The generator's histories move routes between spares (129
 			// and 392 backends of the 400 plans, in the modes with runtime
@@ -349,6 +420,11 @@ func checkPlan(t *testing.T, what string, actual dcm.State, desired dcm.Desired,
 		t.Fatalf("%s: apply(ops) != next\ngot  %+v\nnext %+v", what, got, p.Next)
 	}
 	if !reflect.DeepEqual(got.Maps, want.Maps) {
+		for _, m := range dcm.MapTables {
+			if !reflect.DeepEqual(got.Maps[m], want.Maps[m]) {
+				t.Logf("%s: map %s\ngot  %+v\nnext %+v", what, m, got.Maps[m], want.Maps[m])
+			}
+		}
 		t.Fatalf("%s: maps after ops != maps of next\ngot  %+v\nnext %+v\nops %v", what, got.Maps, want.Maps, opStrings(p.Ops))
 	}
 	if !reflect.DeepEqual(got.Certs, want.Certs) {
@@ -570,7 +646,7 @@ func outgrowsPool(st dcm.State, d dcm.Desired) bool {
 func TestConverges(t *testing.T) {
 	for _, caps := range modes() {
 		for seed := range 100 {
-			g := gen{rand.New(rand.NewPCG(uint64(seed), 11))}
+			g := gen{r: rand.New(rand.NewPCG(uint64(seed), 11))}
 			st := g.history(caps)
 			desired := g.desired()
 			for round := 0; ; round++ {

@@ -20,7 +20,7 @@ func TestTotalsSince(t *testing.T) {
 	for _, caps := range modes() {
 		t.Run(fmt.Sprintf("%s-slots%d-add%v-pool%d", caps.Mode, caps.Slots, caps.AddServer, caps.Pool), func(t *testing.T) {
 			for seed := range 300 {
-				g := gen{rand.New(rand.NewPCG(uint64(seed), 11))}
+				g := gen{r: rand.New(rand.NewPCG(uint64(seed), 11))}
 				from := g.history(caps)
 				dFrom := DesiredOf(from)
 				before := totals(from, dFrom, costs)

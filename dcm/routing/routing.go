@@ -104,7 +104,14 @@ func Tables(backends []*dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
 		out[t] = []dcm.MapEntry{}
 		seen[t] = map[string]bool{}
 	}
+	var gateway []*dcm.Backend
 	for _, b := range routed {
+		if b.Route.Gateway != nil {
+			// Found by the Gateway maps alone (gateway.go).
+			gateway = append(gateway, b)
+			out[dcm.MapGatewayRule] = append(out[dcm.MapGatewayRule], dcm.MapEntry{Key: b.ProxyName(), Backend: b.Name, Slot: b.Slot, Action: GatewayRuleValue(b.Route)})
+			continue
+		}
 		for _, k := range keys(b.Route) {
 			if seen[k.table][k.key] {
 				continue
@@ -135,6 +142,7 @@ func Tables(backends []*dcm.Backend) map[dcm.MapTable][]dcm.MapEntry {
 			out[dcm.MapHeaders] = append(out[dcm.MapHeaders], dcm.MapEntry{Key: b.ProxyName(), Backend: b.Name, Slot: b.Slot, Action: v})
 		}
 	}
+	out[dcm.MapGateway] = append(out[dcm.MapGateway], gatewayEntries(gateway)...)
 	out[dcm.MapAllowlist] = append(out[dcm.MapAllowlist], allowlistEntries(backends)...)
 	for _, es := range out {
 		SortEntries(es)

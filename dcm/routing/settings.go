@@ -40,11 +40,11 @@ func millis(ms int64) string {
 }
 
 // SameSettings reports whether two routes put the same values into the
-// setting maps, the insecure maps and the headers map: when they do not,
+// setting maps, the insecure maps, the headers map and the Gateway maps: when they do not,
 // the change is a map replace (or, where maps are not changed at runtime,
 // a reload).
 func SameSettings(a, b dcm.Route) bool {
-	if InsecureAction(a) != InsecureAction(b) || HeaderValue(a) != HeaderValue(b) {
+	if InsecureAction(a) != InsecureAction(b) || HeaderValue(a) != HeaderValue(b) || !a.Gateway.Equal(b.Gateway) {
 		return false
 	}
 	for _, t := range dcm.SettingMapTables {

@@ -73,6 +73,9 @@ type runningPod struct {
 	goneOnce  sync.Once
 	killOnce  sync.Once
 	grpc      bool // serves gRPC (a container port named grpc), not HTTP
+	// spec is the Pod as first seen, for a pod whose container is the
+	// conformance suite's echo-basic (EchoBasicImage); nil for the others.
+	spec *corev1.Pod
 }
 
 // StartKubelet registers the node and runs the kubelet until ctx ends; it
@@ -158,6 +161,9 @@ func (k *Kubelet) observe(ctx context.Context, obj any) {
 				killed: make(chan struct{})}
 			rp.readiness, rp.preStop = k.lifecycle(p)
 			rp.grpc = grpcPod(p)
+			if echoContainer(p) != nil {
+				rp.spec = p.DeepCopy()
+			}
 			k.pods[p.UID] = rp
 			k.wg.Add(1)
 			go func() {
@@ -243,13 +249,22 @@ func (k *Kubelet) run(ctx context.Context, rp *runningPod, port int) {
 		k.mu.Unlock()
 	}()
 	log := k.log.With("pod", rp.ns+"/"+rp.name)
-	ln, addr, release, err := k.pool.Listen(ctx, port, rp.terminate, log)
+	srv, addr, release, err := k.start(ctx, rp, port, log)
 	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, localpod.ErrCanceled) {
+			// A container that cannot start (a bad certificate, say) stays
+			// not Ready, as a crash-looping one does, rather than being
+			// deleted and replaced by its ReplicaSet in a hot loop.
+			log.Error("pod cannot start: it stays not Ready until deleted", "err", err)
+			select {
+			case <-rp.terminate:
+			case <-ctx.Done():
+			}
+		}
 		k.forceDelete(ctx, rp)
 		return
 	}
 	defer release()
-	srv := servePod(rp, ln, log)
 	k.setStatus(ctx, rp, addr, false)
 	select {
 	case <-time.After(rp.readiness):
@@ -279,6 +294,19 @@ func (k *Kubelet) run(ctx context.Context, rp *runningPod, port int) {
 		log.Warn("pod server stop", "err", err)
 	}
 	k.forceDelete(ctx, rp)
+}
+
+// start binds the pod's address and starts what it serves; release returns
+// the address to the pool once the server has stopped.
+func (k *Kubelet) start(ctx context.Context, rp *runningPod, port int, log *slog.Logger) (podServer, netip.Addr, func(), error) {
+	if rp.spec != nil {
+		return k.startEcho(ctx, rp, log)
+	}
+	ln, addr, release, err := k.pool.Listen(ctx, port, rp.terminate, log)
+	if err != nil {
+		return nil, netip.Addr{}, nil, err
+	}
+	return servePod(rp, ln, log), addr, release, nil
 }
 
 // setStatus reports the pod Running with its IP, Ready or not.

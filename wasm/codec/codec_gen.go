@@ -520,7 +520,7 @@ func decCert(d *decoder, v *dcm.Cert) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "host,secret,version,h2") {
+		switch c.find(d.key(), "host,secret,version,h2,bind") {
 		case 0:
 			d.str(&v.Host)
 		case 1:
@@ -529,6 +529,8 @@ func decCert(d *decoder, v *dcm.Cert) {
 			d.str(&v.Version)
 		case 3:
 			d.boolean(&v.H2)
+		case 4:
+			d.str(&v.Bind)
 		default:
 			d.skip()
 		}
@@ -542,6 +544,9 @@ func encCert(e *encoder, k string, v *dcm.Cert) {
 	e.str("\"version\":", v.Version)
 	if v.H2 {
 		e.boolean("\"h2\":", v.H2)
+	}
+	if v.Bind != "" {
+		e.str("\"bind\":", v.Bind)
 	}
 	e.end('}')
 }

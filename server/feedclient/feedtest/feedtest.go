@@ -61,6 +61,9 @@ func (e *Engine) Snapshot() dcm.Snapshot {
 
 func (e *Engine) Ready() bool { return true }
 
+// Status is the feed's seq; the test engine applies nothing.
+func (e *Engine) Status() dcm.ReplicaStatus { return dcm.ReplicaStatus{Seq: e.Hub.Seq(), Ready: true} }
+
 // TrafficRates has no traffic: feed tests send no requests through HAProxy.
 func (e *Engine) TrafficRates() dcm.TrafficRates {
 	return dcm.TrafficRates{Every: 1, Backends: map[string]dcm.TrafficSeries{}}

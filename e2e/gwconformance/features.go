@@ -1,0 +1,28 @@
+// Package gwconformance runs the Gateway API conformance suite
+// (sigs.k8s.io/gateway-api/conformance, unmodified) against dcm. It is a
+// module of its own so that the suite's dependencies (controller-runtime and
+// the rest) stay out of dcm's go.mod and out of its go test ./...; make
+// conformance starts the cluster, dcm and the test kubelet (e2e/gwenv) and
+// then runs this package's TestConformance against them.
+package gwconformance
+
+import (
+	"sigs.k8s.io/gateway-api/conformance/utils/suite"
+	"sigs.k8s.io/gateway-api/pkg/features"
+)
+
+// GatewayClassName is the GatewayClass the suite's Gateways use; make
+// conformance creates it with dcm's controller name.
+const GatewayClassName = "dcm"
+
+// Profiles are the conformance profiles dcm claims.
+var Profiles = []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName}
+
+// SupportedFeatures are the features dcm claims: the core of GATEWAY-HTTP
+// for now. An extended feature dcm comes to support is added here, and only
+// here, so that its tests run and the report lists it.
+var SupportedFeatures = []features.FeatureName{
+	features.SupportGateway,
+	features.SupportReferenceGrant,
+	features.SupportHTTPRoute,
+}

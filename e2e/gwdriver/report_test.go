@@ -1,0 +1,89 @@
+package gwdriver
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A report as the suite writes it (sigs.k8s.io/yaml of its
+// ConformanceReport: Statistics' fields have no JSON tags).
+const sampleReport = `apiVersion: gateway.networking.k8s.io/v1
+date: "2026-12-04T23:10:00Z"
+gatewayAPIChannel: standard
+gatewayAPIVersion: v1.6.3
+implementation:
+  contact:
+  - https://github.com/dcm-router/dcm/issues
+  organization: dcm-router
+  project: dcm
+  url: https://github.com/dcm-router/dcm
+  version: abc1234
+kind: ConformanceReport
+mode: default
+profiles:
+- core:
+    failedTests:
+    - HTTPRouteSimpleSameNamespace
+    result: failure
+    statistics:
+      Failed: 1
+      Passed: 30
+      Skipped: 2
+  name: GATEWAY-HTTP
+  summary: Core tests failed with 1 test failures.
+`
+
+func TestReadReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "report.yaml")
+	if err := os.WriteFile(path, []byte(sampleReport), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ReadReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Profiles) != 1 || r.GatewayAPIVersion != "v1.6.3" || r.Implementation.Version != "abc1234" {
+		t.Fatalf("report %+v", r)
+	}
+	s := r.Profiles[0].Core.Statistics
+	if s.Passed != 30 || s.Failed != 1 || s.Skipped != 2 || r.Profiles[0].Extended != nil {
+		t.Errorf("statistics %+v", r.Profiles[0])
+	}
+	var b strings.Builder
+	r.WriteSummary(&b)
+	for _, want := range []string{"GATEWAY-HTTP", "passed  30  failed   1  skipped   2", "failed: HTTPRouteSimpleSameNamespace", "dcm abc1234"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestParseCounter(t *testing.T) {
+	const metrics = `# HELP dcm_reloads_total HAProxy reloads by reason.
+# TYPE dcm_reloads_total counter
+dcm_reloads_total{reason="new-backend"} 2
+dcm_reloads_total{reason="certificate"} 1
+dcm_reloads_total_other 7
+dcm_reload_duration_seconds_count 3
+`
+	c, err := ParseCounter(strings.NewReader(metrics), "dcm_reloads_total", "reason")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Total() != 3 || c["new-backend"] != 2 || c.String() != "certificate=1, new-backend=2" {
+		t.Errorf("counts %v", c)
+	}
+	if d := c.Minus(Counts{"new-backend": 2}); d.String() != "certificate=1" {
+		t.Errorf("minus %v", d)
+	}
+}
+
+func TestGatewayFlags(t *testing.T) {
+	got := strings.Join(DefaultGateway.Flags(), " ")
+	want := "--gateway-controller-name=dcm-router.io/gateway-controller --gateway-addresses=127.0.20.0/28 --gateway-http-ports=80 --gateway-https-ports=443"
+	if got != want {
+		t.Errorf("flags %s\nwant %s", got, want)
+	}
+}
