@@ -1006,7 +1006,7 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 	gw := fullBackend("demo", "gw", dcm.KindEdge)
 	gw.Route.Source, gw.Route.Host, gw.Route.Path = dcm.SourceHTTPRoute, "", ""
 	gw.Route.Services[0].Namespace = "other"
-	gw.Route.Gateway = &dcm.GatewayRoute{Gateway: "demo/gw", Listener: "https", Bind: "127.0.20.1:443", Hostnames: []string{"gw.demo.example"},
+	gw.Route.Gateway = &dcm.GatewayRoute{Gateway: "demo/gw", Listener: "https", Bind: "127.0.20.1:443", ListenerHostname: "*.demo.example", Hostnames: []string{"gw.demo.example"},
 		Matches: []dcm.HTTPMatch{{PathType: dcm.GatewayPathPrefix, Path: "/", Method: "GET",
 			Headers: []dcm.ValueMatch{{Name: "X-A", Value: "a"}}, Query: []dcm.ValueMatch{{Name: "q", Value: "v[0-9]", Regex: true}}}},
 		Filters: &dcm.HTTPFilters{
