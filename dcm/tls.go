@@ -258,8 +258,9 @@ func certsOf(backends []*Backend) ([]Cert, map[string]string) {
 }
 
 // gatewayCerts are the certificates of the routed Gateway routes of
-// HTTPS listeners (edge): one per bind and hostname of theirs (the
-// listener's certificate), "" for a route without hostnames; the first
+// HTTPS listeners (edge): the listener's, one per bind and listener
+// hostname — a listener without one serves its certificate to any SNI
+// (the bind's default, ""), whatever hostnames its routes name; the first
 // route by name wins, sorted by bind and host.
 func gatewayCerts(backends []*Backend, owners map[string]string) []Cert {
 	byKey := map[string]Cert{}
@@ -268,15 +269,9 @@ func gatewayCerts(backends []*Backend, owners map[string]string) []Cert {
 		if !b.Routed() || r.Gateway == nil || r.Kind != KindEdge || r.TLS == nil || r.TLS.Version == "" {
 			continue
 		}
-		hosts := r.Gateway.Hostnames
-		if len(hosts) == 0 {
-			hosts = []string{""}
-		}
-		for _, h := range hosts {
-			c := Cert{Host: h, Secret: r.TLS.Secret, Version: r.TLS.Version, Bind: r.Gateway.Bind}
-			if owner, ok := owners[c.Key()]; !ok || b.Name < owner {
-				byKey[c.Key()], owners[c.Key()] = c, b.Name
-			}
+		c := Cert{Host: r.Gateway.ListenerHostname, Secret: r.TLS.Secret, Version: r.TLS.Version, Bind: r.Gateway.Bind}
+		if owner, ok := owners[c.Key()]; !ok || b.Name < owner {
+			byKey[c.Key()], owners[c.Key()] = c, b.Name
 		}
 	}
 	out := make([]Cert, 0, len(byKey))

@@ -339,6 +339,11 @@ func TestGatewayHTTPS(t *testing.T) {
 		b := gwBackend(name, bind, "1", hosts, nil, []dcm.Endpoint{gwPod(t, "127.0.0.1", name)}, prefix("/"))
 		b.Route.Kind, b.Name = dcm.KindEdge, dcm.BackendName(dcm.KindEdge, "gw", name)
 		b.Route.TLS = &dcm.TLSRef{Secret: secret, Version: version}
+		if len(hosts) == 1 {
+			// The listener's hostname is its route's, as the source
+			// intersects them; nil: a listener without hostname.
+			b.Route.Gateway.ListenerHostname = hosts[0]
+		}
 		return b
 	}
 	serves := func(step, host string, want *testkit.Leaf, body string) {
