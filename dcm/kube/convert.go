@@ -561,8 +561,13 @@ func ServiceEndpoints(svc *corev1.Service, endpointSlices []*discoveryv1.Endpoin
 		families[discoveryv1.AddressTypeIPv6] = true
 	}
 
-	byName := map[string]candidate{}
-	bestState := map[string]dcm.AdminState{}
+	// Sized up front: growing them was a sixth of a full resync's Source.
+	n := 0
+	for _, slice := range endpointSlices {
+		n += len(slice.Endpoints)
+	}
+	byName := make(map[string]candidate, n)
+	bestState := make(map[string]dcm.AdminState, n)
 	for _, slice := range endpointSlices {
 		if !families[slice.AddressType] {
 			continue
@@ -604,7 +609,7 @@ func ServiceEndpoints(svc *corev1.Service, endpointSlices []*discoveryv1.Endpoin
 
 	// The same address:port under two names (a pod listed once with and once
 	// without its targetRef) must not become two servers either.
-	byAddr := map[string]candidate{}
+	byAddr := make(map[string]candidate, len(byName))
 	for name, c := range byName {
 		// A pod listed in an IPv4 and an IPv6 slice keeps its IPv4 address
 		// but the best state either slice reports: readiness is the pod's,
