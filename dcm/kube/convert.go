@@ -619,13 +619,13 @@ func validServiceEndpoints(svc *corev1.Service, endpointSlices []*discoveryv1.En
 
 	// The same address:port under two names (a pod listed once with and once
 	// without its targetRef) must not become two servers either.
-	byAddr := make(map[string]candidate, len(byName))
+	byAddr := make(map[netip.AddrPort]candidate, len(byName))
 	for name, c := range byName {
 		// A pod listed in an IPv4 and an IPv6 slice keeps its IPv4 address
 		// but the best state either slice reports: readiness is the pod's,
 		// not the address family's.
 		c.ep.State = bestState[name]
-		key := netip.AddrPortFrom(netip.MustParseAddr(c.ep.Addr), uint16(c.ep.Port)).String()
+		key := netip.AddrPortFrom(netip.MustParseAddr(c.ep.Addr), uint16(c.ep.Port))
 		if old, ok := byAddr[key]; ok && !betterSameAddr(c, old) {
 			continue
 		}
