@@ -79,6 +79,9 @@ type Config struct {
 	// TrafficPerServer adds per-server series: their number grows with
 	// the pods, not the routes, so they are opt-in.
 	TrafficPerServer bool
+	// WriteGap is the least time between two writes of the files while
+	// syncs keep coming (fileWriter); 0 is a second, negative none.
+	WriteGap time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -99,6 +102,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.EventBuffer <= 0 {
 		c.EventBuffer = 10000
+	}
+	switch {
+	case c.WriteGap == 0:
+		c.WriteGap = time.Second
+	case c.WriteGap < 0:
+		c.WriteGap = 0
 	}
 	return c
 }
@@ -245,7 +254,7 @@ func (e *Engine) Run(ctx context.Context, source Source) error {
 		return fmt.Errorf("start haproxy: %w", err)
 	}
 	defer e.driver.Close()
-	files := newFileWriter(e.writeFilesNow, e.writeFailed)
+	files := newFileWriter(e.writeFilesNow, e.writeFailed, e.cfg.WriteGap)
 	defer files.close() // before the driver's Close: the last state is written
 	e.mu.Lock()
 	e.files = files

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dcm-router/dcm/dcm"
 )
@@ -34,7 +35,7 @@ func TestFileWriter(t *testing.T) {
 		mu.Lock()
 		failures = append(failures, err)
 		mu.Unlock()
-	})
+	}, 0)
 	w.queue(state(1))
 	<-started
 	for n := 2; n <= 4; n++ {
@@ -60,4 +61,34 @@ func TestFileWriter(t *testing.T) {
 		t.Errorf("failures %v, want the one of state 5", failures)
 	}
 	w.flush() // after close: returns at once
+}
+
+// TestFileWriterGap: with a gap between writes, the first write after a
+// quiet spell goes at once, the states queued within the gap coalesce, and
+// a flush (or close) does not wait for the gap.
+func TestFileWriterGap(t *testing.T) {
+	state := func(n int) dcm.State { return dcm.State{Pool: make([]string, n)} }
+	wrote := make(chan int, 10)
+	w := newFileWriter(func(st dcm.State) error {
+		wrote <- len(st.Pool)
+		return nil
+	}, func(err error) { t.Error(err) }, time.Hour)
+	w.queue(state(1))
+	if n := <-wrote; n != 1 { // an hour's gap would fail the test's timeout
+		t.Fatalf("wrote %d first, want 1", n)
+	}
+	w.queue(state(2))
+	w.queue(state(3))
+	w.flush()
+	if n := <-wrote; n != 3 {
+		t.Errorf("wrote %d after the flush, want 3 (2 coalesced away)", n)
+	}
+	w.queue(state(4))
+	w.close()
+	if n := <-wrote; n != 4 {
+		t.Errorf("wrote %d at close, want 4", n)
+	}
+	if len(wrote) != 0 {
+		t.Errorf("%d writes more", len(wrote))
+	}
 }

@@ -389,7 +389,8 @@ func TestNoRuntimeCommandDuringReload(t *testing.T) {
 // read-back reports the server idle.
 func TestBusyDelServerKeptAndRetried(t *testing.T) {
 	ref := webBE + "/" + webB
-	h := newHarness(t, Config{Caps: pooled, ObserveEvery: never, IdlePollEvery: 5 * time.Millisecond}, web())
+	// Every state written: the test reads the one right after the refusal.
+	h := newHarness(t, Config{Caps: pooled, ObserveEvery: never, IdlePollEvery: 5 * time.Millisecond, WriteGap: -1}, web())
 	h.d.refuseDel[ref] = 1
 	h.d.busyAfterRefusal = 2
 	h.start(true)

@@ -101,7 +101,9 @@ func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) 
 	e.mu.Unlock()
 	// The driver holds the backends it last wrote; those merged replaced
 	// but that render as they did, it holds as merged has them: one copy.
-	e.driver.Share(merged)
+	// Only the replaced ones are handed over: a chunk of the periodic
+	// pass replaces a few of 10,000.
+	e.driver.Share(dcm.State{Backends: pickBackends(merged, movedBackends(before.Backends, merged.Backends))})
 	if len(drift) > 0 {
 		e.metrics.PredictionMismatch.Add(float64(len(drift)))
 		e.log.Warn("HAProxy differs from dcm's state; the next sync repairs it", "differences", drift)
@@ -112,3 +114,14 @@ func (e *Engine) observeWith(ctx context.Context, names []string, traffic bool) 
 // DriftReason marks the observed event that reports HAProxy differing from
 // dcm's state.
 const DriftReason = "drift"
+
+// pickBackends are the backends of st named by names (sorted), in order.
+func pickBackends(st dcm.State, names []string) []*dcm.Backend {
+	out := make([]*dcm.Backend, 0, len(names))
+	for _, n := range names {
+		if b, ok := st.Backend(n); ok {
+			out = append(out, b)
+		}
+	}
+	return out
+}

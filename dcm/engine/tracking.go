@@ -98,6 +98,11 @@ func movedBackends(a, b []*dcm.Backend) []string {
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
 		switch {
+		case i < len(a) && j < len(b) && a[i] == b[j]:
+			// One backend, shared: most of them, told apart without
+			// comparing their names.
+			i++
+			j++
 		case j >= len(b) || i < len(a) && a[i].Name < b[j].Name:
 			out = append(out, a[i].Name)
 			i++
@@ -121,6 +126,9 @@ func movedDesired(a, b []*dcm.DesiredBackend) []string {
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
 		switch {
+		case i < len(a) && j < len(b) && a[i] == b[j]:
+			i++
+			j++
 		case j >= len(b) || i < len(a) && strings.Compare(a[i].Name, b[j].Name) < 0:
 			out = append(out, a[i].Name)
 			i++

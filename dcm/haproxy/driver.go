@@ -62,6 +62,14 @@ type Driver struct {
 	mu     sync.Mutex
 	proc   *Process
 	client *Client
+	// traffic is the connection ReadTraffic reads over, beside client:
+	// at 10,000 backends HAProxy takes hundreds of ms to dump show stat on
+	// a busy machine, and an Apply waiting for it behind mu held up a
+	// sync's runtime commands by as much. trafficMu is held while a read
+	// runs and taken after mu, so a reload (under mu) waits for the read
+	// in flight and no read starts before it is done.
+	trafficMu sync.Mutex
+	traffic   *Client
 
 	// filesMu orders the writes of the files, and is taken after mu
 	// (Start, Reload and SetMaxConn hold both): Write takes it alone, so a
@@ -163,6 +171,7 @@ func (d *Driver) Start(ctx context.Context, initial dcm.State) error {
 		return err
 	}
 	d.client = NewClient(d.cfg.Settings.AdminSocket, ClientOptions{ReadTimeout: d.cfg.ReadTimeout, Observer: d.cfg.Observer, Logger: d.log})
+	d.traffic = NewClient(d.cfg.Settings.AdminSocket, ClientOptions{ReadTimeout: d.cfg.ReadTimeout, Observer: d.cfg.Observer, Logger: d.log})
 	if attach {
 		// The attached master runs whatever it loaded last: reload it so the
 		// running state is the one just written.
@@ -244,8 +253,9 @@ func (d *Driver) reloadLocked(ctx context.Context, files Files) (ReloadResult, e
 	if err := WriteFiles(d.cfg.WorkDir, files, prev); err != nil {
 		return ReloadResult{}, fmt.Errorf("reload: %w", err)
 	}
-	// The old worker's connection would keep talking to the old worker.
+	// The old worker's connections would keep talking to the old worker.
 	_ = d.client.Close()
+	d.closeTraffic()
 	res, err := d.proc.Reload(ctx, d.cfg.ReloadTimeout)
 	if err != nil {
 		d.files = Files{} // the disk holds files: unknown unless restored
@@ -317,6 +327,16 @@ func (d *Driver) Procs(ctx context.Context) (Procs, error) {
 	return d.proc.ShowProc(ctx)
 }
 
+// closeTraffic closes the traffic connection once no read runs over it;
+// mu held, so none starts before mu is released.
+func (d *Driver) closeTraffic() {
+	d.trafficMu.Lock()
+	defer d.trafficMu.Unlock()
+	if d.traffic != nil {
+		_ = d.traffic.Close()
+	}
+}
+
 func (d *Driver) ready() error {
 	if !d.started {
 		return errors.New("haproxy driver not started")
@@ -336,6 +356,7 @@ func (d *Driver) Close() error {
 	if d.client != nil {
 		err = d.client.Close()
 	}
+	d.closeTraffic()
 	d.cancel()
 	d.proc.Wait()
 	return err

@@ -71,9 +71,18 @@ func (d *Driver) Write(st dcm.State) error {
 // rendered and wrote that render exactly as they do (Renderer.Share): the
 // engine calls it when it replaced backends with what HAProxy reported, so
 // that one copy of them is held, not two. Nothing is rendered or written.
+//
+// It saves memory only, so it gives way to a write in progress rather than
+// wait for it: a write holds filesMu for its rendering and the disk (at
+// 10,000 routes, tens of ms, and more on a busy machine), and the engine's
+// sync, whose read-back calls Share, waited that long (it held the admin
+// socket's lock meanwhile, so Apply waited too). What is not shared now
+// is rendered again by the next write, which then holds the state's own.
 func (d *Driver) Share(st dcm.State) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	if !d.filesMu.TryLock() { // d.written is filesMu's, as Write has it
+		return
+	}
+	defer d.filesMu.Unlock()
 	d.renderMu.Lock()
 	d.renderer.Share(st)
 	d.renderMu.Unlock()

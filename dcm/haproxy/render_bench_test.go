@@ -139,38 +139,59 @@ func observed(st dcm.State, rng *rand.Rand) dcm.State {
 
 // TestRendererShare: Share takes the backends that render as those last
 // rendered, leaves the others and the state it was given as they were,
-// and the files rendered next are a fresh rendering's.
+// and the files rendered next are a fresh rendering's; whether it is
+// given a whole state or a few backends (a chunk of the read-back, which
+// it looks up rather than walks).
 func TestRendererShare(t *testing.T) {
-	r := NewRenderer(testSettings)
-	st := bigState(20, 4)
-	_, err := r.Render(st)
-	mustf(t, err, "render")
-	obs := dcm.State{Backends: slices.Clone(st.Backends)}
-	for i, b := range obs.Backends {
-		nb := *b
-		nb.Servers = slices.Clone(b.Servers)
-		nb.Servers[0].Health, nb.Servers[0].Sessions = "UP", 2
-		if i%5 == 0 {
-			nb.Servers[1].Weight = 9 // drift: renders otherwise
-		}
-		obs.Backends[i] = &nb
+	tests := []struct {
+		name  string
+		given func(i int) bool // the backends of the observation Share gets
+	}{
+		{"whole state", func(int) bool { return true }},
+		{"a few backends", func(i int) bool { return i == 3 || i == 10 || i == 17 }},
 	}
-	before := slices.Clone(st.Backends)
-	r.Share(obs)
-	if !slices.Equal(before, st.Backends) {
-		t.Fatal("Share modified the state the Renderer rendered")
-	}
-	for i, b := range r.last {
-		if want := map[bool]*dcm.Backend{true: st.Backends[i], false: obs.Backends[i]}[i%5 == 0]; b != want {
-			t.Errorf("backend %d: held %p, want %p", i, b, want)
-		}
-	}
-	got, err := r.Render(obs)
-	mustf(t, err, "render observed")
-	want, err := Render(testSettings, obs)
-	mustf(t, err, "fresh render")
-	if !bytes.Equal(got.Text(), want.Text()) {
-		t.Error("after Share, the rendering differs from a fresh one")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewRenderer(testSettings)
+			st := bigState(64, 4)
+			_, err := r.Render(st)
+			mustf(t, err, "render")
+			obs := dcm.State{Backends: slices.Clone(st.Backends)}
+			var given dcm.State
+			for i, b := range obs.Backends {
+				nb := *b
+				nb.Servers = slices.Clone(b.Servers)
+				nb.Servers[0].Health, nb.Servers[0].Sessions = "UP", 2
+				if i%5 == 0 {
+					nb.Servers[1].Weight = 9 // drift: renders otherwise
+				}
+				obs.Backends[i] = &nb
+				if tt.given(i) {
+					given.Backends = append(given.Backends, &nb)
+				}
+			}
+			before := slices.Clone(st.Backends)
+			r.Share(given)
+			if !slices.Equal(before, st.Backends) {
+				t.Fatal("Share modified the state the Renderer rendered")
+			}
+			for i, b := range r.last {
+				want := st.Backends[i]
+				if tt.given(i) && i%5 != 0 {
+					want = obs.Backends[i]
+				}
+				if b != want {
+					t.Errorf("backend %d: held %p, want %p", i, b, want)
+				}
+			}
+			got, err := r.Render(obs)
+			mustf(t, err, "render observed")
+			want, err := Render(testSettings, obs)
+			mustf(t, err, "fresh render")
+			if !bytes.Equal(got.Text(), want.Text()) {
+				t.Error("after Share, the rendering differs from a fresh one")
+			}
+		})
 	}
 }
 

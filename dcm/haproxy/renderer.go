@@ -477,19 +477,37 @@ func shareBackends(held, st []*dcm.Backend) []*dcm.Backend {
 		return held
 	}
 	out := held
+	share := func(i int, b *dcm.Backend) {
+		if held[i] != b && rendersSame(held[i], b) {
+			if &out[0] == &held[0] {
+				out = slices.Clone(held)
+			}
+			out[i] = b
+		}
+	}
+	if len(st) < len(held)/16 {
+		// A few backends (what a chunk of the periodic read-back
+		// changed): looked up rather than found by a walk of all.
+		for _, b := range st {
+			if i, ok := slices.BinarySearchFunc(held, b, byName); ok {
+				share(i, b)
+			}
+		}
+		return out
+	}
 	for i, j := 0, 0; i < len(held) && j < len(st); {
+		if held[i] == st[j] {
+			i++
+			j++
+			continue
+		}
 		switch c := strings.Compare(held[i].Name, st[j].Name); {
 		case c < 0:
 			i++
 		case c > 0:
 			j++
 		default:
-			if held[i] != st[j] && rendersSame(held[i], st[j]) {
-				if &out[0] == &held[0] {
-					out = slices.Clone(held)
-				}
-				out[i] = st[j]
-			}
+			share(i, st[j])
 			i++
 			j++
 		}

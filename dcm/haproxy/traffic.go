@@ -51,16 +51,20 @@ func TrafficCommand(servers bool) Command {
 
 // ReadTraffic reads the traffic counters of dcm's backends (and their
 // servers, when servers is set) and the worker's pid, in one batch so that
-// both come from the same worker: no reload runs while the driver's lock
-// is held.
+// both come from the same worker: no reload runs while trafficMu is held.
 func (d *Driver) ReadTraffic(ctx context.Context, servers bool) (Traffic, error) {
 	d.mu.Lock()
 	if err := d.ready(); err != nil {
 		d.mu.Unlock()
 		return Traffic{}, err
 	}
-	replies, err := d.client.Exec(ctx, []Command{InfoCommand(), TrafficCommand(servers)})
+	// Over a connection of its own: the syncs' commands go on meanwhile
+	// (Driver.traffic).
+	d.trafficMu.Lock()
+	c := d.traffic
 	d.mu.Unlock()
+	replies, err := c.Exec(ctx, []Command{InfoCommand(), TrafficCommand(servers)})
+	d.trafficMu.Unlock()
 	if err != nil {
 		return Traffic{}, fmt.Errorf("read traffic: %w", err)
 	}

@@ -126,6 +126,16 @@ func TestLineLevel(t *testing.T) {
 		{"[ALERT]    (2836) : CLI : 'server be/d1' : Already exists a server with the same name in backend.", slog.LevelError},
 		{"[WARNING]  (8900) : CLI : Server be/s is UP/READY (leaving forced maintenance).", slog.LevelDebug},
 		{"[WARNING]  (2836) : Server be/s0 is DOWN, reason: Layer4 connection problem", slog.LevelWarn},
+		// 2.6.12's words for set server … state, as a test of it printed them.
+		{"[WARNING]  (21755) : Server be_http:ns:a/a-0:http is going DOWN for maintenance. 1 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.", slog.LevelDebug},
+		{"[WARNING]  (21755) : Server be_http:ns:a/a-0:http is UP/READY (leaving forced maintenance).", slog.LevelDebug},
+		{"[WARNING]  (21755) : Server be_http:ns:a/a-0:http is UP/DRAIN (leaving forced maintenance).", slog.LevelDebug},
+		{"[WARNING]  (21755) : Server be_http:ns:a/a-0:http enters drain state. 1 active and 0 backup servers online. 0 sessions requeued, 0 total in queue.", slog.LevelDebug},
+		{"[WARNING]  (21755) : Server be_http:ns:a/a-0:http is UP (leaving forced drain).", slog.LevelDebug},
+		{"[WARNING]  (21755) : Server be_http:ns:a/a-0:http remains in forced drain mode.", slog.LevelDebug},
+		// What HAProxy decided itself stays a warning.
+		{"[WARNING]  (7) : Server app/s-3 is going DOWN for maintenance (No IP for server ). 4 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.", slog.LevelWarn},
+		{"[WARNING]  (7) : Server app/s-3 is DOWN, reason: Layer7 wrong status, code: 503. 0 active and 0 backup servers left.", slog.LevelWarn},
 		{"[NOTICE]   (2833) : Loading success.", slog.LevelInfo},
 	}
 	for _, tt := range tests {

@@ -546,6 +546,19 @@ func better(a, b candidate) bool {
 // caller reports them through ValidateEndpointSlice). A nil Service, an
 // unknown port or no slices give no endpoints: HAProxy then answers 503.
 func ServiceEndpoints(svc *corev1.Service, endpointSlices []*discoveryv1.EndpointSlice, port string) []dcm.Endpoint {
+	valid := make([]*discoveryv1.EndpointSlice, 0, len(endpointSlices))
+	for _, sl := range endpointSlices {
+		if ValidateEndpointSlice(sl) == nil {
+			valid = append(valid, sl)
+		}
+	}
+	return validServiceEndpoints(svc, valid, port)
+}
+
+// validServiceEndpoints is ServiceEndpoints of slices that are valid
+// (the Source's view keeps only those): validating them again was a fifth
+// of an EndpointSlice's sync.
+func validServiceEndpoints(svc *corev1.Service, endpointSlices []*discoveryv1.EndpointSlice, port string) []dcm.Endpoint {
 	if svc == nil {
 		return nil
 	}
@@ -561,17 +574,19 @@ func ServiceEndpoints(svc *corev1.Service, endpointSlices []*discoveryv1.Endpoin
 		families[discoveryv1.AddressTypeIPv6] = true
 	}
 
-	byName := map[string]candidate{}
-	bestState := map[string]dcm.AdminState{}
+	// Sized up front: growing them was a sixth of a full resync's Source.
+	n := 0
+	for _, slice := range endpointSlices {
+		n += len(slice.Endpoints)
+	}
+	byName := make(map[string]candidate, n)
+	bestState := make(map[string]dcm.AdminState, n)
 	for _, slice := range endpointSlices {
 		if !families[slice.AddressType] {
 			continue
 		}
 		num, found := slicePort(slice, portName)
 		if !found {
-			continue
-		}
-		if ValidateEndpointSlice(slice) != nil {
 			continue
 		}
 		for _, ep := range slice.Endpoints {
@@ -604,13 +619,13 @@ func ServiceEndpoints(svc *corev1.Service, endpointSlices []*discoveryv1.Endpoin
 
 	// The same address:port under two names (a pod listed once with and once
 	// without its targetRef) must not become two servers either.
-	byAddr := map[string]candidate{}
+	byAddr := make(map[netip.AddrPort]candidate, len(byName))
 	for name, c := range byName {
 		// A pod listed in an IPv4 and an IPv6 slice keeps its IPv4 address
 		// but the best state either slice reports: readiness is the pod's,
 		// not the address family's.
 		c.ep.State = bestState[name]
-		key := netip.AddrPortFrom(netip.MustParseAddr(c.ep.Addr), uint16(c.ep.Port)).String()
+		key := netip.AddrPortFrom(netip.MustParseAddr(c.ep.Addr), uint16(c.ep.Port))
 		if old, ok := byAddr[key]; ok && !betterSameAddr(c, old) {
 			continue
 		}

@@ -13,12 +13,12 @@ func everyPortEndpoints(v *serviceView) []dcm.Endpoint {
 		return nil
 	}
 	if len(v.svc.Spec.Ports) == 1 {
-		return ServiceEndpoints(v.svc, v.slices, v.svc.Spec.Ports[0].Name)
+		return validServiceEndpoints(v.svc, v.slices, v.svc.Spec.Ports[0].Name)
 	}
 	var out []dcm.Endpoint
 	seen := map[string]bool{}
 	for _, p := range v.svc.Spec.Ports {
-		for _, e := range ServiceEndpoints(v.svc, v.slices, p.Name) {
+		for _, e := range validServiceEndpoints(v.svc, v.slices, p.Name) {
 			if !seen[e.Name] {
 				seen[e.Name] = true
 				out = append(out, e)

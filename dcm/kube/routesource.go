@@ -289,7 +289,7 @@ func routeEndpoints(r dcm.Route, i int, v *serviceView) []dcm.Endpoint {
 			return nil
 		}
 	}
-	return ServiceEndpoints(v.svc, v.slices, port)
+	return validServiceEndpoints(v.svc, v.slices, port)
 }
 
 // routePortName resolves a Route's targetPort to a Service port name: a

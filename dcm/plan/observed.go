@@ -29,78 +29,115 @@ import (
 // as the state: at 10,000 routes, holding both besides the state merged
 // into took 23 MB more while the engine read HAProxy back.
 func Merge(st dcm.State, obs map[string][]dcm.Server, names []string, traffic bool) (_ dcm.State, drift []string, missing bool) {
-	asked := func(string) bool { return true }
-	if names != nil {
-		set := make(map[string]bool, len(names))
-		for _, n := range names {
-			set[n] = true
-		}
-		asked = func(n string) bool { return set[n] }
-	}
 	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool, DefaultCert: st.DefaultCert}
-	for i, b := range out.Backends {
+	merge := func(i int) {
+		b := out.Backends[i]
 		seen, ok := obs[b.ProxyName()]
 		if !ok {
-			if asked(b.ProxyName()) {
-				drift = append(drift, b.Name+": backend missing in HAProxy")
-				missing = true
-			}
-			continue
+			drift = append(drift, b.Name+": backend missing in HAProxy")
+			missing = true
+			return
 		}
-		// b.Servers and seen are both sorted by name, as a rule: the next
-		// known server is looked at first, and the used ones are marked.
-		var usedBuf [64]bool
-		var used []bool
-		if len(b.Servers) > len(usedBuf) {
-			used = make([]bool, len(b.Servers))
-		} else {
-			used = usedBuf[:len(b.Servers)]
+		out.Backends[i] = mergeBackend(b, seen, traffic, &drift)
+	}
+	if names == nil {
+		for i := range out.Backends {
+			merge(i)
 		}
-		next := 0
-		servers := seen[:0] // in place: each is read before its place is written
-		for _, o := range seen {
-			k := knownServer(b.Servers, used, o.Name, next)
-			if k < 0 {
-				drift = append(drift, b.Name+"/"+o.Name+": unknown server")
-				o.Origin = dcm.OriginRuntime
-				o.Unobserved = !traffic
-				servers = append(servers, o)
-				continue
-			}
-			used[k], next = true, k+1
-			s := b.Servers[k]
-			if s.Addr != o.Addr && o.Addr != "" && s.Addr != "" || s.Port != o.Port && s.Addr != "" || s.Weight != o.Weight || s.State != o.State {
-				drift = append(drift, b.Name+"/"+s.Name+": dcm has "+s.Addr+":"+strconv.Itoa(s.Port)+" w"+strconv.Itoa(s.Weight)+" "+string(s.State)+
-					", HAProxy "+o.Addr+":"+strconv.Itoa(o.Port)+" w"+strconv.Itoa(o.Weight)+" "+string(o.State))
-			}
-			if (s.Addr != "" || o.Addr != "0.0.0.0") && s.Addr != o.Addr {
-				s.Addr = o.Addr // else dcm's string: states share it, HAProxy's is one more copy
-			}
-			if s.Addr != "" || o.Addr != "0.0.0.0" {
-				s.Port = o.Port
-			}
-			s.Weight, s.State, s.Health = o.Weight, o.State, o.Health
-			if traffic {
-				s.Sessions, s.Queued, s.UsedConn, s.IdleConn = o.Sessions, o.Queued, o.UsedConn, o.IdleConn
-				s.Unobserved = false
-			}
-			servers = append(servers, s)
+	} else {
+		// A chunk of the periodic pass is 25 backends of 10,000: looked
+		// up, not found by a walk of all (which cost most of a chunk).
+		for _, i := range indexByProxy(st.Backends, names) {
+			merge(i)
 		}
-		for k, s := range b.Servers {
-			if !used[k] {
-				drift = append(drift, b.Name+"/"+s.Name+": missing in HAProxy")
-			}
-		}
-		dcm.SortServers(servers)
-		if slices.Equal(servers, b.Servers) {
-			continue // as it was: the state keeps sharing it
-		}
-		nb := *b // a copy: st shares its backends
-		nb.Servers = servers
-		out.Backends[i] = &nb
 	}
 	slices.Sort(drift)
 	return out, drift, missing
+}
+
+// indexByProxy gives the places in backends (sorted by Name) of those
+// whose HAProxy name (ProxyName) is one of names, in order, once each.
+// A backend on its own HAProxy backend is found by its name; one that
+// rides a spare (its Slot) by a walk, made only when a name is left.
+func indexByProxy(backends []*dcm.Backend, names []string) []int {
+	out := make([]int, 0, len(names))
+	var left map[string]bool
+	for _, n := range names {
+		i, ok := slices.BinarySearchFunc(backends, n, func(b *dcm.Backend, n string) int { return strings.Compare(b.Name, n) })
+		if ok && backends[i].Slot == "" {
+			out = append(out, i)
+			continue
+		}
+		if left == nil {
+			left = map[string]bool{}
+		}
+		left[n] = true
+	}
+	if left != nil {
+		for i, b := range backends {
+			if b.Slot != "" && left[b.Slot] {
+				out = append(out, i)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// mergeBackend is b as HAProxy reported its servers (seen, written over in
+// place), b itself when nothing changed; what differs is added to drift.
+func mergeBackend(b *dcm.Backend, seen []dcm.Server, traffic bool, drift *[]string) *dcm.Backend {
+	// b.Servers and seen are both sorted by name, as a rule: the next
+	// known server is looked at first, and the used ones are marked.
+	var usedBuf [64]bool
+	var used []bool
+	if len(b.Servers) > len(usedBuf) {
+		used = make([]bool, len(b.Servers))
+	} else {
+		used = usedBuf[:len(b.Servers)]
+	}
+	next := 0
+	servers := seen[:0] // in place: each is read before its place is written
+	for _, o := range seen {
+		k := knownServer(b.Servers, used, o.Name, next)
+		if k < 0 {
+			*drift = append(*drift, b.Name+"/"+o.Name+": unknown server")
+			o.Origin = dcm.OriginRuntime
+			o.Unobserved = !traffic
+			servers = append(servers, o)
+			continue
+		}
+		used[k], next = true, k+1
+		s := b.Servers[k]
+		if s.Addr != o.Addr && o.Addr != "" && s.Addr != "" || s.Port != o.Port && s.Addr != "" || s.Weight != o.Weight || s.State != o.State {
+			*drift = append(*drift, b.Name+"/"+s.Name+": dcm has "+s.Addr+":"+strconv.Itoa(s.Port)+" w"+strconv.Itoa(s.Weight)+" "+string(s.State)+
+				", HAProxy "+o.Addr+":"+strconv.Itoa(o.Port)+" w"+strconv.Itoa(o.Weight)+" "+string(o.State))
+		}
+		if (s.Addr != "" || o.Addr != "0.0.0.0") && s.Addr != o.Addr {
+			s.Addr = o.Addr // else dcm's string: states share it, HAProxy's is one more copy
+		}
+		if s.Addr != "" || o.Addr != "0.0.0.0" {
+			s.Port = o.Port
+		}
+		s.Weight, s.State, s.Health = o.Weight, o.State, o.Health
+		if traffic {
+			s.Sessions, s.Queued, s.UsedConn, s.IdleConn = o.Sessions, o.Queued, o.UsedConn, o.IdleConn
+			s.Unobserved = false
+		}
+		servers = append(servers, s)
+	}
+	for k, s := range b.Servers {
+		if !used[k] {
+			*drift = append(*drift, b.Name+"/"+s.Name+": missing in HAProxy")
+		}
+	}
+	dcm.SortServers(servers)
+	if slices.Equal(servers, b.Servers) {
+		return b // as it was: the state keeps sharing it
+	}
+	nb := *b // a copy: st shares its backends
+	nb.Servers = servers
+	return &nb
 }
 
 // knownServer is the index in servers of the one named name that is not
@@ -138,6 +175,9 @@ func HealthChanged(a, b dcm.State) []string {
 	for i < len(a.Backends) && j < len(b.Backends) {
 		ob, nb := a.Backends[i], b.Backends[j]
 		switch {
+		case ob == nb: // shared, so unchanged: most of them
+			i++
+			j++
 		case ob.Name < nb.Name:
 			i++
 		case nb.Name < ob.Name:

@@ -178,3 +178,31 @@ func TestMergeInPlace(t *testing.T) {
 		t.Errorf("Merge wrote into the state it was given: %+v", changed.Servers)
 	}
 }
+
+// TestMergeNamedByProxy: a read-back of some backends finds them by their
+// HAProxy names, a route riding a spare by the spare's; the others are
+// left as they were, shared.
+func TestMergeNamedByProxy(t *testing.T) {
+	srv := func(state dcm.AdminState) []dcm.Server {
+		return []dcm.Server{{Name: "p1:http", Addr: "10.0.0.1", Port: 80, Weight: 1, State: state}}
+	}
+	st := dcm.State{Backends: []*dcm.Backend{
+		{Name: "be_http:a:w", Servers: srv(dcm.StateReady)},
+		{Name: "be_http:a:x", Servers: srv(dcm.StateReady)},
+		{Name: "be_http:a:z", Slot: "be_http:_pool:1", Servers: srv(dcm.StateReady)},
+	}}
+	obs := map[string][]dcm.Server{"be_http:_pool:1": srv(dcm.StateMaint)}
+	got, drift, missing := Merge(st, obs, []string{"be_http:_pool:1", "be_http:a:w"}, false)
+	if !missing || !slices.Equal(drift, []string{
+		"be_http:a:w: backend missing in HAProxy",
+		"be_http:a:z/p1:http: dcm has 10.0.0.1:80 w1 ready, HAProxy 10.0.0.1:80 w1 maint",
+	}) {
+		t.Errorf("missing %v, drift %q", missing, drift)
+	}
+	if got.Backends[2].Servers[0].State != dcm.StateMaint {
+		t.Errorf("the route on the spare: %+v, want its server as HAProxy has it", got.Backends[2].Servers)
+	}
+	if got.Backends[0] != st.Backends[0] || got.Backends[1] != st.Backends[1] {
+		t.Error("backends not read back were replaced")
+	}
+}

@@ -41,7 +41,11 @@ func ComputeChanged(actual dcm.State, desired dcm.Desired, caps dcm.Caps, change
 // compute is Compute, and ComputeChanged when changed is not nil.
 func compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps, changed []string) dcm.Plan {
 	desired = servable(desired)
-	c := &computation{caps: caps, spares: newPool(actual, caps), next: make([]*dcm.Backend, 0, len(desired.Backends)), partial: changed != nil}
+	c := &computation{caps: caps, spares: newPool(actual, caps), next: make([]*dcm.Backend, 0, len(desired.Backends)), partial: changed != nil,
+		// A change is an op or so per backend (a resync: one per backend
+		// of thousands): growing the ops from nothing copied them over
+		// and over, a sixth of ComputeChanged's time.
+		ops: make([]dcm.Op, 0, len(changed))}
 	as, ds := actual.Backends, desired.Backends
 	i, j, k := 0, 0, 0
 	unchanged := func(name string) bool {

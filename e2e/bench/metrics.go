@@ -20,7 +20,7 @@ func processCPU() float64 {
 }
 
 // byLabel sums a counter's or a histogram's sample count per value of one label.
-func byLabel(reg *prometheus.Registry, name, label string) (map[string]float64, error) {
+func byLabel(reg prometheus.Gatherer, name, label string) (map[string]float64, error) {
 	mfs, err := reg.Gather()
 	if err != nil {
 		return nil, fmt.Errorf("gather: %w", err)
