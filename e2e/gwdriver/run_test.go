@@ -120,8 +120,10 @@ func TestConformance(t *testing.T) {
 	masters, seen := workers.Seen()
 
 	fmt.Printf("\n== conformance summary (suite ran %s)\n", took)
-	if r, err := ReadReport(report); err != nil {
+	r, err := ReadReport(report)
+	if err != nil {
 		fmt.Printf("  %v\n", err)
+		t.Error(err)
 	} else {
 		r.WriteSummary(os.Stdout)
 		fmt.Printf("  report: %s\n", report)
@@ -130,6 +132,19 @@ func TestConformance(t *testing.T) {
 	fmt.Printf("  dcm reloads during the suite: %g (%s); before it: %g\n", delta.Total(), delta, before.Total())
 	fmt.Printf("  HAProxy masters seen %v, workers seen %v: %d worker change(s)\n", masters, seen, max(len(seen)-1, 0))
 	fmt.Printf("  logs: %s\n", logDir)
+	// The gate: every claimed test passes, and dcm kept HAProxy in step
+	// without a reload over the whole suite (issue 20).
+	if err == nil {
+		for _, f := range r.Failures() {
+			t.Errorf("claimed conformance tests failed: %s", f)
+		}
+	}
+	if delta.Total() > 0 {
+		t.Errorf("dcm reloaded HAProxy %g time(s) during the suite (%s): the goal is none", delta.Total(), delta)
+	}
+	if len(seen) > 1 || len(masters) > 1 {
+		t.Errorf("HAProxy changed during the suite: masters %v, workers %v (one of each expected)", masters, seen)
+	}
 	if suiteErr != nil {
 		t.Fatalf("the conformance suite failed (%v): its output above says where", suiteErr)
 	}
