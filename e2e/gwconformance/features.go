@@ -41,5 +41,4 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportHTTPRoute303RedirectStatusCode,
 	features.SupportHTTPRoute307RedirectStatusCode,
 	features.SupportHTTPRoute308RedirectStatusCode,
-	features.SupportHTTPRouteBackendRequestHeaderModification,
 }
