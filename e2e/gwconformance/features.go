@@ -41,4 +41,7 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportHTTPRoute303RedirectStatusCode,
 	features.SupportHTTPRoute307RedirectStatusCode,
 	features.SupportHTTPRoute308RedirectStatusCode,
+	features.SupportHTTPRouteNamedRouteRule,
+	features.SupportHTTPRouteBackendProtocolWebSocket,
+	features.SupportGatewayAddressEmpty,
 }

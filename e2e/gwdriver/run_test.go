@@ -134,7 +134,7 @@ func TestConformance(t *testing.T) {
 	}
 	delta := after.Minus(before)
 	fmt.Printf("  dcm reloads during the suite: %g (%s); before it: %g\n", delta.Total(), delta, before.Total())
-	fmt.Printf("  HAProxy masters seen %v, workers seen %v: %d worker change(s)\n", masters, seen, max(len(seen)-1, 0))
+	fmt.Printf("  HAProxy masters (and configuration checks) seen %v, workers seen %v: %d worker change(s)\n", masters, seen, max(len(seen)-1, 0))
 	fmt.Printf("  logs: %s\n", logDir)
 	// The gate: every claimed test passes, and dcm kept HAProxy in step
 	// without a reload over the whole suite (issue 20).
@@ -146,8 +146,11 @@ func TestConformance(t *testing.T) {
 	if delta.Total() > 0 {
 		t.Errorf("dcm reloaded HAProxy %g time(s) during the suite (%s): the goal is none", delta.Total(), delta)
 	}
-	if len(seen) > 1 || len(masters) > 1 {
-		t.Errorf("HAProxy changed during the suite: masters %v, workers %v (one of each expected)", masters, seen)
+	// Workers, not masters: dcm's configuration checks (haproxy -c) are
+	// short-lived children of dcm too, while a reload, whoever asked for
+	// it, always shows as a new worker.
+	if len(seen) > 1 {
+		t.Errorf("HAProxy's worker changed during the suite: workers %v (one expected; masters and checks seen %v)", seen, masters)
 	}
 	if suiteErr != nil {
 		t.Fatalf("the conformance suite failed (%v): its output above says where", suiteErr)
