@@ -19,8 +19,11 @@ const GatewayClassName = "dcm"
 var Profiles = []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName}
 
 // SupportedFeatures are the features dcm claims: the core of GATEWAY-HTTP
-// for now. An extended feature dcm comes to support is added here, and only
-// here, so that its tests run and the report lists it.
+// and the extended features whose tests pass (docs/conformance.md says why
+// the others are not claimed). An extended feature dcm comes to support is
+// added here, so that its tests run and the report lists it, and to the
+// GatewayClass's supportedFeatures (dcm/kube's supportedFeatures), which
+// say the same.
 var SupportedFeatures = []features.FeatureName{
 	features.SupportGateway,
 	features.SupportReferenceGrant,
