@@ -136,7 +136,7 @@ func (g *GatewayRoute) encodedBound() int {
 			n += 2*len(s) + 3
 		}
 	}
-	text(g.Rank)
+	text(g.Rank, g.ListenerHostname)
 	for _, m := range g.Matches {
 		text(m.Path, m.Method)
 		for _, v := range append(append([]ValueMatch{}, m.Headers...), m.Query...) {

@@ -43,6 +43,11 @@ type Caps struct {
 	// sticky route takes one and gets its key at runtime; without them it
 	// reloads.
 	StickyPool int `json:"stickyPool,omitempty"`
+	// GatewayPool is the number of HTTP spares on top of Pool when
+	// Gateways are served: an HTTPRoute takes a backend per rule and
+	// listener, so one apply of a few routes takes dozens of spares at
+	// once, more than the floor an Ingress cluster needs.
+	GatewayPool int `json:"gatewayPool,omitempty"`
 	// RuntimeCerts is true when edge certificates are added, rotated and
 	// removed over the admin socket (dynamic mode); otherwise a changed
 	// certificate reloads.

@@ -89,7 +89,7 @@ func fullReload() *dcm.ReloadInfo {
 func fullSnapshot() dcm.Snapshot {
 	web, app := fullBackend("demo", "web", dcm.KindHTTP), fullBackend("other", "app", dcm.KindEdge)
 	web.Slot, app.Retiring = "be_http:_pool:3", true
-	return dcm.Snapshot{Mode: dcm.ModeSlots, Caps: dcm.Caps{Mode: dcm.ModeSlots, Slots: 4, AddServer: true, Pool: 4, StickyPool: 2, RuntimeCerts: true},
+	return dcm.Snapshot{Mode: dcm.ModeSlots, Caps: dcm.Caps{Mode: dcm.ModeSlots, Slots: 4, AddServer: true, Pool: 4, StickyPool: 2, GatewayPool: 8, RuntimeCerts: true},
 		Pool:        []string{"be_http:_pool:4"},
 		DefaultCert: dcm.Cert{Secret: "openshift-ingress/router-default", Version: "89abcdef"},
 		HAProxy:     dcm.HAProxyInfo{Version: "2.6.12", PID: 11, Started: tStart(), Reloads: 3, Running: true},

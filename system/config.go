@@ -78,6 +78,7 @@ type Config struct {
 	GatewayControllerName               string
 	GatewayAddresses                    []string
 	GatewayHTTPPorts, GatewayHTTPSPorts []int
+	GatewayPoolSize                     int // --gateway-pool-size, with a pool and Gateway addresses
 
 	// HAProxy.
 	HAProxyBin   string // --haproxy-bin
@@ -156,6 +157,7 @@ func Defaults() Config {
 		HTTPSBind:              "127.0.0.1:8443",
 		GatewayControllerName:  DefaultGatewayControllerName,
 		GatewayHTTPPorts:       []int{80},
+		GatewayPoolSize:        DefaultGatewayPoolSize,
 		GatewayHTTPSPorts:      []int{443},
 		Mode:                   dcm.ModeDynamic,
 		Slots:                  8,
@@ -216,6 +218,8 @@ func (c Config) Validate() error {
 		return errors.New("--slots must be at least 1 in --mode=slots")
 	case c.PoolSize < 0 || c.PoolSize > 10000:
 		return errors.New("--pool-size must be between 0 and 10000")
+	case c.GatewayPoolSize < 0 || c.GatewayPoolSize > 10000:
+		return errors.New("--gateway-pool-size must be between 0 and 10000")
 	case c.StickyPoolSize < 0 || c.StickyPoolSize > 10000:
 		return errors.New("--sticky-pool-size must be between 0 and 10000")
 	case c.EventHistory < 1 || c.EventHistory > 1000000:
@@ -253,6 +257,9 @@ func (c Config) caps(v haproxy.Version) dcm.Caps {
 	caps := haproxy.CapsFor(v, c.Mode, c.Slots, c.PoolSize)
 	if caps.Pool > 0 {
 		caps.StickyPool = c.StickyPoolSize
+		if len(c.GatewayAddresses) > 0 {
+			caps.GatewayPool = c.GatewayPoolSize
+		}
 	}
 	return caps
 }

@@ -22,6 +22,7 @@ func TestValidate(t *testing.T) {
 		{"unknown mode", func(c *Config) { c.Mode = "fast" }, "unknown mode"},
 		{"pool", func(c *Config) { c.PoolSize = -1 }, "--pool-size"},
 		{"sticky pool", func(c *Config) { c.StickyPoolSize = 10001 }, "--sticky-pool-size"},
+		{"gateway pool", func(c *Config) { c.GatewayPoolSize = -1 }, "--gateway-pool-size"},
 		{"history", func(c *Config) { c.EventHistory = 0 }, "--event-history"},
 		{"access log", func(c *Config) { c.AccessLog = "syslog://127.0.0.1:514" }, ""},
 		{"access log unknown", func(c *Config) { c.AccessLog = "on" }, "--access-log"},
@@ -76,6 +77,10 @@ func TestCaps(t *testing.T) {
 	}{
 		{"defaults", func(*Config) {}, dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10, StickyPool: 10, RuntimeCerts: true}},
 		{"no pool, no sticky pool", func(c *Config) { c.PoolSize = 0 }, dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, RuntimeCerts: true}},
+		{"gateway spares", func(c *Config) { c.GatewayAddresses = []string{"127.0.20.0/28"} },
+			dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10, StickyPool: 10, GatewayPool: 64, RuntimeCerts: true}},
+		{"gateway, no pool", func(c *Config) { c.GatewayAddresses, c.PoolSize = []string{"127.0.20.0/28"}, 0 },
+			dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, RuntimeCerts: true}},
 		{"slots", func(c *Config) { c.Mode = dcm.ModeSlots }, dcm.Caps{Mode: dcm.ModeSlots, AddServer: true, Slots: 8}},
 		{"reload", func(c *Config) { c.Mode = dcm.ModeReload }, dcm.Caps{Mode: dcm.ModeReload, AddServer: true}},
 	}

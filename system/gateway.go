@@ -19,11 +19,21 @@ const DefaultGatewayControllerName = "dcm-router.io/gateway-controller"
 // every Gateway port before any Gateway exists, one listening socket each.
 const maxGatewayAddresses = 256
 
+// DefaultGatewayPoolSize is --gateway-pool-size: HTTP spares on top of
+// --pool-size when Gateways are served. An HTTPRoute takes a backend per
+// rule and listener, so applying a handful of routes takes dozens of
+// spares at once (the conformance suite's tests, a few rules on a few
+// listeners each, took more than 10 and reloaded for pool-exhausted);
+// 64 empty spares cost some 700 KB of HAProxy's memory (11 KB each,
+// docs/bench.md).
+const DefaultGatewayPoolSize = 64
+
 func (c *Config) gatewayFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.GatewayControllerName, "gateway-controller-name", c.GatewayControllerName, "serve the Gateway API's GatewayClasses with this controllerName")
 	fs.StringSliceVar(&c.GatewayAddresses, "gateway-addresses", c.GatewayAddresses, "IP addresses and CIDRs that Gateways get their address from, one each; HAProxy binds all of them on the Gateway ports ahead of time, so a new Gateway needs no reload (default: none, no Gateway is served)")
 	fs.IntSliceVar(&c.GatewayHTTPPorts, "gateway-http-ports", c.GatewayHTTPPorts, "ports of Gateway HTTP listeners, bound on every Gateway address ahead of time")
 	fs.IntSliceVar(&c.GatewayHTTPSPorts, "gateway-https-ports", c.GatewayHTTPSPorts, "ports of Gateway HTTPS listeners, bound on every Gateway address ahead of time")
+	fs.IntVar(&c.GatewayPoolSize, "gateway-pool-size", c.GatewayPoolSize, "HTTP spare backends on top of --pool-size when Gateways are served (--gateway-addresses, --mode=dynamic with a pool): an HTTPRoute takes one per rule and listener, instead of a reload")
 }
 
 // GatewayBinds expands the Gateway flags into the addresses and ports

@@ -70,6 +70,8 @@ local function decode(v)
       r.u = true
     elseif tag == "k" then
       r.k = f[1] and f[1].v or ""
+    elseif tag == "l" then
+      r.l = f[1] and f[1].v or ""
     elseif tag == "m" then
       local m = { kind = f[1].t, path = f[1].v, h = {}, q = {}, class = 2 }
       m.plen = #m.path
@@ -270,13 +272,13 @@ local function better(a, b)
   return a.be < b.be
 end
 
--- first is the first candidate of one hostname's list whose match
--- matches the request.
-local function first(req, bind, level)
+-- each calls f with every candidate of one hostname's list, in order,
+-- and its decoded rule, until f answers true.
+local function each(bind, level, f)
   local key, n = bind .. "/" .. level, 0
   while key do
     local v = candidates:lookup(key)
-    if v == nil or v == "" then return nil end
+    if v == nil or v == "" then return end
     key = nil
     for item in v:gmatch("[^,]+") do
       if item == "~" then
@@ -285,20 +287,50 @@ local function first(req, bind, level)
       else
         local be, idx = item:match("^(.+)/(%d+)$")
         local rv = be and rules:lookup(be)
-        if rv and rv ~= "" then
-          local r = rule(rv)
-          local m = r.m[tonumber(idx) + 1]
-          if m and matches(req, m) then return { be = be, idx = tonumber(idx), r = r, m = m } end
-        end
+        if rv and rv ~= "" and f(be, tonumber(idx), rule(rv)) then return end
       end
     end
   end
-  return nil
+end
+
+-- listener is the index in levels of the most specific listener hostname
+-- of the bind that takes the host, among the listeners of the routes
+-- whose hostnames take it: a route's hostnames are within its listener's,
+-- so the list of level i holds listeners of level i or less specific, and
+-- the walk stops once no list left can hold a more specific one.
+local function listener(bind, levels, at)
+  local best = #levels
+  for i, level in ipairs(levels) do
+    if i >= best then break end
+    each(bind, level, function(_, _, r)
+      local j = at[r.l or ""]
+      if j and j < best then best = j end
+      return best <= i
+    end)
+  end
+  return best
+end
+
+-- first is the first candidate of one hostname's list whose match
+-- matches the request, of the listener whose hostname is lh.
+local function first(req, bind, level, lh)
+  local out
+  each(bind, level, function(be, idx, r)
+    if (r.l or "") ~= lh then return false end
+    local m = r.m[idx + 1]
+    if m and matches(req, m) then
+      out = { be = be, idx = idx, r = r, m = m }
+      return true
+    end
+    return false
+  end)
+  return out
 end
 
 -- route finds the request's rule among every route whose hostnames take
--- its host (the host, its wildcards, any host): the best of each list's
--- first match.
+-- its host (the host, its wildcards, any host) and whose listener is the
+-- most specific of the bind's listeners that take it (the Gateway API's
+-- listener isolation): the best of each list's first match.
 local function route(txn)
   local host = (txn.sf:req_hdr("host") or ""):lower()
   if host:sub(1, 1) ~= "[" then host = host:gsub(":%d*$", "") end
@@ -306,9 +338,12 @@ local function route(txn)
   local bind = txn.sf:dst() .. ":" .. txn.sf:dst_port()
   local req = { txn = txn, host = host, path = txn.sf:path() or "/", method = txn.sf:method(),
     qs = txn.sf:query(), scheme = txn:get_var("txn.gw_scheme") or "http" }
+  local lv, at = levels(host), {}
+  for i, level in ipairs(lv) do at[level] = i end
+  local lh = lv[listener(bind, lv, at)]
   local best
-  for i, level in ipairs(levels(host)) do
-    local c = first(req, bind, level)
+  for i, level in ipairs(lv) do
+    local c = first(req, bind, level, lh)
     if c then
       c.level = i
       if best == nil or better(c, best) then best = c end

@@ -146,9 +146,19 @@ func condition(typ string, ok bool, reason, message string, gen int64) metav1.Co
 	return metav1.Condition{Type: typ, Status: st, Reason: reason, Message: message, ObservedGeneration: gen}
 }
 
-// supportedFeatures are what dcm's GatewayClasses say they support: the
-// core of the GATEWAY-HTTP profile.
-var supportedFeatures = []gwv1.FeatureName{"Gateway", "HTTPRoute", "ReferenceGrant"}
+// supportedFeatures are what dcm's GatewayClasses say they support, sorted:
+// the core of the GATEWAY-HTTP profile and the extended features whose
+// conformance tests dcm passes — the list e2e/gwconformance/features.go
+// claims (make conformance), kept the same by hand.
+var supportedFeatures = []gwv1.FeatureName{
+	"Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayPort8080",
+	"HTTPRoute", "HTTPRoute303RedirectStatusCode", "HTTPRoute307RedirectStatusCode", "HTTPRoute308RedirectStatusCode",
+	"HTTPRouteBackendProtocolWebSocket", "HTTPRouteDestinationPortMatching", "HTTPRouteHostRewrite",
+	"HTTPRouteMethodMatching", "HTTPRouteNamedRouteRule", "HTTPRouteParentRefPort",
+	"HTTPRoutePathRedirect", "HTTPRoutePathRewrite", "HTTPRoutePortRedirect", "HTTPRouteQueryParamMatching",
+	"HTTPRouteResponseHeaderModification", "HTTPRouteSchemeRedirect",
+	"ReferenceGrant",
+}
 
 // classStatus accepts a GatewayClass of dcm's controller unless it names
 // parameters, which dcm has none of.

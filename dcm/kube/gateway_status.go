@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -54,6 +55,31 @@ func (s *Source) setGatewayStatus(out *gwOutput) {
 		for _, k := range changed {
 			s.gw.status.Add(k)
 		}
+	}
+}
+
+// recheckStatus queues the status key of every object of inf that changes:
+// the status worker compares what it wants with the informer's copy, and
+// that copy can be older than dcm's own last write (the watch event of the
+// write not there yet), so a write that the stale copy made look needless
+// is made once the copy catches up. The worker writes only what differs,
+// and only for objects it has a status for.
+func (s *Source) recheckStatus(inf cache.SharedIndexInformer, prefix string) {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) {
+		o, ok := obj.(metav1.Object)
+		if !ok || s.gw.status == nil {
+			return
+		}
+		key := o.GetName()
+		if prefix != statusClass {
+			key = o.GetNamespace() + "/" + key
+		}
+		if _, want := s.desiredGatewayStatus(prefix + key); want {
+			s.gw.status.Add(prefix + key)
+		}
+	}})
+	if err != nil {
+		s.log.Error("add gateway status event handler", "err", err)
 	}
 }
 

@@ -176,6 +176,7 @@ func (s *Source) gatewayInformers(ctx context.Context, grants bool) ([]cache.Inf
 	cf := gwinformers.NewSharedInformerFactory(s.gw.opts.Client, s.opts.Resync)
 	ls.classes = cf.Gateway().V1().GatewayClasses().Lister()
 	add(cf.Gateway().V1().GatewayClasses().Informer())
+	s.recheckStatus(cf.Gateway().V1().GatewayClasses().Informer(), statusClass)
 	starts, stops = append(starts, cf), append(stops, cf)
 	for _, ns := range slices.Compact(slices.Sorted(slices.Values(namespaces))) {
 		f := gwinformers.NewSharedInformerFactoryWithOptions(s.gw.opts.Client, s.opts.Resync, gwinformers.WithNamespace(ns))
@@ -184,6 +185,8 @@ func (s *Source) gatewayInformers(ctx context.Context, grants bool) ([]cache.Inf
 		ls.routes = append(ls.routes, v1.HTTPRoutes().Lister())
 		add(v1.Gateways().Informer())
 		add(v1.HTTPRoutes().Informer())
+		s.recheckStatus(v1.Gateways().Informer(), statusGateway)
+		s.recheckStatus(v1.HTTPRoutes().Informer(), statusRoute)
 		if grants {
 			ls.grants = append(ls.grants, v1.ReferenceGrants().Lister())
 			add(v1.ReferenceGrants().Informer())

@@ -129,7 +129,8 @@ func poolBalanced(r dcm.Route) bool {
 
 // PoolShare sizes the pool at every render: each kind gets at least a
 // PoolShare-th of the desired routes that would take a spare of that kind
-// (and never fewer than Caps.Pool, or Caps.StickyPool), so a cluster can
+// (and never fewer than Caps.Pool, or Caps.StickyPool, or for HTTP
+// Caps.Pool+Caps.GatewayPool), so a cluster can
 // grow by a tenth of its routes of a kind between reloads whatever its
 // size. An empty spare costs about 11 KB of HAProxy's memory (docs/bench.md)
 // against some 60 KB for a route of 10 servers: a tenth is under 2 % of it.
@@ -153,8 +154,11 @@ func freshPool(caps dcm.Caps, desired dcm.Desired) []string {
 	var out []string
 	for _, k := range append(slices.Clone(routing.PoolKinds), routing.PoolSticky) {
 		floor := caps.Pool
-		if k == routing.PoolSticky {
+		switch k {
+		case routing.PoolSticky:
 			floor = caps.StickyPool
+		case dcm.KindHTTP:
+			floor += caps.GatewayPool // Gateway routes are HTTP
 		}
 		for n := 1; n <= size(k, floor); n++ {
 			out = append(out, routing.PoolBackendName(k, n))

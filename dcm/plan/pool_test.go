@@ -265,7 +265,8 @@ func TestPoolRecyclesRenderedBackends(t *testing.T) {
 
 // TestFreshPoolGrowsWithRoutes: a render gives each kind a tenth of the
 // routes that would take its spares, never fewer than the configured
-// floor, and no sticky spares when they are off.
+// floor (for HTTP, with the Gateway's spares on top), and no sticky
+// spares when they are off.
 func TestFreshPoolGrowsWithRoutes(t *testing.T) {
 	var routes []dcm.DesiredBackend
 	add := func(n int, kind dcm.RouteKind, sticky bool) {
@@ -299,7 +300,12 @@ func TestFreshPoolGrowsWithRoutes(t *testing.T) {
 			map[dcm.RouteKind]int{dcm.KindHTTP: 31, dcm.KindPassthrough: 2, dcm.KindReencrypt: 2, routing.PoolSticky: 3}},
 		{"no sticky spares", dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10},
 			map[dcm.RouteKind]int{dcm.KindHTTP: 31, dcm.KindPassthrough: 10, dcm.KindReencrypt: 10}},
-		{"no pool", dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}, map[dcm.RouteKind]int{}},
+		// Gateway routes are HTTP: their spares raise HTTP's floor only.
+		{"gateway spares", dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10, GatewayPool: 64},
+			map[dcm.RouteKind]int{dcm.KindHTTP: 74, dcm.KindPassthrough: 10, dcm.KindReencrypt: 10}},
+		{"gateway spares under the share", dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10, GatewayPool: 10},
+			map[dcm.RouteKind]int{dcm.KindHTTP: 31, dcm.KindPassthrough: 10, dcm.KindReencrypt: 10}},
+		{"no pool", dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, GatewayPool: 64}, map[dcm.RouteKind]int{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := count(Fresh(desired, tc.caps).Pool); !maps.Equal(got, tc.want) {

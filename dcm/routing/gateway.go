@@ -207,6 +207,9 @@ func hexUp(s string) string { return strings.ToUpper(dcm.Hex([]byte(s))) }
 //	r  a redirect:       [sHEX(scheme)] [hHEX(host)] [pHEX(port)] [(f|x)HEX(path)] cHEX(code)
 //	w  a rewrite:        [hHEX(host)] [(f|x)HEX(path)]
 //	u  unresolved: answer 500
+//	l  the listener's own hostname, when it has one: tHEX(hostname)
+//	   (listener isolation: a request whose host a more specific
+//	   listener of the bind takes sees that listener's routes only)
 //	k  the rank:          tHEX(rank)
 //
 // t is an exact value, g a regular expression, f a full path, x a
@@ -267,6 +270,9 @@ func GatewayRuleValue(r dcm.Route) string {
 	if g.Unresolved {
 		sections = append(sections, "u")
 	}
+	if g.ListenerHostname != "" {
+		sections = append(sections, "l-t"+hexUp(g.ListenerHostname))
+	}
 	sections = append(sections, "k-t"+hexUp(g.Rank))
 	return strings.Join(sections, ".")
 }
@@ -310,7 +316,7 @@ func ValidateGatewayValue(t dcm.MapTable, field, s string) error {
 	if s == "" || len(s) > dcm.MaxGatewayRuleValue {
 		return bad
 	}
-	allowed := "-.abcdefghkmpqrstuvwx"
+	allowed := "-.abcdefghklmpqrstuvwx"
 	if t == dcm.MapGateway {
 		allowed = "abcdefghijklmnopqrstuvwxyz_:-./,~"
 	}

@@ -115,8 +115,9 @@ func TestGatewayRuleValue(t *testing.T) {
 		Rewrite:         &dcm.URLRewrite{Hostname: "h.example", Path: &dcm.PathModifier{Type: dcm.ReplacePrefixMatch, Value: "/p"}},
 	}
 	b.Route.Gateway.Unresolved = true
+	b.Route.Gateway.ListenerHostname = "*.ex"
 	got := GatewayRuleValue(b.Route)
-	want := "m-e2F6120623B63-v474554-h782D61-t76092D2E3B-q71-g78.a-s53-t31-a41-t-d44.b-d52.w-h682E6578616D706C65-x2F70.u.k-t30"
+	want := "m-e2F6120623B63-v474554-h782D61-t76092D2E3B-q71-g78.a-s53-t31-a41-t-d44.b-d52.w-h682E6578616D706C65-x2F70.u.l-t2A2E6578.k-t30"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}

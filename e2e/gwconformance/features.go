@@ -19,10 +19,32 @@ const GatewayClassName = "dcm"
 var Profiles = []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName}
 
 // SupportedFeatures are the features dcm claims: the core of GATEWAY-HTTP
-// for now. An extended feature dcm comes to support is added here, and only
-// here, so that its tests run and the report lists it.
+// and the extended features whose tests pass (docs/conformance.md says why
+// the others are not claimed). An extended feature dcm comes to support is
+// added here, so that its tests run and the report lists it, and to the
+// GatewayClass's supportedFeatures (dcm/kube's supportedFeatures), which
+// say the same.
 var SupportedFeatures = []features.FeatureName{
 	features.SupportGateway,
 	features.SupportReferenceGrant,
 	features.SupportHTTPRoute,
+
+	features.SupportGatewayPort8080,
+	features.SupportGatewayHTTPListenerIsolation,
+	features.SupportHTTPRouteQueryParamMatching,
+	features.SupportHTTPRouteMethodMatching,
+	features.SupportHTTPRouteResponseHeaderModification,
+	features.SupportHTTPRoutePortRedirect,
+	features.SupportHTTPRouteSchemeRedirect,
+	features.SupportHTTPRoutePathRedirect,
+	features.SupportHTTPRouteHostRewrite,
+	features.SupportHTTPRoutePathRewrite,
+	features.SupportHTTPRouteParentRefPort,
+	features.SupportHTTPRouteDestinationPortMatching,
+	features.SupportHTTPRoute303RedirectStatusCode,
+	features.SupportHTTPRoute307RedirectStatusCode,
+	features.SupportHTTPRoute308RedirectStatusCode,
+	features.SupportHTTPRouteNamedRouteRule,
+	features.SupportHTTPRouteBackendProtocolWebSocket,
+	features.SupportGatewayAddressEmpty,
 }

@@ -27,8 +27,13 @@ type Gateway struct {
 
 // DefaultGateway is the run's Gateway configuration: a /28 of loopback
 // addresses (Linux serves all of 127.0.0.0/8 on lo, nothing to configure)
-// with the standard ports, which the suite sends its requests to.
-var DefaultGateway = Gateway{ControllerName: ControllerName, Addresses: "127.0.20.0/28", HTTPPorts: "80", HTTPSPorts: "443"}
+// with the ports the suite's listeners use, which it sends its requests to:
+// 80 and 443, 8080 (GatewayPort8080, the port redirects) and 8090
+// (HTTPRouteListenerPortMatching) for HTTP, 8443 for HTTPS. dcm binds them
+// ahead of time, as a deployment lists the ports its Gateways may use; a
+// listener on another port is reported PortUnavailable.
+var DefaultGateway = Gateway{ControllerName: ControllerName, Addresses: "127.0.20.0/28",
+	HTTPPorts: "80,8080,8090", HTTPSPorts: "443,8443"}
 
 // Flags are g as dcm's command-line flags.
 func (g Gateway) Flags() []string {

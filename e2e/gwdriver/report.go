@@ -78,3 +78,27 @@ func (r Report) WriteSummary(w io.Writer) {
 		}
 	}
 }
+
+// Failures are why the run is not a pass, one line each: a profile whose
+// core or extended tests failed (every test run is of a claimed feature),
+// or no profile at all (the suite stopped before running a test). None is
+// a pass.
+func (r Report) Failures() []string {
+	if len(r.Profiles) == 0 {
+		return []string{"the report has no profile results"}
+	}
+	var out []string
+	check := func(profile, part string, s Status) {
+		if s.Statistics.Failed > 0 || s.Result == "failure" {
+			out = append(out, fmt.Sprintf("%s %s: %d failed (%s)", profile, part, s.Statistics.Failed,
+				strings.Join(s.FailedTests, ", ")))
+		}
+	}
+	for _, p := range r.Profiles {
+		check(p.Name, "core", p.Core)
+		if p.Extended != nil {
+			check(p.Name, "extended", *p.Extended)
+		}
+	}
+	return out
+}

@@ -60,6 +60,36 @@ func TestReadReport(t *testing.T) {
 	}
 }
 
+func TestReportFailures(t *testing.T) {
+	pass := func(n int) Status {
+		var s Status
+		s.Result, s.Statistics.Passed = "success", n
+		return s
+	}
+	failed := pass(30)
+	failed.Result, failed.Statistics.Failed, failed.FailedTests = "failure", 1, []string{"GatewayHTTPListenerIsolation"}
+	ext := pass(15)
+	for _, tc := range []struct {
+		name string
+		r    Report
+		want []string
+	}{
+		{"no profile", Report{}, []string{"the report has no profile results"}},
+		{"all pass", Report{Profiles: []ProfileReport{{Name: "GATEWAY-HTTP", Core: pass(36), Extended: &ext}}}, nil},
+		{"extended fails", Report{Profiles: []ProfileReport{{Name: "GATEWAY-HTTP", Core: pass(36), Extended: &failed}}},
+			[]string{"GATEWAY-HTTP extended: 1 failed (GatewayHTTPListenerIsolation)"}},
+		{"core fails", Report{Profiles: []ProfileReport{{Name: "GATEWAY-HTTP", Core: failed}}},
+			[]string{"GATEWAY-HTTP core: 1 failed (GatewayHTTPListenerIsolation)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.r.Failures()
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("failures %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestParseCounter(t *testing.T) {
 	const metrics = `# HELP dcm_reloads_total HAProxy reloads by reason.
 # TYPE dcm_reloads_total counter
@@ -82,7 +112,7 @@ dcm_reload_duration_seconds_count 3
 
 func TestGatewayFlags(t *testing.T) {
 	got := strings.Join(DefaultGateway.Flags(), " ")
-	want := "--gateway-controller-name=dcm-router.io/gateway-controller --gateway-addresses=127.0.20.0/28 --gateway-http-ports=80 --gateway-https-ports=443"
+	want := "--gateway-controller-name=dcm-router.io/gateway-controller --gateway-addresses=127.0.20.0/28 --gateway-http-ports=80,8080,8090 --gateway-https-ports=443,8443"
 	if got != want {
 		t.Errorf("flags %s\nwant %s", got, want)
 	}

@@ -646,11 +646,11 @@ func WithTokens(tb testing.TB, o Options, tokens string) Options {
 }
 
 // Spares is the number of spare backends dcm renders at a reload: the
-// pool of each kind and the sticky ones, for clusters of fewer than
+// pool of each kind, the sticky ones and the Gateway's HTTP ones, for clusters of fewer than
 // plan.PoolShare times as many routes of a kind (the tests' are).
 func (s *Stack) Spares() int {
 	caps := s.Engine.Snapshot().Caps
-	return caps.Pool*len(routing.PoolKinds) + caps.StickyPool
+	return caps.Pool*len(routing.PoolKinds) + caps.StickyPool + caps.GatewayPool
 }
 
 // PoolSize is an Options.Config that sets --pool-size only.

@@ -400,7 +400,7 @@ func decCaps(d *decoder, v *dcm.Caps) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "mode,slots,addServer,pool,stickyPool,runtimeCerts") {
+		switch c.find(d.key(), "mode,slots,addServer,pool,stickyPool,gatewayPool,runtimeCerts") {
 		case 0:
 			d.str((*string)(&v.Mode))
 		case 1:
@@ -412,6 +412,8 @@ func decCaps(d *decoder, v *dcm.Caps) {
 		case 4:
 			d.int(&v.StickyPool)
 		case 5:
+			d.int(&v.GatewayPool)
+		case 6:
 			d.boolean(&v.RuntimeCerts)
 		default:
 			d.skip()
@@ -431,6 +433,9 @@ func encCaps(e *encoder, k string, v *dcm.Caps) {
 	}
 	if v.StickyPool != 0 {
 		e.int64("\"stickyPool\":", int64(v.StickyPool))
+	}
+	if v.GatewayPool != 0 {
+		e.int64("\"gatewayPool\":", int64(v.GatewayPool))
 	}
 	if v.RuntimeCerts {
 		e.boolean("\"runtimeCerts\":", v.RuntimeCerts)
