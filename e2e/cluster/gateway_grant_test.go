@@ -1,0 +1,149 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/dcm-router/dcm/e2e/harness"
+	"github.com/dcm-router/dcm/e2e/kapitest"
+	"github.com/dcm-router/dcm/system"
+)
+
+// crossRoute is an HTTPRoute of ns for host whose one backendRef is the
+// Service other of namespace to.
+func crossRoute(ns, name, host, to string) *gwv1.HTTPRoute {
+	return &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: gwv1.HTTPRouteSpec{
+		CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw"}}},
+		Hostnames:       []gwv1.Hostname{gwv1.Hostname(host)},
+		Rules: []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{
+			BackendObjectReference: gwv1.BackendObjectReference{Name: "other", Namespace: ptr.To(gwv1.Namespace(to)), Port: ptr.To(gwv1.PortNumber(80))}}}}}}}}
+}
+
+// grant lets HTTPRoutes of from refer to the Services of ns.
+func grant(from, ns string) *gwv1.ReferenceGrant {
+	return &gwv1.ReferenceGrant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-" + from}, Spec: gwv1.ReferenceGrantSpec{
+		From: []gwv1.ReferenceGrantFrom{{Group: gwv1.GroupName, Kind: "HTTPRoute", Namespace: gwv1.Namespace(from)}},
+		To:   []gwv1.ReferenceGrantTo{{Group: "", Kind: "Service"}}}}
+}
+
+// startGatewayDCMIn is startGatewayDCM watching several namespaces.
+func startGatewayDCMIn(t *testing.T, namespaces []string, pool string, httpPort int) *harness.Stack {
+	t.Helper()
+	o := dcmOptions(t, namespaces[0])
+	o.Config = func(c *system.Config) {
+		c.Namespaces, c.HTTPSRedirectPort = namespaces, 443
+		c.GatewayAddresses, c.GatewayHTTPPorts, c.GatewayHTTPSPorts = []string{pool}, []int{httpPort}, []int{httpPort + 363}
+	}
+	return harness.Start(t, o)
+}
+
+// routeResolved checks dcm's ResolvedRefs on the HTTPRoute ns/name.
+func (f gatewayFixture) routeResolved(name, status, reason string) error {
+	r, err := f.gw.GatewayV1().HTTPRoutes(f.ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if len(r.Status.Parents) != 1 {
+		return fmt.Errorf("parents %+v", r.Status.Parents)
+	}
+	for _, c := range r.Status.Parents[0].Conditions {
+		if c.Type == "ResolvedRefs" {
+			if string(c.Status) != status || c.Reason != reason || c.ObservedGeneration != r.Generation {
+				return fmt.Errorf("ResolvedRefs %s %s (%s) at %d, want %s %s at %d", c.Status, c.Reason, c.Message, c.ObservedGeneration, status, reason, r.Generation)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no ResolvedRefs in %+v", r.Status.Parents[0].Conditions)
+}
+
+// servedBy waits until host on bind answers 200 from a ready pod of ns/app.
+func servedBy(s *harness.Stack, bind, host, ns, app string) {
+	s.Eventually(host+" served by "+ns+"/"+app, 30*time.Second, func() error {
+		pods, err := readyPods(ns, app)()
+		if err != nil || len(pods) == 0 {
+			return fmt.Errorf("pods %v: %v", pods, err)
+		}
+		code, body, err := gatewayGet(bind, host, "/")
+		if err != nil || code != http.StatusOK || body != pods[0] {
+			return fmt.Errorf("HTTP %d %q %v, want 200 from %v", code, body, err, pods)
+		}
+		return nil
+	})
+}
+
+// TestGatewayReferenceGrantRevoked: a cross-namespace backendRef is served
+// while a ReferenceGrant allows it; the grant deleted, the rule answers
+// 500 (its backendRef unresolved) and dcm says ResolvedRefs False
+// RefNotPermitted; granted again, it is served again — all without a
+// reload.
+func TestGatewayReferenceGrantRevoked(t *testing.T) {
+	f := newGatewayFixture(t, 18083)
+	other := kapitest.Namespace(t, env.admin)
+	createApp(t, other, "other", 1, "other."+other+".test", "/")
+	ctx := context.Background()
+	host := "cross." + f.ns + ".test"
+	if _, err := f.gw.GatewayV1().HTTPRoutes(f.ns).Create(ctx, crossRoute(f.ns, "cross", host, other), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.gw.GatewayV1().ReferenceGrants(other).Create(ctx, grant(f.ns, other), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := startGatewayDCMIn(t, []string{f.ns, other}, "127.0.20.104/30", 18083)
+	bind := "127.0.20.104:18083"
+	servedBy(s, bind, host, other, "other")
+	s.Eventually("ResolvedRefs True", 30*time.Second, func() error { return f.routeResolved("cross", "True", "ResolvedRefs") })
+	pid, reloads := s.WorkerPID(), s.Reloads()
+
+	if err := f.gw.GatewayV1().ReferenceGrants(other).Delete(ctx, "from-"+f.ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Eventually("the grant revoked: 500", 30*time.Second, func() error {
+		if code, body, err := gatewayGet(bind, host, "/"); err != nil || code != http.StatusInternalServerError {
+			return fmt.Errorf("HTTP %d %q %v, want 500", code, body, err)
+		}
+		return nil
+	})
+	s.Eventually("ResolvedRefs False RefNotPermitted", 30*time.Second, func() error {
+		return f.routeResolved("cross", "False", "RefNotPermitted")
+	})
+	// The route of its own namespace is untouched.
+	servedByAny(t, s, bind, f.host, f.ns, "web")
+
+	if _, err := f.gw.GatewayV1().ReferenceGrants(other).Create(ctx, grant(f.ns, other), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	servedBy(s, bind, host, other, "other")
+	s.Eventually("ResolvedRefs True again", 30*time.Second, func() error { return f.routeResolved("cross", "True", "ResolvedRefs") })
+	if s.WorkerPID() != pid || s.Reloads() != reloads {
+		t.Errorf("reloaded: pid %d → %d, reloads %v → %v", pid, s.WorkerPID(), reloads, s.Reloads())
+	}
+}
+
+// servedByAny checks host on bind answers 200 from one of ns/app's pods.
+func servedByAny(t *testing.T, s *harness.Stack, bind, host, ns, app string) {
+	t.Helper()
+	s.Eventually(host+" served by a pod of "+ns+"/"+app, 30*time.Second, func() error {
+		pods, err := readyPods(ns, app)()
+		if err != nil {
+			return err
+		}
+		code, body, err := gatewayGet(bind, host, "/")
+		if err != nil || code != http.StatusOK {
+			return fmt.Errorf("HTTP %d %q %v", code, body, err)
+		}
+		for _, p := range pods {
+			if p == body {
+				return nil
+			}
+		}
+		return fmt.Errorf("served by %q, pods %v", body, pods)
+	})
+}
