@@ -38,7 +38,9 @@ func viewerToken(t *testing.T, ns string) string {
 	if _, err := env.admin.RbacV1().ClusterRoleBindings().Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), rb.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), rb.Name, metav1.DeleteOptions{})
+	})
 	return serviceAccountConfig(t, ns, "viewer").BearerToken
 }
 
