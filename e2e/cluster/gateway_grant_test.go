@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/e2e/harness"
 	"github.com/dcm-router/dcm/e2e/kapitest"
 	"github.com/dcm-router/dcm/system"
@@ -146,4 +149,70 @@ func servedByAny(t *testing.T, s *harness.Stack, bind, host, ns, app string) {
 		}
 		return fmt.Errorf("served by %q, pods %v", body, pods)
 	})
+}
+
+// TestGatewayRouteWhatIf: POST /api/v1/plan previews a new HTTPRoute's
+// rule on dcm's real Gateway — it takes a spare backend, its pods are
+// added at runtime, no reload — and creating that HTTPRoute then serves
+// it without a reload, as predicted.
+func TestGatewayRouteWhatIf(t *testing.T) {
+	f := newGatewayFixture(t, 18086)
+	token := viewerToken(t, f.ns)
+	s := startGatewayDCM(t, f.ns, "127.0.20.116/30", 18086)
+	bind := "127.0.20.116:18086"
+	servedByAny(t, s, bind, f.host, f.ns, "web")
+	b, err := gatewayBackend(s, f.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The rule dcm will make of HTTPRoute next: web's, for another host.
+	next := b.Route
+	g := *next.Gateway
+	host := "next." + f.ns + ".test"
+	next.Name, next.Object, g.Hostnames = "gw_next.0.0123456789abcdef", "next", []string{host}
+	next.Gateway = &g
+	body, _ := json.Marshal(map[string]any{"whatifs": []dcm.WhatIf{{Kind: dcm.WhatIfAddRoute, Route: &next}}})
+	req, _ := http.NewRequest(http.MethodPost, s.PortalURL+"/api/v1/plan", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sim dcm.Simulation
+	err = json.NewDecoder(resp.Body).Decode(&sim)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("HTTP %d: %v", resp.StatusCode, err)
+	}
+	adds, gatewayMap := 0, false
+	for _, st := range sim.Steps {
+		for _, o := range st.Ops {
+			adds += btoi(o.Kind == dcm.OpAddServer && o.Backend == next.BackendName())
+			gatewayMap = gatewayMap || o.Kind == dcm.OpMapReplace && o.Map == dcm.MapGateway
+		}
+	}
+	if len(sim.Errors) > 0 || sim.Reloads != 0 || adds != 2 || !gatewayMap || sim.After.SpareBackends != sim.Before.SpareBackends-1 {
+		t.Fatalf("preview: errors %v, %d reloads %v, %d add-server, gateway map %v, spares %d → %d; want none, 0, 2 pods at runtime, the gateway map, one spare taken",
+			sim.Errors, sim.Reloads, sim.Reasons, adds, gatewayMap, sim.Before.SpareBackends, sim.After.SpareBackends)
+	}
+	pid, reloads := s.WorkerPID(), s.Reloads()
+	r := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "next"}, Spec: gwv1.HTTPRouteSpec{
+		CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw"}}},
+		Hostnames:       []gwv1.Hostname{gwv1.Hostname(host)},
+		Rules:           []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{backendRef("web", 1)}}}}}
+	if _, err := f.gw.GatewayV1().HTTPRoutes(f.ns).Create(context.Background(), r, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	servedByAny(t, s, bind, host, f.ns, "web")
+	if s.WorkerPID() != pid || s.Reloads() != reloads {
+		t.Errorf("reloaded, unlike the preview: pid %d → %d, reloads %v → %v", pid, s.WorkerPID(), reloads, s.Reloads())
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
