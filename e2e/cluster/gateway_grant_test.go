@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -196,6 +198,7 @@ func TestGatewayRouteWhatIf(t *testing.T) {
 		t.Fatalf("preview: errors %v, %d reloads %v, %d add-server, gateway map %v, spares %d → %d; want none, 0, 2 pods at runtime, the gateway map, one spare taken",
 			sim.Errors, sim.Reloads, sim.Reasons, adds, gatewayMap, sim.Before.SpareBackends, sim.After.SpareBackends)
 	}
+	whatIfPage(t, s.PortalURL, token, f.ns, host)
 	pid, reloads := s.WorkerPID(), s.Reloads()
 	r := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "next"}, Spec: gwv1.HTTPRouteSpec{
 		CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw"}}},
@@ -215,4 +218,42 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// whatIfPage previews the same rule on the what-if page in Chromium, as a
+// user does: the web Deployment as it is, then "Add an HTTPRoute rule" on
+// the Gateway's listener for host, to the Service web. The page's wasm
+// planner predicts no reload and the new backend's pods added.
+func whatIfPage(t *testing.T, base, token, ns, host string) {
+	t.Helper()
+	bctx := chromium(t)
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+"/login?next=/whatif"), chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SetValue(chromedp.ID("token"), token), chromedp.Submit(chromedp.ID("token")), chromedp.WaitVisible(chromedp.ID("wi-more"))); err != nil {
+		t.Fatal(err)
+	}
+	browserWait(t, bctx, "the planner runs and the form knows the Gateway listener",
+		`window.dcmWhatIf.source === 'wasm' && [...document.getElementById('wi-gw-listener').options].some((o) => o.value === `+strconv.Quote(ns+"/gw http")+`)`)
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
+		document.getElementById('wi-replicas').value = '2';
+		const w = document.getElementById('wi-workload');
+		w.value = %s;
+		w.dispatchEvent(new Event('input', { bubbles: true }));
+		const kind = document.getElementById('wi-add-kind');
+		kind.value = 'add-httproute'; kind.dispatchEvent(new Event('change'));
+		document.getElementById('wi-gw-listener').value = %s;
+		document.getElementById('wi-gw-service').value = %s;
+		document.getElementById('wi-gw-host').value = %s;
+		document.getElementById('wi-add').click();
+		return true;
+	})()`, strconv.Quote(ns+"/Deployment/web"), strconv.Quote(ns+"/gw http"), strconv.Quote(ns+"/web"), strconv.Quote(host)))); err != nil {
+		t.Fatal(err)
+	}
+	backend := "be_http:" + ns + ":gw_whatif-next.0.0000000000000000"
+	browserWait(t, bctx, "the page previews the rule: no reload, its pods added", fmt.Sprintf(`(() => {
+		const s = JSON.parse(window.dcmWhatIf.lastSim || 'null');
+		return !!s && s.reloads === 0 && !(s.errors || []).length && s.backends.includes(%s) &&
+			document.getElementById('wi-stack').innerText.includes(%s) &&
+			document.querySelectorAll('#pv-steps [data-op="add-server"]').length === 2 &&
+			document.querySelector('#preview .verdict').textContent.startsWith('No reload');
+	})()`, strconv.Quote(backend), strconv.Quote("add HTTPRoute rule "+ns+"/whatif-next on "+ns+"/gw http: "+host+" PathPrefix / → web")))
 }
