@@ -36,6 +36,9 @@ const (
 	// EventPrediction: a change made from a what-if preview is done; what the
 	// planner predicted and what HAProxy was really asked, side by side.
 	EventPrediction EventType = "prediction"
+	// EventGateways: the Gateway API objects dcm serves or their status
+	// changed; the event carries them whole (Event.Gateways).
+	EventGateways EventType = "gateways"
 )
 
 // ObjectRef names a Kubernetes object.
@@ -78,6 +81,8 @@ type Event struct {
 	State []*Backend `json:"state,omitempty"`
 	// Prediction compares a preview with what happened (prediction events).
 	Prediction *PredictionCheck `json:"prediction,omitempty"`
+	// Gateways is the whole Gateway API picture after a gateways event.
+	Gateways *GatewayAPI `json:"gateways,omitempty"`
 }
 
 // PredictionCheck counts runtime commands by backend and kind ("be op" or

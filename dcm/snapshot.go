@@ -34,4 +34,7 @@ type Snapshot struct {
 	Rejected []Rejection `json:"rejected"`
 	// DefaultCert is the default certificate served (State.DefaultCert).
 	DefaultCert Cert `json:"defaultCert,omitzero"`
+	// Gateways is the Gateway API dcm serves and its status (nil: dcm
+	// watches no Gateway API).
+	Gateways *GatewayAPI `json:"gateways,omitempty"`
 }

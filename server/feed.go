@@ -53,6 +53,10 @@ func (f feedFilter) keepEvent(ev dcm.Event) (dcm.Event, bool) {
 	if f.all() {
 		return ev, true
 	}
+	if ev.Type == dcm.EventGateways {
+		ev.Gateways = f.gateways(ev.Gateways)
+		return ev, ev.Gateways != nil
+	}
 	// The engine records actions without an object as a zero ObjectRef.
 	hasObject := ev.Object != nil && *ev.Object != (dcm.ObjectRef{})
 	global := len(ev.Backends) == 0 && !hasObject
@@ -96,7 +100,24 @@ func (f feedFilter) snapshot(s dcm.Snapshot) dcm.Snapshot {
 	s.Rejected = slices.DeleteFunc(slices.Clone(s.Rejected), func(r dcm.Rejection) bool {
 		return f.backend != "" || r.Object.Namespace != f.namespace
 	})
+	s.Gateways = f.gateways(s.Gateways)
 	return s
+}
+
+// gateways keeps a namespace's own Gateways and HTTPRoutes; a client of
+// one backend gets none.
+func (f feedFilter) gateways(g *dcm.GatewayAPI) *dcm.GatewayAPI {
+	if g == nil || f.all() {
+		return g
+	}
+	if f.backend != "" {
+		return nil
+	}
+	out := &dcm.GatewayAPI{
+		Gateways:   slices.DeleteFunc(slices.Clone(g.Gateways), func(v dcm.GatewayView) bool { return v.Namespace != f.namespace }),
+		HTTPRoutes: slices.DeleteFunc(slices.Clone(g.HTTPRoutes), func(v dcm.HTTPRouteView) bool { return v.Namespace != f.namespace }),
+	}
+	return out
 }
 
 // feed is GET /api/v1/feed (docs/feed.md): hello, then a snapshot or the

@@ -98,7 +98,21 @@ func fullSnapshot() dcm.Snapshot {
 		Rejected: []dcm.Rejection{
 			{Object: dcm.ObjectRef{Kind: "Ingress", Namespace: "demo", Name: "bad"}, Reason: dcm.RejectInvalidHost, Message: "host"},
 			{Object: dcm.ObjectRef{Kind: "Ingress", Namespace: "other", Name: "worse"}, Reason: dcm.RejectConflict, Message: "conflict"},
-		}}
+		},
+		Gateways: fullGateways()}
+}
+
+// fullGateways is a Gateway API picture with every field set: a Gateway
+// of demo and an HTTPRoute of other attached to it.
+func fullGateways() *dcm.GatewayAPI {
+	ok := []dcm.Condition{{Type: "Accepted", Status: "True", Reason: "Accepted", Message: "attached"}}
+	return &dcm.GatewayAPI{
+		Gateways: []dcm.GatewayView{{Namespace: "demo", Name: "gw", Class: "dcm", Address: "127.0.20.1", Conditions: ok,
+			Listeners: []dcm.ListenerView{{Name: "http", Protocol: "HTTP", Port: 80, Hostname: "*.demo.example", AttachedRoutes: 1, Conditions: ok}}}},
+		HTTPRoutes: []dcm.HTTPRouteView{{Namespace: "other", Name: "shop", Hostnames: []string{"shop.demo.example"},
+			Parents: []dcm.RouteParentView{{Gateway: "demo/gw", Listener: "http", Conditions: []dcm.Condition{
+				{Type: "ResolvedRefs", Status: "False", Reason: "RefNotPermitted", Message: "no ReferenceGrant"}}}}}},
+	}
 }
 
 // applied is an event about the named backends carrying their ops and state.
@@ -1021,6 +1035,11 @@ func TestFeedMessagesMatchSchema(t *testing.T) {
 	s.eng.hub.Publish(gwEvent)
 	if m := plain.expect(dcm.FeedTypeEvent); !reflect.DeepEqual(m.Event.Ops, gwEvent.Ops) || !reflect.DeepEqual(m.Event.State, gwEvent.State) {
 		t.Errorf("gateway event arrived as %+v", m.Event)
+	}
+	gwView := dcm.Event{Type: dcm.EventGateways, Message: "Gateway API", Gateways: fullGateways()}
+	s.eng.hub.Publish(gwView)
+	if m := plain.expect(dcm.FeedTypeEvent); !reflect.DeepEqual(m.Event.Gateways, gwView.Gateways) {
+		t.Errorf("gateways event arrived as %+v", m.Event)
 	}
 	s.shutdown()
 	plain.expect(dcm.FeedTypeBye)

@@ -237,7 +237,7 @@ func BackendRow(b *dcm.Backend) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var14 string
-		templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(b.Route.HostPath())
+		templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(RouteText(b.Route))
 		if templ_7745c5c3_Err != nil {
 			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/components.templ`, Line: 40, Col: 71}
 		}

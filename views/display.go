@@ -99,7 +99,7 @@ func ServerCount(n int) string {
 
 // BackendSearch is the text a backend filter searches: name, host, path and namespace.
 func BackendSearch(b *dcm.Backend) string {
-	return strings.ToLower(b.Name + " " + b.Route.HostPath() + " " + b.Route.Namespace)
+	return strings.ToLower(b.Name + " " + RouteText(b.Route) + " " + b.Route.Namespace)
 }
 
 // BackendStates lists the display states a backend's servers are in.
@@ -366,6 +366,9 @@ func SourceText(r dcm.Route) string {
 	if r.Object == "" {
 		return "–"
 	}
+	if r.Gateway != nil {
+		return RuleText(r)
+	}
 	kind := "Ingress"
 	if r.Source == dcm.SourceRoute {
 		kind = "Route"
@@ -375,6 +378,9 @@ func SourceText(r dcm.Route) string {
 
 // PathText is the path and how it matches.
 func PathText(r dcm.Route) string {
+	if r.Gateway != nil {
+		return MatchesText(r)
+	}
 	if r.Path == "" {
 		return "–"
 	}

@@ -27,8 +27,8 @@ export function start({ status }) {
     }
     const r = b.route;
     bind(document.getElementById('route-info'), {
-      namespace: r.namespace, route: r.name, source: f.sourceText(r), kind: b.kind, host: f.or(r.host),
-      path: f.pathText(r), services: f.servicesText(r), workload: f.workloadText(r), balance: f.or(r.balance),
+      namespace: r.namespace, route: r.name, source: f.sourceText(r), kind: b.kind, host: f.hostsText(r),
+      path: f.pathText(r), gateway: f.gatewayText(r), filters: f.filtersText(r), services: f.servicesText(r), workload: f.workloadText(r), balance: f.or(r.balance),
       check: f.onOff(r.check), insecure: f.insecureText(r),
       cert: f.certText(r), upstream: f.upstreamText(r),
     });

@@ -44,7 +44,57 @@ export const serverCount = (n) => (n === 1 ? '1 server' : `${n} servers`);
 
 export const hostPath = (r) => (r.host || '*') + r.path;
 
-export const backendSearch = (b) => `${b.name} ${hostPath(b.route)} ${b.route.namespace}`.toLowerCase();
+export const backendSearch = (b) => `${b.name} ${routeText(b.route)} ${b.route.namespace}`.toLowerCase();
+
+// A Gateway API route in short, as views/gateway.go says it.
+export function ruleText(r) {
+  if (!r.gateway) return '';
+  const rule = r.name.replace(`gw_${r.object}.`, '').split('.')[0];
+  return `HTTPRoute ${r.namespace}/${r.object} rule ${rule}`;
+}
+
+export const routeText = (r) => (r.gateway ? `${ruleText(r)} · ${hostsText(r)} · ${matchesText(r)}` : hostPath(r));
+
+export function hostsText(r) {
+  if (!r.gateway) return or(r.host);
+  return r.gateway.hostnames?.length ? r.gateway.hostnames.join(', ') : '*';
+}
+
+const valueMatch = (v) => `${v.name}${v.regex ? '~' : '='}${v.value}`;
+
+export const matchesText = (r) => r.gateway.matches.map((m) => [`${m.pathType} ${m.path}`, m.method || null,
+  ...(m.headers || []).map((h) => `header ${valueMatch(h)}`), ...(m.query || []).map((q) => `query ${valueMatch(q)}`)]
+  .filter((x) => x).join(' ')).join(' | ');
+
+export function gatewayText(r) {
+  const g = r.gateway;
+  if (!g) return '–';
+  return `${g.gateway} listener ${g.listener} on ${g.bind}${g.unresolved ? ' · no backendRef resolves: 500' : ''}`;
+}
+
+const mods = (m) => [...(m.set || []).map((h) => ` set ${h.name}=${h.value}`), ...(m.add || []).map((h) => ` add ${h.name}=${h.value}`),
+  ...(m.remove || []).map((n) => ` remove ${n}`)].join('');
+const pathMod = (p) => (p ? ` path ${p.type} ${p.value}` : '');
+
+export const conditionText = (c) => `${c.type} ${c.status} · ${c.reason} · ${c.message}`;
+export const hostnamesText = (hs) => (hs?.length ? hs.join(', ') : '*');
+export const parentText = (p) => (p.listener ? `${p.gateway} ${p.listener}` : p.gateway);
+
+export function filtersText(r) {
+  const f = r.gateway?.filters;
+  if (!f) return '–';
+  const parts = [];
+  if (f.requestHeaders) parts.push(`request headers${mods(f.requestHeaders)}`);
+  if (f.responseHeaders) parts.push(`response headers${mods(f.responseHeaders)}`);
+  const rd = f.redirect;
+  if (rd) {
+    parts.push(`redirect${rd.scheme ? ` scheme ${rd.scheme}` : ''}${rd.hostname ? ` host ${rd.hostname}` : ''}` +
+      `${rd.port ? ` port ${rd.port}` : ''}${pathMod(rd.path)}${rd.statusCode ? ` ${rd.statusCode}` : ''}`);
+  }
+  const rw = f.rewrite;
+  if (rw) parts.push(`rewrite${rw.hostname ? ` host ${rw.hostname}` : ''}${pathMod(rw.path)}`);
+  return parts.length ? parts.join('; ') : '–';
+}
 
 export function backendStates(b) {
   const states = [...new Set((b.servers || []).map(displayState))];
@@ -172,6 +222,7 @@ export const workloadText = (r) => (r.workload ? `${r.workload.kind} ${r.workloa
 
 export function sourceText(r) {
   if (!r.object) return '–';
+  if (r.gateway) return ruleText(r);
   return `${r.source === 'route' ? 'Route' : 'Ingress'} ${r.namespace}/${r.object}`;
 }
 
@@ -205,7 +256,7 @@ export function insecureText(r) {
   return p === 'Redirect' ? `Redirect ${r.redirectCode || 302}` : p;
 }
 
-export const pathText = (r) => (r.path ? `${r.path} (${r.pathType})` : '–');
+export const pathText = (r) => (r.gateway ? matchesText(r) : r.path ? `${r.path} (${r.pathType})` : '–');
 
 export const onOff = (b) => (b ? 'on' : 'off');
 

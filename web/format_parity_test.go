@@ -40,6 +40,7 @@ func TestFormatParity(t *testing.T) {
 	calls = append(calls, eventCalls(consts["EventType"])...)
 	calls = append(calls, stateCalls(consts["AdminState"])...)
 	calls = append(calls, reasonCalls(consts["ReloadReason"])...)
+	calls = append(calls, gatewayRouteCalls()...)
 
 	got := runFormat(t, node, calls)
 	if len(got) != len(calls) {
@@ -145,6 +146,51 @@ func eventCalls(types []string) []call {
 			out = append(out, call{Fn: "eventSearch", Args: []any{e}, want: views.EventSearch(e)})
 			out = append(out, call{Fn: "objectText", Args: []any{e.Object}, want: views.ObjectText(e.Object)})
 		}
+	}
+	return out
+}
+
+// gatewayRouteCalls: a Gateway route reads the same in rows and on its
+// page, bare and with every match and filter, and an Ingress route as before.
+func gatewayRouteCalls() []call {
+	bare := dcm.Route{Namespace: "demo", Name: "gw_web.v1.0.0123456789abcdef", Object: "web.v1", Source: dcm.SourceHTTPRoute,
+		Gateway: &dcm.GatewayRoute{Gateway: "infra/gw", Listener: "http", Bind: "127.0.20.1:80",
+			Matches: []dcm.HTTPMatch{{PathType: dcm.GatewayPathPrefix, Path: "/"}}}}
+	full := bare
+	g := *bare.Gateway
+	g.Hostnames, g.Unresolved = []string{"a.example", "*.b.example"}, true
+	g.Matches = []dcm.HTTPMatch{{PathType: dcm.GatewayPathExact, Path: "/x", Method: "POST",
+		Headers: []dcm.ValueMatch{{Name: "X-A", Value: "a"}}, Query: []dcm.ValueMatch{{Name: "q", Value: "v[0-9]", Regex: true}}},
+		{PathType: dcm.GatewayPathRegex, Path: "/r.*"}}
+	g.Filters = &dcm.HTTPFilters{
+		RequestHeaders:  &dcm.HeaderMods{Set: []dcm.HeaderValue{{Name: "X-S", Value: "s"}}, Add: []dcm.HeaderValue{{Name: "X-D", Value: "d"}}, Remove: []string{"X-R"}},
+		ResponseHeaders: &dcm.HeaderMods{Remove: []string{"Server"}},
+		Redirect:        &dcm.HTTPRedirect{Scheme: "https", Hostname: "n.example", Port: 8443, StatusCode: 301, Path: &dcm.PathModifier{Type: dcm.ReplacePrefixMatch, Value: "/v2"}},
+		Rewrite:         &dcm.URLRewrite{Hostname: "in.example", Path: &dcm.PathModifier{Type: dcm.ReplaceFullPath, Value: "/y"}},
+	}
+	full.Gateway = &g
+	redirectOnly := bare
+	rg := *bare.Gateway
+	rg.Filters = &dcm.HTTPFilters{Redirect: &dcm.HTTPRedirect{}}
+	redirectOnly.Gateway = &rg
+	ingress := dcm.Route{Namespace: "demo", Name: "web", Object: "web", Host: "web.example", Path: "/", PathType: dcm.PathPrefix}
+	var out []call
+	for _, r := range []dcm.Route{bare, full, redirectOnly, ingress} {
+		out = append(out, call{Fn: "routeText", Args: []any{r}, want: views.RouteText(r)},
+			call{Fn: "sourceText", Args: []any{r}, want: views.SourceText(r)},
+			call{Fn: "hostsText", Args: []any{r}, want: views.HostsText(r)},
+			call{Fn: "pathText", Args: []any{r}, want: views.PathText(r)},
+			call{Fn: "gatewayText", Args: []any{r}, want: views.GatewayText(r)},
+			call{Fn: "filtersText", Args: []any{r}, want: views.FiltersText(r)},
+			call{Fn: "backendSearch", Args: []any{dcm.Backend{Name: "be_http:demo:x", Route: r}}, want: views.BackendSearch(&dcm.Backend{Name: "be_http:demo:x", Route: r})})
+	}
+	c := dcm.Condition{Type: "ResolvedRefs", Status: "False", Reason: "RefNotPermitted", Message: "no ReferenceGrant"}
+	out = append(out, call{Fn: "conditionText", Args: []any{c}, want: views.ConditionText(c)})
+	for _, hs := range [][]string{nil, {"a.example", "*.b.example"}} {
+		out = append(out, call{Fn: "hostnamesText", Args: []any{hs}, want: views.HostnamesText(hs)})
+	}
+	for _, p := range []dcm.RouteParentView{{Gateway: "infra/gw"}, {Gateway: "infra/gw", Listener: "http"}} {
+		out = append(out, call{Fn: "parentText", Args: []any{p}, want: views.ParentText(p)})
 	}
 	return out
 }

@@ -97,6 +97,11 @@ export class Live {
     this.seq = ev.seq;
     this.snap.seq = ev.seq;
     const changed = new Set();
+    if (ev.type === 'gateways') {
+      this.snap.gateways = ev.gateways;
+      this.onChange({ all: false, changed, summary: true });
+      return;
+    }
     if (carryState.has(ev.type)) {
       const state = new Map((ev.state || []).map((b) => [b.name, normalize(b)]));
       // A touched backend missing from the state is gone.

@@ -31,7 +31,38 @@ export function start({ status }) {
       bind(row, { object: f.objectText(rj.object), reason: rj.reason, message: rj.message });
       return row;
     }));
+    showGateways($('gateways'), s.gateways);
   }, { counts: true });
   live.follow(status);
   followFleet();
+}
+
+// showGateways redraws the Gateway API panel from the snapshot's gateways
+// (kept current by gateways events).
+function showGateways(panel, g) {
+  const gws = g?.gateways || [];
+  const routes = g?.httpRoutes || [];
+  bind(panel, { none: gws.length + routes.length === 0 });
+  const conds = (row, cs) => row.querySelector('[data-role=conditions]').replaceChildren(...(cs || []).map((c) => {
+    const el = clone('tpl-condition');
+    bind(el, { type: c.type, status: c.status, text: f.conditionText(c) });
+    return el;
+  }));
+  const rows = (role, list, tpl, fill) => panel.querySelector(`[data-role=${role}]`).replaceChildren(...list.map((x) => {
+    const row = clone(tpl);
+    fill(row, x);
+    return row;
+  }));
+  rows('gateways', gws, 'tpl-gateway', (row, v) => {
+    bind(row, { name: `${v.namespace}/${v.name}`, class: v.class, address: f.or(v.address) });
+    conds(row, v.conditions);
+  });
+  rows('listeners', gws.flatMap((v) => (v.listeners || []).map((l) => [v, l])), 'tpl-listener', (row, [v, l]) => {
+    bind(row, { name: `${v.namespace}/${v.name} ${l.name}`, protocol: l.protocol, port: l.port, hostname: f.or(l.hostname), attached: l.attachedRoutes });
+    conds(row, l.conditions);
+  });
+  rows('httproutes', routes.flatMap((r) => (r.parents || []).map((p) => [r, p])), 'tpl-httproute', (row, [r, p]) => {
+    bind(row, { name: `${r.namespace}/${r.name}`, hostnames: f.hostnamesText(r.hostnames), parent: f.parentText(p) });
+    conds(row, p.conditions);
+  });
 }

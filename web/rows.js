@@ -19,7 +19,7 @@ export function fillChips(container, b) {
 export function backendRow(b) {
   const el = clone('tpl-backend');
   bind(el, {
-    name: b.name, href: f.backendURL(b.name), route: f.hostPath(b.route), namespace: b.route.namespace,
+    name: b.name, href: f.backendURL(b.name), route: f.routeText(b.route), namespace: b.route.namespace,
     count: f.serverCount(b.servers.length),
   });
   fillChips(el.querySelector('[data-role=chips]'), b);

@@ -37,6 +37,7 @@ export class Choices {
   constructor() {
     this.services = new Map(); // namespace/service → a route to it, for add-route
     this.routes = new Map(); // backend → its route, for update-route
+    this.listeners = new Map(); // "gateway listener" → what a new rule on it gets, for add-httproute
     // backend → its certificate's Secret, for rotate-cert: the page's until
     // the live state comes.
     this.certs = new Map([...$('wi-cert').options].filter((o) => o.value).map((o) => [o.value, o.dataset.secret]));
@@ -50,12 +51,18 @@ export class Choices {
     const pods = new Set();
     this.services = new Map();
     this.routes = new Map();
+    this.listeners = new Map();
     const counts = new Map();
     for (const b of s.backends) {
       const r = b.route;
       this.routes.set(b.name, r);
       for (const srv of b.servers) if (srv.pod && !srv.retired) pods.add(`${r.namespace}/${srv.pod}`);
       if (r.services?.[0]) this.services.set(`${r.namespace}/${r.services[0].name}`, r);
+      const g = r.gateway;
+      if (g) {
+        this.listeners.set(`${g.gateway} ${g.listener}`, { kind: r.kind, tls: r.tls, gateway: g.gateway, listener: g.listener, bind: g.bind,
+          listenerHostname: g.listenerHostname });
+      }
       if (r.workload) {
         const key = `${r.namespace}/${r.workload.kind}/${r.workload.name}`;
         const set = counts.get(key) || new Set();
@@ -76,6 +83,8 @@ export class Choices {
     options($('wi-add-backend'), s.backends.map((b) => b.name));
     options($('wi-upd-backend'), s.backends.map((b) => b.name));
     options($('wi-add-service'), [...this.services.keys()].sort());
+    options($('wi-gw-service'), [...this.services.keys()].sort());
+    options($('wi-gw-listener'), [...this.listeners.keys()].sort());
     this.updateCerts(certRoutes(s.backends));
   }
 

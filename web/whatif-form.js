@@ -101,12 +101,30 @@ export class WhatIfForm {
         return route ? { kind, route: changed(route, $('wi-upd-change').value), change: $('wi-upd-change').selectedOptions[0]?.textContent } : null;
       }
     }
+    if (kind === 'add-httproute') return this.httpRouteRule();
     const svc = services.get($('wi-add-service').value);
     const host = $('wi-add-host').value.trim().toLowerCase();
     const path = $('wi-add-path').value.trim() || '/';
     if (!svc || !host) return refused;
     const name = `whatif-${host.split('.')[0]}`.slice(0, 63);
     return { kind, route: { ...svc, name, object: name, host, path, workload: svc.workload } };
+  }
+
+  // httpRouteRule is the route dcm makes of rule 0 of a new HTTPRoute
+  // (dcm/kube's translation): on a listener that serves a route now, for
+  // a hostname or any, a PathPrefix match, to a Service of its namespace.
+  httpRouteRule() {
+    const l = this.choices.listeners.get($('wi-gw-listener').value);
+    const svc = this.choices.services.get($('wi-gw-service').value);
+    const host = $('wi-gw-host').value.trim().toLowerCase();
+    const path = $('wi-gw-path').value.trim() || '/';
+    if (!l || !svc) return refused;
+    const object = `whatif-${(host || 'any').split('.')[0]}`.slice(0, 40);
+    const { kind, tls, ...gw } = l;
+    return { kind: 'add-route', route: { namespace: svc.namespace, name: `gw_${object}.0.0000000000000000`, object, source: 'httproute',
+      kind, tls, host: '', path: '', balance: 'roundrobin', workload: svc.workload,
+      services: [{ name: svc.services[0].name, port: svc.services[0].port, weight: 1 }],
+      gateway: { ...gw, hostnames: host ? [host] : [], matches: [{ pathType: 'PathPrefix', path }], rank: `999999999999!${svc.namespace}/${object}!0000` } } };
   }
 
   drawStack() {
@@ -145,6 +163,11 @@ function stackText(w) {
     case 'delete-route':
       return `delete route ${w.backend}`;
     case 'add-route':
+      if (w.route.gateway) {
+        const g = w.route.gateway;
+        return `add HTTPRoute rule ${w.route.namespace}/${w.route.object} on ${g.gateway} ${g.listener}: ` +
+          `${g.hostnames[0] || '*'} PathPrefix ${g.matches[0].path} → ${w.route.services[0].name}`;
+      }
       return `add route ${w.route.host}${w.route.path} → ${w.route.services[0].name}`;
     case 'rotate-cert':
       return `rotate the certificate of Secret ${w.secret} (made by updating the Secret)`;

@@ -137,6 +137,8 @@ type Engine struct {
 	running    bool
 	ready      bool
 	rejected   map[dcm.ObjectRef]dcm.Rejection
+	// gateways is the Gateway API picture the kube source last reported.
+	gateways *dcm.GatewayAPI
 	// observeCursor is where the periodic observation pass continues.
 	observeCursor int
 	// overrides are the admins' changes on top of Kubernetes, by endpoint.

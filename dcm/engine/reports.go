@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+
 	"github.com/dcm-router/dcm/dcm"
 )
 
@@ -38,4 +40,14 @@ func (e *Engine) Notice(reason, message string) {
 func (e *Engine) Action(actor, message string, obj dcm.ObjectRef) {
 	e.log.Info("action", "actor", actor, "message", message)
 	e.publish(dcm.Event{Type: dcm.EventAction, Actor: actor, Message: message, Object: &obj})
+}
+
+// GatewayView records the Gateway API dcm serves and the status the kube
+// source computed for it, for the snapshot and the feed.
+func (e *Engine) GatewayView(v dcm.GatewayAPI) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.gateways = &v
+	c := v
+	e.hub.Publish(dcm.Event{Type: dcm.EventGateways, Message: fmt.Sprintf("Gateway API: %d Gateways, %d HTTPRoutes", len(v.Gateways), len(v.HTTPRoutes)), Gateways: &c})
 }

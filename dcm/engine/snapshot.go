@@ -52,5 +52,6 @@ func (e *Engine) Snapshot() dcm.Snapshot {
 		Pool:        slices.Clone(e.actual.Pool),
 		Rejected:    rejected,
 		DefaultCert: e.actual.DefaultCert,
+		Gateways:    e.gateways,
 	}
 }

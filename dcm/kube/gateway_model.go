@@ -58,6 +58,8 @@ type gwOutput struct {
 	// referred to: their coming and going changes the result.
 	services, secrets map[string]bool
 	uids              map[dcm.ObjectRef]types.UID
+	// view is the portal's picture of it all (gateway_view.go).
+	view *dcm.GatewayAPI
 }
 
 // gwGateway is a Gateway of dcm's class while its routes are attached.
@@ -127,6 +129,7 @@ func translateGateways(in gwInput) *gwOutput {
 		}
 	}
 	slices.SortFunc(out.served, func(a, b dcm.Route) int { return strings.Compare(a.BackendName(), b.BackendName()) })
+	out.view = gatewayView(models, routes, out)
 	return out
 }
 

@@ -68,6 +68,10 @@ func (s *Source) syncGateways(t *txn) error {
 	}
 	s.gw.rejected, s.gw.uids = rejected, out.uids
 	s.setGatewayStatus(out)
+	if v, ok := s.reporter.(GatewayViewer); ok && !reflect.DeepEqual(s.gw.view, out.view) {
+		s.gw.view = out.view
+		v.GatewayView(*out.view)
+	}
 	return nil
 }
 

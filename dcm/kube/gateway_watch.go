@@ -58,6 +58,7 @@ type gatewayWatch struct {
 	rejected map[dcm.ObjectRef]bool
 	uids     map[dcm.ObjectRef]types.UID
 	certs    map[string]certCheck // ns/name → its last check
+	view     *dcm.GatewayAPI      // what the reporter last heard (GatewayViewer)
 	// statusMu guards desired, the status the last sync computed, by
 	// status key (gatewayStatusKey).
 	statusMu sync.Mutex

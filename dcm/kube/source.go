@@ -90,6 +90,12 @@ type Reporter interface {
 	Accepted(obj dcm.ObjectRef)
 }
 
+// GatewayViewer is what a Reporter may also be: it hears the Gateway
+// API dcm serves and the status it computed, whole, each time they change.
+type GatewayViewer interface {
+	GatewayView(dcm.GatewayAPI)
+}
+
 // Noticer is what a Reporter may also be: it hears what the Source says
 // about what it watches as a whole, once per change (the OpenShift Routes
 // API not served, then served).

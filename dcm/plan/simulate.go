@@ -356,12 +356,23 @@ func serviceEndpoints(d dcm.Desired, r dcm.Route) []dcm.Endpoint {
 	if len(r.Services) == 0 {
 		return nil
 	}
+	want := serviceKey(r, r.Services[0])
 	for _, b := range d.Backends {
-		if b.Route.Namespace == r.Namespace && len(b.Route.Services) > 0 && b.Route.Services[0] == r.Services[0] {
+		if len(b.Route.Services) > 0 && serviceKey(b.Route, b.Route.Services[0]) == want {
 			return slices.Clone(b.Endpoints)
 		}
 	}
 	return nil
+}
+
+// serviceKey is the Service and port a route's ref names, whatever its
+// weight: a Gateway route's ref has one, and may name another namespace.
+func serviceKey(r dcm.Route, s dcm.ServiceRef) string {
+	ns := s.Namespace
+	if ns == "" {
+		ns = r.Namespace
+	}
+	return ns + "/" + s.Name + ":" + s.Port
 }
 
 // workloadBackends are the backends whose route is served by the workload.

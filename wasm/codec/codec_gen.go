@@ -110,19 +110,24 @@ func AppendFeedResult(b []byte, v *wire.FeedResult) ([]byte, error) {
 // scratch holds, per type, the last array of structs decoded, cleared:
 // where the next one of its type is read before it is copied out (fromScratch).
 type scratch struct {
-	WhatIf       []dcm.WhatIf
-	SimStep      []dcm.SimStep
-	Share        []dcm.Share
-	Draining     []dcm.Draining
-	Op           []dcm.Op
-	MapEntry     []dcm.MapEntry
-	Server       []dcm.Server
-	ServiceRef   []dcm.ServiceRef
-	Endpoint     []dcm.Endpoint
-	HeaderAction []dcm.HeaderAction
-	HTTPMatch    []dcm.HTTPMatch
-	ValueMatch   []dcm.ValueMatch
-	HeaderValue  []dcm.HeaderValue
+	WhatIf          []dcm.WhatIf
+	SimStep         []dcm.SimStep
+	Share           []dcm.Share
+	Draining        []dcm.Draining
+	Op              []dcm.Op
+	MapEntry        []dcm.MapEntry
+	Server          []dcm.Server
+	ServiceRef      []dcm.ServiceRef
+	GatewayView     []dcm.GatewayView
+	HTTPRouteView   []dcm.HTTPRouteView
+	Endpoint        []dcm.Endpoint
+	HeaderAction    []dcm.HeaderAction
+	HTTPMatch       []dcm.HTTPMatch
+	ListenerView    []dcm.ListenerView
+	Condition       []dcm.Condition
+	RouteParentView []dcm.RouteParentView
+	ValueMatch      []dcm.ValueMatch
+	HeaderValue     []dcm.HeaderValue
 }
 
 func decPlannerSnapshot(d *decoder, v *wire.PlannerSnapshot) {
@@ -998,7 +1003,7 @@ func decEvent(d *decoder, v *dcm.Event) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "seq,time,type,message,ops,reload,object,reason,actor,backends,state,prediction") {
+		switch c.find(d.key(), "seq,time,type,message,ops,reload,object,reason,actor,backends,state,prediction,gateways") {
 		case 0:
 			d.uint64(&v.Seq)
 		case 1:
@@ -1023,6 +1028,8 @@ func decEvent(d *decoder, v *dcm.Event) {
 			decSlicePtrBackend(d, &v.State)
 		case 11:
 			decPtrPredictionCheck(d, &v.Prediction)
+		case 12:
+			decPtrGatewayAPI(d, &v.Gateways)
 		default:
 			d.skip()
 		}
@@ -1058,6 +1065,9 @@ func encEvent(e *encoder, k string, v *dcm.Event) {
 	}
 	if v.Prediction != nil {
 		encPtrPredictionCheck(e, "\"prediction\":", &v.Prediction)
+	}
+	if v.Gateways != nil {
+		encPtrGatewayAPI(e, "\"gateways\":", &v.Gateways)
 	}
 	e.end('}')
 }
@@ -1444,6 +1454,25 @@ func encPtrPredictionCheck(e *encoder, k string, v **dcm.PredictionCheck) {
 		return
 	}
 	encPredictionCheck(e, k, *v)
+}
+
+func decPtrGatewayAPI(d *decoder, v **dcm.GatewayAPI) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if *v == nil {
+		*v = new(dcm.GatewayAPI)
+	}
+	decGatewayAPI(d, *v)
+}
+
+func encPtrGatewayAPI(e *encoder, k string, v **dcm.GatewayAPI) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	encGatewayAPI(e, k, *v)
 }
 
 func decWorkloadRef(d *decoder, v *dcm.WorkloadRef) {
@@ -1835,6 +1864,30 @@ func encPredictionCheck(e *encoder, k string, v *dcm.PredictionCheck) {
 	e.end('}')
 }
 
+func decGatewayAPI(d *decoder, v *dcm.GatewayAPI) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "gateways,httpRoutes") {
+		case 0:
+			decSliceGatewayView(d, &v.Gateways)
+		case 1:
+			decSliceHTTPRouteView(d, &v.HTTPRoutes)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encGatewayAPI(e *encoder, k string, v *dcm.GatewayAPI) {
+	e.open(k)
+	encSliceGatewayView(e, "\"gateways\":", &v.Gateways)
+	encSliceHTTPRouteView(e, "\"httpRoutes\":", &v.HTTPRoutes)
+	e.end('}')
+}
+
 func decSliceServiceRef(d *decoder, v *[]dcm.ServiceRef) {
 	if d.null() {
 		*v = nil
@@ -2223,6 +2276,96 @@ func encMapStringInt(e *encoder, k string, v *map[string]int) {
 	encMap(e, k, v, encInt[int])
 }
 
+func decSliceGatewayView(d *decoder, v *[]dcm.GatewayView) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if !d.open('[') {
+		return
+	}
+	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.GatewayView = d.scratch.GatewayView[:0], nil
+	}
+	for ; d.more(']'); i++ {
+		if i == len(s) {
+			if i < cap(s) {
+				s = s[:i+1]
+			} else {
+				s = append(s, dcm.GatewayView{})
+			}
+		}
+		decGatewayView(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.GatewayView)
+	}
+	if i == 0 {
+		s = []dcm.GatewayView{}
+	}
+	*v = s[:i]
+}
+
+func encSliceGatewayView(e *encoder, k string, v *[]dcm.GatewayView) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	e.array(k)
+	for i := range *v {
+		e.comma(i)
+		encGatewayView(e, "", &(*v)[i])
+	}
+	e.end(']')
+}
+
+func decSliceHTTPRouteView(d *decoder, v *[]dcm.HTTPRouteView) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if !d.open('[') {
+		return
+	}
+	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.HTTPRouteView = d.scratch.HTTPRouteView[:0], nil
+	}
+	for ; d.more(']'); i++ {
+		if i == len(s) {
+			if i < cap(s) {
+				s = s[:i+1]
+			} else {
+				s = append(s, dcm.HTTPRouteView{})
+			}
+		}
+		decHTTPRouteView(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.HTTPRouteView)
+	}
+	if i == 0 {
+		s = []dcm.HTTPRouteView{}
+	}
+	*v = s[:i]
+}
+
+func encSliceHTTPRouteView(e *encoder, k string, v *[]dcm.HTTPRouteView) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	e.array(k)
+	for i := range *v {
+		e.comma(i)
+		encHTTPRouteView(e, "", &(*v)[i])
+	}
+	e.end(']')
+}
+
 func decServiceRef(d *decoder, v *dcm.ServiceRef) {
 	if !d.open('{') {
 		return
@@ -2440,6 +2583,76 @@ func encSliceEndpoint(e *encoder, k string, v *[]dcm.Endpoint) {
 	e.end(']')
 }
 
+func decGatewayView(d *decoder, v *dcm.GatewayView) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "namespace,name,class,address,listeners,conditions") {
+		case 0:
+			d.str(&v.Namespace)
+		case 1:
+			d.str(&v.Name)
+		case 2:
+			d.str(&v.Class)
+		case 3:
+			d.str(&v.Address)
+		case 4:
+			decSliceListenerView(d, &v.Listeners)
+		case 5:
+			decSliceCondition(d, &v.Conditions)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encGatewayView(e *encoder, k string, v *dcm.GatewayView) {
+	e.open(k)
+	e.str("\"namespace\":", v.Namespace)
+	e.str("\"name\":", v.Name)
+	e.str("\"class\":", v.Class)
+	if v.Address != "" {
+		e.str("\"address\":", v.Address)
+	}
+	encSliceListenerView(e, "\"listeners\":", &v.Listeners)
+	encSliceCondition(e, "\"conditions\":", &v.Conditions)
+	e.end('}')
+}
+
+func decHTTPRouteView(d *decoder, v *dcm.HTTPRouteView) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "namespace,name,hostnames,parents") {
+		case 0:
+			d.str(&v.Namespace)
+		case 1:
+			d.str(&v.Name)
+		case 2:
+			decSliceString(d, &v.Hostnames)
+		case 3:
+			decSliceRouteParentView(d, &v.Parents)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encHTTPRouteView(e *encoder, k string, v *dcm.HTTPRouteView) {
+	e.open(k)
+	e.str("\"namespace\":", v.Namespace)
+	e.str("\"name\":", v.Name)
+	if len(v.Hostnames) != 0 {
+		encSliceString(e, "\"hostnames\":", &v.Hostnames)
+	}
+	encSliceRouteParentView(e, "\"parents\":", &v.Parents)
+	e.end('}')
+}
+
 func decSliceHeaderAction(d *decoder, v *[]dcm.HeaderAction) {
 	if d.null() {
 		*v = nil
@@ -2602,6 +2815,141 @@ func encEndpoint(e *encoder, k string, v *dcm.Endpoint) {
 	e.end('}')
 }
 
+func decSliceListenerView(d *decoder, v *[]dcm.ListenerView) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if !d.open('[') {
+		return
+	}
+	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.ListenerView = d.scratch.ListenerView[:0], nil
+	}
+	for ; d.more(']'); i++ {
+		if i == len(s) {
+			if i < cap(s) {
+				s = s[:i+1]
+			} else {
+				s = append(s, dcm.ListenerView{})
+			}
+		}
+		decListenerView(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.ListenerView)
+	}
+	if i == 0 {
+		s = []dcm.ListenerView{}
+	}
+	*v = s[:i]
+}
+
+func encSliceListenerView(e *encoder, k string, v *[]dcm.ListenerView) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	e.array(k)
+	for i := range *v {
+		e.comma(i)
+		encListenerView(e, "", &(*v)[i])
+	}
+	e.end(']')
+}
+
+func decSliceCondition(d *decoder, v *[]dcm.Condition) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if !d.open('[') {
+		return
+	}
+	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.Condition = d.scratch.Condition[:0], nil
+	}
+	for ; d.more(']'); i++ {
+		if i == len(s) {
+			if i < cap(s) {
+				s = s[:i+1]
+			} else {
+				s = append(s, dcm.Condition{})
+			}
+		}
+		decCondition(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.Condition)
+	}
+	if i == 0 {
+		s = []dcm.Condition{}
+	}
+	*v = s[:i]
+}
+
+func encSliceCondition(e *encoder, k string, v *[]dcm.Condition) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	e.array(k)
+	for i := range *v {
+		e.comma(i)
+		encCondition(e, "", &(*v)[i])
+	}
+	e.end(']')
+}
+
+func decSliceRouteParentView(d *decoder, v *[]dcm.RouteParentView) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if !d.open('[') {
+		return
+	}
+	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.RouteParentView = d.scratch.RouteParentView[:0], nil
+	}
+	for ; d.more(']'); i++ {
+		if i == len(s) {
+			if i < cap(s) {
+				s = s[:i+1]
+			} else {
+				s = append(s, dcm.RouteParentView{})
+			}
+		}
+		decRouteParentView(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.RouteParentView)
+	}
+	if i == 0 {
+		s = []dcm.RouteParentView{}
+	}
+	*v = s[:i]
+}
+
+func encSliceRouteParentView(e *encoder, k string, v *[]dcm.RouteParentView) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	e.array(k)
+	for i := range *v {
+		e.comma(i)
+		encRouteParentView(e, "", &(*v)[i])
+	}
+	e.end(']')
+}
+
 func decHeaderAction(d *decoder, v *dcm.HeaderAction) {
 	if !d.open('{') {
 		return
@@ -2705,6 +3053,103 @@ func encHTTPFilters(e *encoder, k string, v *dcm.HTTPFilters) {
 	if v.Rewrite != nil {
 		encPtrURLRewrite(e, "\"rewrite\":", &v.Rewrite)
 	}
+	e.end('}')
+}
+
+func decListenerView(d *decoder, v *dcm.ListenerView) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "name,protocol,port,hostname,attachedRoutes,conditions") {
+		case 0:
+			d.str(&v.Name)
+		case 1:
+			d.str(&v.Protocol)
+		case 2:
+			d.int(&v.Port)
+		case 3:
+			d.str(&v.Hostname)
+		case 4:
+			d.int(&v.AttachedRoutes)
+		case 5:
+			decSliceCondition(d, &v.Conditions)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encListenerView(e *encoder, k string, v *dcm.ListenerView) {
+	e.open(k)
+	e.str("\"name\":", v.Name)
+	e.str("\"protocol\":", v.Protocol)
+	e.int64("\"port\":", int64(v.Port))
+	if v.Hostname != "" {
+		e.str("\"hostname\":", v.Hostname)
+	}
+	e.int64("\"attachedRoutes\":", int64(v.AttachedRoutes))
+	encSliceCondition(e, "\"conditions\":", &v.Conditions)
+	e.end('}')
+}
+
+func decCondition(d *decoder, v *dcm.Condition) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "type,status,reason,message") {
+		case 0:
+			d.str(&v.Type)
+		case 1:
+			d.str(&v.Status)
+		case 2:
+			d.str(&v.Reason)
+		case 3:
+			d.str(&v.Message)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encCondition(e *encoder, k string, v *dcm.Condition) {
+	e.open(k)
+	e.str("\"type\":", v.Type)
+	e.str("\"status\":", v.Status)
+	e.str("\"reason\":", v.Reason)
+	e.str("\"message\":", v.Message)
+	e.end('}')
+}
+
+func decRouteParentView(d *decoder, v *dcm.RouteParentView) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "gateway,listener,conditions") {
+		case 0:
+			d.str(&v.Gateway)
+		case 1:
+			d.str(&v.Listener)
+		case 2:
+			decSliceCondition(d, &v.Conditions)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encRouteParentView(e *encoder, k string, v *dcm.RouteParentView) {
+	e.open(k)
+	e.str("\"gateway\":", v.Gateway)
+	if v.Listener != "" {
+		e.str("\"listener\":", v.Listener)
+	}
+	encSliceCondition(e, "\"conditions\":", &v.Conditions)
 	e.end('}')
 }
 
