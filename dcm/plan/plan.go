@@ -77,7 +77,11 @@ func compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps, changed []str
 		sort.Slice(next, func(i, j int) bool { return next[i].Name < next[j].Name })
 	}
 	if len(reasons) > 0 {
-		return reloadFor(actual, desired, caps, reasons)
+		p := reloadFor(actual, desired, caps, reasons)
+		if len(spares.exhausted) > 0 {
+			p.Next.Pool = burstPool(caps, desired, spares.exhausted)
+		}
+		return p
 	}
 	st := dcm.State{Backends: next, Pool: spares.names(), DefaultCert: desired.DefaultCert}
 	var certFirst, certLast, caFirst, caLast []dcm.Op
