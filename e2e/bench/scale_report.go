@@ -149,7 +149,7 @@ func (rep ScaleReport) rows() []*scaleRow {
 	add("4", "dcm memory: RSS growth once every route serves", "—", nil, fmtMB, func(r ScaleResult) float64 { return r.DCMRSSMB })
 	add("4", "dcm memory: live Go heap growth (after a collection)", "—", nil, fmtMB, func(r ScaleResult) float64 { return r.DCMHeapMB })
 	add("4", "HAProxy memory (PSS, master + worker)", "—", nil, fmtMB, func(r ScaleResult) float64 { return r.HAProxyPSSMB })
-	g := add("5", fmt.Sprintf("reloads while the cluster grows by %s routes", thousands(rep.Config.Grow)), "—", nil, fmtCount,
+	g := add("5", fmt.Sprintf("reloads while the cluster grows by %s routes", thousands(rep.Config.Grow)), "≤ 1", atMost(1), fmtCount,
 		func(r ScaleResult) float64 { return grownReloads(r, rep.Config.Grow) })
 	add("5", "spare backends rendered at the start", "—", nil, fmtCount, func(r ScaleResult) float64 { return float64(r.Spares) })
 	m := add("5", "spares' memory, share of HAProxy's", "≤ 2 %", atMost(2), fmtShare, ScaleResult.spareShare)
