@@ -25,7 +25,7 @@ type gwRule struct {
 // routeRules converts an HTTPRoute's hostnames and rules. An error is a
 // field dcm cannot honour: the whole route is refused (UnsupportedValue),
 // as serving part of it would send some of its requests elsewhere.
-func (in gwInput) routeRules(r *gwv1.HTTPRoute, out *gwOutput) ([]gwRule, error) {
+func (in gwInput) routeRules(kind string, r *gwv1.HTTPRoute, out *gwOutput) ([]gwRule, error) {
 	hosts := make([]string, len(r.Spec.Hostnames))
 	for i, h := range r.Spec.Hostnames {
 		hosts[i] = lower(string(h))
@@ -58,7 +58,7 @@ func (in gwInput) routeRules(r *gwv1.HTTPRoute, out *gwOutput) ([]gwRule, error)
 		if err := checkGatewayRule(rl); err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
-		if err := in.ruleBackends(r, field, rule, &rl, out); err != nil {
+		if err := in.ruleBackends(kind, r, field, rule, &rl, out); err != nil {
 			return nil, err
 		}
 		rules = append(rules, rl)
