@@ -79,7 +79,7 @@ type gwListers struct {
 	classes    gwlisters.GatewayClassLister
 	gateways   []gwlisters.GatewayLister
 	routes     []gwlisters.HTTPRouteLister
-	grpcRoutes []gwlisters.GRPCRouteLister // empty when GRPCRoutes are not served
+	grpcRoutes []gwlisters.GRPCRouteLister      // empty when GRPCRoutes are not served
 	grants     []gwlisters.ReferenceGrantLister // empty when ReferenceGrants are not served
 	namespaces corelisters.NamespaceLister
 }
