@@ -10,15 +10,20 @@ import (
 // The short forms below say how a Gateway API route reads on the pages;
 // web/format.js says it the same way (web's TestFormatParity).
 
-// RuleText is "HTTPRoute ns/name rule N" for a Gateway route ("" else):
-// the rule is the index the route's name carries (gw_<route>.<rule>.<hash>).
+// RuleText is "HTTPRoute ns/name rule N" (or "GRPCRoute …") for a Gateway
+// route ("" else): the rule is the index the route's name carries
+// (gw_<route>.<rule>.<hash>, g<rule> for a GRPCRoute's).
 func RuleText(r dcm.Route) string {
 	if r.Gateway == nil {
 		return ""
 	}
 	rule := strings.TrimPrefix(r.Name, "gw_"+r.Object+".")
 	rule, _, _ = strings.Cut(rule, ".")
-	return "HTTPRoute " + r.Namespace + "/" + r.Object + " rule " + rule
+	kind := "HTTPRoute"
+	if r.Source == dcm.SourceGRPCRoute {
+		kind, rule = "GRPCRoute", strings.TrimPrefix(rule, "g")
+	}
+	return kind + " " + r.Namespace + "/" + r.Object + " rule " + rule
 }
 
 // RouteText is how a backend's route reads in a row: host and path, or

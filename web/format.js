@@ -50,6 +50,7 @@ export const backendSearch = (b) => `${b.name} ${routeText(b.route)} ${b.route.n
 export function ruleText(r) {
   if (!r.gateway) return '';
   const rule = r.name.replace(`gw_${r.object}.`, '').split('.')[0];
+  if (r.source === 'grpcroute') return `GRPCRoute ${r.namespace}/${r.object} rule ${rule.replace(/^g/, '')}`;
   return `HTTPRoute ${r.namespace}/${r.object} rule ${rule}`;
 }
 

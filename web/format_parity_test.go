@@ -174,8 +174,10 @@ func gatewayRouteCalls() []call {
 	rg.Filters = &dcm.HTTPFilters{Redirect: &dcm.HTTPRedirect{}}
 	redirectOnly.Gateway = &rg
 	ingress := dcm.Route{Namespace: "demo", Name: "web", Object: "web", Host: "web.example", Path: "/", PathType: dcm.PathPrefix}
+	grpc := bare
+	grpc.Name, grpc.Object, grpc.Source = "gw_echo.g2.0123456789abcdef", "echo", dcm.SourceGRPCRoute
 	var out []call
-	for _, r := range []dcm.Route{bare, full, redirectOnly, ingress} {
+	for _, r := range []dcm.Route{bare, full, redirectOnly, ingress, grpc} {
 		out = append(out, call{Fn: "routeText", Args: []any{r}, want: views.RouteText(r)},
 			call{Fn: "sourceText", Args: []any{r}, want: views.SourceText(r)},
 			call{Fn: "hostsText", Args: []any{r}, want: views.HostsText(r)},
