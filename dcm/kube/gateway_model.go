@@ -162,7 +162,7 @@ var supportedFeatures = []gwv1.FeatureName{
 	"GRPCRoute", "GRPCRouteNamedRouteRule",
 	"Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayPort8080",
 	"HTTPRoute", "HTTPRoute303RedirectStatusCode", "HTTPRoute307RedirectStatusCode", "HTTPRoute308RedirectStatusCode",
-	"HTTPRouteBackendProtocolWebSocket", "HTTPRouteDestinationPortMatching", "HTTPRouteHostRewrite",
+	"HTTPRouteBackendProtocolH2C", "HTTPRouteBackendProtocolWebSocket", "HTTPRouteDestinationPortMatching", "HTTPRouteHostRewrite",
 	"HTTPRouteMethodMatching", "HTTPRouteNamedRouteRule", "HTTPRouteParentRefPort",
 	"HTTPRoutePathRedirect", "HTTPRoutePathRewrite", "HTTPRoutePortRedirect", "HTTPRouteQueryParamMatching",
 	"HTTPRouteResponseHeaderModification", "HTTPRouteSchemeRedirect",

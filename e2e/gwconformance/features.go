@@ -47,6 +47,7 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportHTTPRoute308RedirectStatusCode,
 	features.SupportHTTPRouteNamedRouteRule,
 	features.SupportHTTPRouteBackendProtocolWebSocket,
+	features.SupportHTTPRouteBackendProtocolH2C,
 	features.SupportGatewayAddressEmpty,
 
 	// GATEWAY-GRPC: its core and its one extended feature.
