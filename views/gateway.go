@@ -154,6 +154,15 @@ func ConditionText(c dcm.Condition) string {
 	return c.Type + " " + c.Status + " · " + c.Reason + " · " + c.Message
 }
 
+// RouteViewText names a route of the Gateway API panel: ns/name, and
+// "(GRPCRoute)" after a GRPCRoute's.
+func RouteViewText(r dcm.HTTPRouteView) string {
+	if r.Kind != "" {
+		return r.Namespace + "/" + r.Name + " (" + r.Kind + ")"
+	}
+	return r.Namespace + "/" + r.Name
+}
+
 // HostnamesText is an HTTPRoute's hostnames ("*": any).
 func HostnamesText(hs []string) string {
 	if len(hs) == 0 {

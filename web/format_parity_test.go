@@ -188,6 +188,9 @@ func gatewayRouteCalls() []call {
 	}
 	c := dcm.Condition{Type: "ResolvedRefs", Status: "False", Reason: "RefNotPermitted", Message: "no ReferenceGrant"}
 	out = append(out, call{Fn: "conditionText", Args: []any{c}, want: views.ConditionText(c)})
+	for _, rv := range []dcm.HTTPRouteView{{Namespace: "demo", Name: "web"}, {Kind: "GRPCRoute", Namespace: "demo", Name: "echo"}} {
+		out = append(out, call{Fn: "routeViewText", Args: []any{rv}, want: views.RouteViewText(rv)})
+	}
 	for _, hs := range [][]string{nil, {"a.example", "*.b.example"}} {
 		out = append(out, call{Fn: "hostnamesText", Args: []any{hs}, want: views.HostnamesText(hs)})
 	}

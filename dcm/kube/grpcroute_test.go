@@ -140,6 +140,13 @@ func TestGRPCRouteTranslate(t *testing.T) {
 	if l := out.gateways[types.NamespacedName{Namespace: "ns", Name: "gw"}].Listeners[0]; l.AttachedRoutes != 2 {
 		t.Errorf("attachedRoutes %d, want 2 (an HTTPRoute and the accepted GRPCRoute)", l.AttachedRoutes)
 	}
+	var views []string
+	for _, v := range out.view.HTTPRoutes {
+		views = append(views, v.Kind+" "+v.Name)
+	}
+	if !reflect.DeepEqual(views, []string{" echo", "GRPCRoute echo", "GRPCRoute mirror", "GRPCRoute secure"}) {
+		t.Errorf("the portal's routes %q", views)
+	}
 	var rejected []string
 	for _, r := range out.rejected {
 		rejected = append(rejected, r.Object.Kind+" "+r.Object.Name+" "+r.Reason)

@@ -85,7 +85,8 @@ func expectGRPC(s *harness.Stack, conn *grpc.ClientConn, method string, code cod
 // TestGatewayGRPCRouteAtRuntime: a real GRPCRoute on a Gateway's HTTP
 // listener is served end to end — a real gRPC client speaking h2c to the
 // Gateway's 127.x bind, HAProxy speaking h2 to the echo-basic pods — with
-// its status Accepted and ResolvedRefs at its generation; a method not
+// its status Accepted and ResolvedRefs at its generation, and in the
+// portal's Gateway API picture; a method not
 // matched answers Unimplemented (HAProxy's 404). Then its method match
 // and its backend change, and both are served with the one HAProxy
 // worker and no reload.
@@ -124,6 +125,20 @@ func TestGatewayGRPCRouteAtRuntime(t *testing.T) {
 			}
 		}
 		return nil
+	})
+	// The portal's picture: the GRPCRoute beside the HTTPRoute, both
+	// attached to the one listener.
+	s.Eventually("the GRPCRoute in the snapshot's Gateway API", 30*time.Second, func() error {
+		g := s.Engine.Snapshot().Gateways
+		if g == nil || len(g.Gateways) != 1 || len(g.Gateways[0].Listeners) != 1 || g.Gateways[0].Listeners[0].AttachedRoutes != 2 {
+			return fmt.Errorf("gateways %+v", g)
+		}
+		for _, r := range g.HTTPRoutes {
+			if r.Kind == "GRPCRoute" && r.Name == "echo" && len(r.Parents) == 1 && hasCondition(r.Parents[0].Conditions, "Accepted", "True", "Accepted") == nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("no GRPCRoute echo in %+v", g.HTTPRoutes)
 	})
 	expectGRPC(s, conn, "Echo", codes.OK, f.ns, "grpc-v1")
 	expectGRPC(s, conn, "EchoTwo", codes.Unimplemented, "", "")
