@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -112,26 +113,11 @@ func grpcAsHTTPRoute(g *gwv1.GRPCRoute) (*gwv1.HTTPRoute, error) {
 func grpcMatch(field string, m gwv1.GRPCRouteMatch) (gwv1.HTTPRouteMatch, error) {
 	var hm gwv1.HTTPRouteMatch
 	if mm := m.Method; mm != nil {
-		if mm.Type != nil && *mm.Type != gwv1.GRPCMethodMatchExact {
-			return hm, fmt.Errorf("%s.method.type: %s is not supported, only Exact", field, *mm.Type)
+		path, err := grpcMethodPath(field+".method", mm)
+		if err != nil {
+			return hm, err
 		}
-		svc, method := deref(mm.Service), deref(mm.Method)
-		switch {
-		case svc == "" && method != "":
-			return hm, fmt.Errorf("%s.method: a method without a service is not supported (it needs a regular expression over the path)", field)
-		case svc == "":
-			return hm, fmt.Errorf("%s.method: service or method is required", field)
-		}
-		for _, part := range []string{svc, method} {
-			if !grpcName(part) {
-				return hm, fmt.Errorf("%s.method: %q is not a gRPC service or method name", field, part)
-			}
-		}
-		if method != "" {
-			hm.Path = &gwv1.HTTPPathMatch{Type: ptrTo(gwv1.PathMatchExact), Value: ptrTo("/" + svc + "/" + method)}
-		} else {
-			hm.Path = &gwv1.HTTPPathMatch{Type: ptrTo(gwv1.PathMatchPathPrefix), Value: ptrTo("/" + svc)}
-		}
+		hm.Path = &path
 	}
 	for _, h := range m.Headers {
 		typ := gwv1.HeaderMatchExact
@@ -141,6 +127,50 @@ func grpcMatch(field string, m gwv1.GRPCRouteMatch) (gwv1.HTTPRouteMatch, error)
 		hm.Headers = append(hm.Headers, gwv1.HTTPHeaderMatch{Type: &typ, Name: gwv1.HTTPHeaderName(h.Name), Value: h.Value})
 	}
 	return hm, nil
+}
+
+// grpcMethodPath is the path match of a method match. Exact: service and
+// method the path /<service>/<method>, a service alone the prefix
+// /<service>, a method alone the regular expression /[^/]+/<method>.
+// RegularExpression: /(?:<service>)/(?:<method>), either one [^/]+ when
+// empty. The Gateway routing matches a regular expression on the whole
+// path (HAProxy's regex engine); Go's must compile it too.
+func grpcMethodPath(field string, mm *gwv1.GRPCMethodMatch) (gwv1.HTTPPathMatch, error) {
+	svc, method := deref(mm.Service), deref(mm.Method)
+	if svc == "" && method == "" {
+		return gwv1.HTTPPathMatch{}, fmt.Errorf("%s: service or method is required", field)
+	}
+	regex := func(p string) gwv1.HTTPPathMatch {
+		return gwv1.HTTPPathMatch{Type: ptrTo(gwv1.PathMatchRegularExpression), Value: ptrTo(p)}
+	}
+	if mm.Type != nil && *mm.Type == gwv1.GRPCMethodMatchRegularExpression {
+		parts := [2]string{"[^/]+", "[^/]+"}
+		for i, re := range []string{svc, method} {
+			if re == "" {
+				continue
+			}
+			if _, err := regexp.Compile(re); err != nil || strings.ContainsAny(re, "\r\n\x00") {
+				return gwv1.HTTPPathMatch{}, fmt.Errorf("%s: %q is not a regular expression dcm serves", field, re)
+			}
+			parts[i] = re
+		}
+		return regex("/(?:" + parts[0] + ")/(?:" + parts[1] + ")"), nil
+	}
+	if mm.Type != nil && *mm.Type != gwv1.GRPCMethodMatchExact {
+		return gwv1.HTTPPathMatch{}, fmt.Errorf("%s.type: %s is not supported", field, *mm.Type)
+	}
+	for _, part := range []string{svc, method} {
+		if !grpcName(part) {
+			return gwv1.HTTPPathMatch{}, fmt.Errorf("%s: %q is not a gRPC service or method name", field, part)
+		}
+	}
+	switch {
+	case svc == "":
+		return regex("/[^/]+/" + regexp.QuoteMeta(method)), nil
+	case method == "":
+		return gwv1.HTTPPathMatch{Type: ptrTo(gwv1.PathMatchPathPrefix), Value: ptrTo("/" + svc)}, nil
+	}
+	return gwv1.HTTPPathMatch{Type: ptrTo(gwv1.PathMatchExact), Value: ptrTo("/" + svc + "/" + method)}, nil
 }
 
 // grpcName accepts what the CRD's validation lets through for an Exact

@@ -43,7 +43,8 @@ func grpcRule(svc, method string, backends ...string) gwv1.GRPCRouteRule {
 }
 
 // A GRPCRoute's matches become the path matches of the calls they take:
-// service and method exactly, a service as a whole-segment prefix, none
+// service and method exactly, a service as a whole-segment prefix, a
+// method alone or regular expressions as a path regular expression, none
 // as any path; headers as they are. What dcm cannot express is refused.
 func TestGRPCMatchAsPath(t *testing.T) {
 	regex := gwv1.GRPCMethodMatchRegularExpression
@@ -59,8 +60,14 @@ func TestGRPCMatchAsPath(t *testing.T) {
 			dcm.HTTPMatch{PathType: dcm.GatewayPathPrefix, Path: "/a.B"}, ""},
 		{"headers only", gwv1.GRPCRouteMatch{Headers: []gwv1.GRPCHeaderMatch{{Name: "version", Value: "two"}}},
 			dcm.HTTPMatch{PathType: dcm.GatewayPathPrefix, Path: "/", Headers: []dcm.ValueMatch{{Name: "version", Value: "two"}}}, ""},
-		{"method only", gwv1.GRPCRouteMatch{Method: &gwv1.GRPCMethodMatch{Method: ptrTo("Echo")}}, dcm.HTTPMatch{}, "a method without a service"},
-		{"regex", gwv1.GRPCRouteMatch{Method: &gwv1.GRPCMethodMatch{Type: &regex, Service: ptrTo("a.*")}}, dcm.HTTPMatch{}, "RegularExpression is not supported"},
+		{"method only", gwv1.GRPCRouteMatch{Method: &gwv1.GRPCMethodMatch{Method: ptrTo("Echo.V2")}},
+			dcm.HTTPMatch{PathType: dcm.GatewayPathRegex, Path: `/[^/]+/Echo\.V2`}, ""},
+		{"regex service", gwv1.GRPCRouteMatch{Method: &gwv1.GRPCMethodMatch{Type: &regex, Service: ptrTo(`a\..*`)}},
+			dcm.HTTPMatch{PathType: dcm.GatewayPathRegex, Path: `/(?:a\..*)/(?:[^/]+)`}, ""},
+		{"regex both", gwv1.GRPCRouteMatch{Method: &gwv1.GRPCMethodMatch{Type: &regex, Service: ptrTo("s"), Method: ptrTo("Echo(Two)?")}},
+			dcm.HTTPMatch{PathType: dcm.GatewayPathRegex, Path: `/(?:s)/(?:Echo(Two)?)`}, ""},
+		{"bad regex", gwv1.GRPCRouteMatch{Method: &gwv1.GRPCMethodMatch{Type: &regex, Method: ptrTo("(")}}, dcm.HTTPMatch{}, "not a regular expression"},
+		{"neither", gwv1.GRPCRouteMatch{Method: &gwv1.GRPCMethodMatch{}}, dcm.HTTPMatch{}, "service or method is required"},
 		{"bad name", gwv1.GRPCRouteMatch{Method: &gwv1.GRPCMethodMatch{Service: ptrTo("a/b")}}, dcm.HTTPMatch{}, "not a gRPC service"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,9 +82,12 @@ func TestGRPCMatchAsPath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := ruleMatches("spec.rules[0]", hr.Spec.Rules[0].Matches)
+			got, err := ruleMatches("spec.rules[0]", hr.Spec.Rules[0].Matches, true)
 			if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], tc.want) {
 				t.Fatalf("matches %+v %v, want %+v", got, err, tc.want)
+			}
+			if err := checkGatewayRule(gwRule{matches: got}); err != nil {
+				t.Fatalf("the rule's check refuses it: %v", err)
 			}
 		})
 	}

@@ -49,7 +49,7 @@ func (in gwInput) routeRules(kind string, r *gwv1.HTTPRoute, out *gwOutput) ([]g
 		}
 		var rl gwRule
 		var err error
-		if rl.matches, err = ruleMatches(field, rule.Matches); err != nil {
+		if rl.matches, err = ruleMatches(field, rule.Matches, kind == KindGRPCRoute); err != nil {
 			return nil, err
 		}
 		if rl.filters, err = ruleFilters(field+".filters", rule.Filters, rl.matches); err != nil {
@@ -66,8 +66,11 @@ func (in gwInput) routeRules(kind string, r *gwv1.HTTPRoute, out *gwOutput) ([]g
 	return rules, nil
 }
 
-// ruleMatches converts a rule's matches; none is PathPrefix "/".
-func ruleMatches(field string, ms []gwv1.HTTPRouteMatch) ([]dcm.HTTPMatch, error) {
+// ruleMatches converts a rule's matches; none is PathPrefix "/". regexOK
+// serves a RegularExpression path that is not a literal one as such: a
+// GRPCRoute's method matches (grpcMethodPath) are, an HTTPRoute's are
+// refused.
+func ruleMatches(field string, ms []gwv1.HTTPRouteMatch, regexOK bool) ([]dcm.HTTPMatch, error) {
 	if len(ms) == 0 {
 		return []dcm.HTTPMatch{{PathType: dcm.GatewayPathPrefix, Path: "/"}}, nil
 	}
@@ -85,10 +88,12 @@ func ruleMatches(field string, ms []gwv1.HTTPRouteMatch) ([]dcm.HTTPMatch, error
 		}
 		if hm.PathType == dcm.GatewayPathRegex {
 			lit, ok := literalRegex(hm.Path)
-			if !ok {
+			switch {
+			case ok:
+				hm.PathType, hm.Path = dcm.GatewayPathExact, lit
+			case !regexOK:
 				return nil, fmt.Errorf("%s.path: RegularExpression %q is not supported, only Exact and PathPrefix (or a regular expression that is a literal path)", f, hm.Path)
 			}
-			hm.PathType, hm.Path = dcm.GatewayPathExact, lit
 		}
 		if m.Method != nil {
 			hm.Method = string(*m.Method)

@@ -88,8 +88,9 @@ func expectGRPC(s *harness.Stack, conn *grpc.ClientConn, method string, code cod
 // its status Accepted and ResolvedRefs at its generation, and in the
 // portal's Gateway API picture; a method not
 // matched answers Unimplemented (HAProxy's 404). Then its method match
-// and its backend change, and both are served with the one HAProxy
-// worker and no reload.
+// and its backend change, then a method match without a service and a
+// RegularExpression one, all served with the one HAProxy worker and no
+// reload.
 func TestGatewayGRPCRouteAtRuntime(t *testing.T) {
 	f := newGatewayFixture(t, 18087)
 	createGRPCEcho(t, f.ns, "grpc-v1")
@@ -145,19 +146,34 @@ func TestGatewayGRPCRouteAtRuntime(t *testing.T) {
 	pid, reloads := s.WorkerPID(), s.Reloads()
 
 	// The method match and the backend change: EchoTwo to grpc-v2 only.
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		got, err := f.gw.GatewayV1().GRPCRoutes(f.ns).Get(ctx, "echo", metav1.GetOptions{})
-		if err != nil {
+	setRules := func(rules ...gwv1.GRPCRouteRule) {
+		t.Helper()
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			got, err := f.gw.GatewayV1().GRPCRoutes(f.ns).Get(ctx, "echo", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			got.Spec.Rules = rules
+			_, err = f.gw.GatewayV1().GRPCRoutes(f.ns).Update(ctx, got, metav1.UpdateOptions{})
 			return err
+		}); err != nil {
+			t.Fatal(err)
 		}
-		got.Spec.Rules = []gwv1.GRPCRouteRule{grpcMethodRule("EchoTwo", "grpc-v2")}
-		_, err = f.gw.GatewayV1().GRPCRoutes(f.ns).Update(ctx, got, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
 	}
+	setRules(grpcMethodRule("EchoTwo", "grpc-v2"))
 	expectGRPC(s, conn, "EchoTwo", codes.OK, f.ns, "grpc-v2")
 	expectGRPC(s, conn, "Echo", codes.Unimplemented, "", "")
+
+	// A method without a service and regular expressions: path regular
+	// expressions in HAProxy.
+	methodOnly := grpcMethodRule("Echo", "grpc-v1")
+	methodOnly.Matches[0].Method.Service = nil
+	regex := grpcMethodRule("EchoTw.*", "grpc-v2")
+	regex.Matches[0].Method.Type, regex.Matches[0].Method.Service = ptr.To(gwv1.GRPCMethodMatchRegularExpression), ptr.To(`.*\.GrpcEcho`)
+	setRules(methodOnly, regex)
+	expectGRPC(s, conn, "Echo", codes.OK, f.ns, "grpc-v1")
+	expectGRPC(s, conn, "EchoTwo", codes.OK, f.ns, "grpc-v2")
+	expectGRPC(s, conn, "EchoThree", codes.Unimplemented, "", "")
 	// The HTTPRoute of the fixture keeps serving HTTP/1.1 on the same bind.
 	expectGateway(s, bind, f.host, "/", 200, f.ns, "web")
 
