@@ -86,7 +86,8 @@ func expectGRPC(s *harness.Stack, conn *grpc.ClientConn, method string, code cod
 // listener is served end to end — a real gRPC client speaking h2c to the
 // Gateway's 127.x bind, HAProxy speaking h2 to the echo-basic pods — with
 // its status Accepted and ResolvedRefs at its generation, and in the
-// portal's Gateway API picture; a method not
+// portal's Gateway API picture (a GRPCRoute with RequestMirror is refused:
+// status, Warning Event, dcm_rejected_objects_total); a method not
 // matched answers Unimplemented (HAProxy's 404). Then its method match
 // and its backend change, then a method match without a service and a
 // RegularExpression one, all served with the one HAProxy worker and no
@@ -104,8 +105,31 @@ func TestGatewayGRPCRouteAtRuntime(t *testing.T) {
 	if _, err := f.gw.GatewayV1().GRPCRoutes(f.ns).Create(ctx, r, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A GRPCRoute dcm refuses: RequestMirror is not served.
+	mirror := r.DeepCopy()
+	mirror.Name, mirror.Spec.Hostnames = "mirror", []gwv1.Hostname{gwv1.Hostname("mirror." + f.ns + ".test")}
+	mirror.Spec.Rules[0].Filters = []gwv1.GRPCRouteFilter{{Type: gwv1.GRPCRouteFilterRequestMirror, RequestMirror: &gwv1.HTTPRequestMirrorFilter{
+		BackendRef: gwv1.BackendObjectReference{Name: "grpc-v2", Port: ptr.To(gwv1.PortNumber(8080))}}}}
+	mirror, err := f.gw.GatewayV1().GRPCRoutes(f.ns).Create(ctx, mirror, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := startGatewayDCM(t, f.ns, "127.0.20.120/30", 18087)
 	bind := "127.0.20.120:18087"
+	waitEvent(t, s, f.ns, "GRPCRoute", "mirror", mirror.UID, "Warning", "UnsupportedValue", "RequestMirror")
+	s.Eventually("the refused GRPCRoute's status and metric", 30*time.Second, func() error {
+		got, err := f.gw.GatewayV1().GRPCRoutes(f.ns).Get(ctx, "mirror", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(got.Status.Parents) != 1 || !written(got.Status.Parents[0].Conditions, "Accepted", "UnsupportedValue") {
+			return fmt.Errorf("parents %+v", got.Status.Parents)
+		}
+		if n := s.Counter("dcm_rejected_objects_total", "reason", "UnsupportedValue"); n < 1 {
+			return fmt.Errorf("dcm_rejected_objects_total{reason=UnsupportedValue} %v", n)
+		}
+		return nil
+	})
 	conn, err := grpc.NewClient(bind, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority(host))
 	if err != nil {
 		t.Fatal(err)
