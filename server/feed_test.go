@@ -111,7 +111,8 @@ func fullGateways() *dcm.GatewayAPI {
 			Listeners: []dcm.ListenerView{{Name: "http", Protocol: "HTTP", Port: 80, Hostname: "*.demo.example", AttachedRoutes: 1, Conditions: ok}}}},
 		HTTPRoutes: []dcm.HTTPRouteView{{Namespace: "other", Name: "shop", Hostnames: []string{"shop.demo.example"},
 			Parents: []dcm.RouteParentView{{Gateway: "demo/gw", Listener: "http", Conditions: []dcm.Condition{
-				{Type: "ResolvedRefs", Status: "False", Reason: "RefNotPermitted", Message: "no ReferenceGrant"}}}}}},
+				{Type: "ResolvedRefs", Status: "False", Reason: "RefNotPermitted", Message: "no ReferenceGrant"}}}}},
+			{Kind: "GRPCRoute", Namespace: "other", Name: "echo", Parents: []dcm.RouteParentView{{Gateway: "demo/gw", Conditions: ok}}}},
 	}
 }
 

@@ -67,7 +67,7 @@ local function decode(v)
   for sec in v:gmatch("[^.]+") do
     local tag, f = sec:sub(1, 1), fields(sec:sub(2))
     if tag == "u" then
-      r.u = true
+      r.u = f[1] and f[1].v or "500"
     elseif tag == "k" then
       r.k = f[1] and f[1].v or ""
     elseif tag == "l" then
@@ -221,7 +221,7 @@ end
 
 local function serve(txn, req, be, r, m)
   if r.u then
-    txn:set_var("txn.gw_status", "500")
+    txn:set_var("txn.gw_status", r.u)
     return
   end
   if r.r then
@@ -437,6 +437,7 @@ func renderGatewayFrontends(w *bytes.Buffer, s Settings) {
 		renderForwarded(w, s.Forwarded, https)
 		w.WriteString("    http-request lua.dcm_gateway\n")
 		w.WriteString("    http-request return status 500 default-errorfiles if { var(txn.gw_status) -m str 500 }\n")
+		w.WriteString("    http-request return status 503 default-errorfiles if { var(txn.gw_status) -m str 503 }\n")
 		w.WriteString("    http-request return status 404 default-errorfiles if { var(txn.gw_status) -m str 404 }\n")
 		for _, code := range dcm.RedirectCodes {
 			fmt.Fprintf(w, "    http-request redirect location %%[var(txn.gw_location)] code %d if { var(txn.gw_code) -m str %d }\n", code, code)

@@ -40,7 +40,10 @@ func (in gwInput) gatewayModel(g *gwv1.Gateway, addr addrChoice, classOK bool, o
 			lm.kind = dcm.KindEdge
 			lm.tls = in.listenerCert(g, l)
 		}
-		lm.attach = v.accepted && !v.conflicted && classOK && slices.ContainsFunc(v.kinds, isHTTPRouteKind)
+		for _, k := range v.kinds {
+			lm.kinds = append(lm.kinds, string(k.Kind))
+		}
+		lm.attach = v.accepted && !v.conflicted && classOK && len(lm.kinds) > 0
 		lm.serve = lm.attach && v.resolved && addr.addr != ""
 		if addr.addr != "" {
 			lm.bind = net.JoinHostPort(addr.addr, strconv.Itoa(int(l.Port)))
@@ -146,14 +149,22 @@ func (in gwInput) checkListener(g *gwv1.Gateway, l gwv1.Listener, out *gwOutput)
 	v.kinds = []gwv1.RouteGroupKind{}
 	if l.AllowedRoutes == nil || len(l.AllowedRoutes.Kinds) == 0 {
 		v.kinds = append(v.kinds, gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gatewayGroup)), Kind: KindHTTPRoute})
+		v.kinds = append(v.kinds, grpcDefaultKinds(l.Protocol)...)
 	} else {
 		for _, k := range l.AllowedRoutes.Kinds {
 			if isHTTPRouteKind(k) {
 				v.kinds = append(v.kinds, gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gatewayGroup)), Kind: KindHTTPRoute})
 				continue
 			}
+			if ok, why := grpcKindAllowed(k, l.Protocol); ok {
+				v.kinds = append(v.kinds, gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gatewayGroup)), Kind: KindGRPCRoute})
+				continue
+			} else if why != "" {
+				v.resolved, v.resolveReason, v.resolveMsg = false, string(gwv1.ListenerReasonInvalidRouteKinds), why
+				continue
+			}
 			v.resolved, v.resolveReason = false, string(gwv1.ListenerReasonInvalidRouteKinds)
-			v.resolveMsg = "route kind " + string(k.Kind) + " is not supported: only HTTPRoute"
+			v.resolveMsg = "route kind " + string(k.Kind) + " is not supported: only HTTPRoute and GRPCRoute (HTTP listeners)"
 		}
 		v.kinds = slices.CompactFunc(v.kinds, func(a, b gwv1.RouteGroupKind) bool { return a.Kind == b.Kind })
 	}

@@ -32,6 +32,7 @@ type gwInput struct {
 	classes    []*gwv1.GatewayClass
 	gateways   []*gwv1.Gateway
 	routes     []*gwv1.HTTPRoute
+	grpcRoutes []*gwv1.GRPCRoute
 	grants     referenceGrants
 	// prevAddr are the addresses given in earlier syncs, by Gateway UID:
 	// they count as the Gateway's own until its status says so.
@@ -51,9 +52,11 @@ type gwOutput struct {
 	classes  map[string]*gwv1.GatewayClassStatus
 	gateways map[types.NamespacedName]*gwv1.GatewayStatus
 	routes   map[types.NamespacedName][]gwv1.RouteParentStatus
-	served   []dcm.Route
-	rejected []dcm.Rejection
-	addrs    map[types.UID]string
+	// grpcRoutes is routes for GRPCRoutes.
+	grpcRoutes map[types.NamespacedName][]gwv1.RouteParentStatus
+	served     []dcm.Route
+	rejected   []dcm.Rejection
+	addrs      map[types.UID]string
 	// services and secrets are the ns/name of every Service and Secret
 	// referred to: their coming and going changes the result.
 	services, secrets map[string]bool
@@ -74,9 +77,10 @@ type gwGateway struct {
 type gwListener struct {
 	spec   gwv1.Listener
 	status *gwv1.ListenerStatus
-	// attach: HTTPRoutes may attach (accepted, kind allowed, no
+	// attach: routes of kinds may attach (accepted, a kind allowed, no
 	// conflict); serve: they are served (programmed as well).
 	attach, serve bool
+	kinds         []string
 	bind          string
 	kind          dcm.RouteKind
 	tls           *dcm.TLSRef
@@ -87,7 +91,7 @@ type gwListener struct {
 // routes, addresses and conditions whatever the order of events.
 func translateGateways(in gwInput) *gwOutput {
 	out := &gwOutput{classes: map[string]*gwv1.GatewayClassStatus{}, gateways: map[types.NamespacedName]*gwv1.GatewayStatus{},
-		routes: map[types.NamespacedName][]gwv1.RouteParentStatus{}, addrs: map[types.UID]string{},
+		routes: map[types.NamespacedName][]gwv1.RouteParentStatus{}, grpcRoutes: map[types.NamespacedName][]gwv1.RouteParentStatus{}, addrs: map[types.UID]string{},
 		services: map[string]bool{}, secrets: map[string]bool{}, uids: map[dcm.ObjectRef]types.UID{}}
 	accepted := map[string]bool{}
 	for _, c := range in.classes {
@@ -123,13 +127,14 @@ func translateGateways(in gwInput) *gwOutput {
 	for _, r := range routes {
 		in.translateRoute(r, models, out)
 	}
+	in.translateGRPCRoutes(models, out)
 	for _, m := range models {
 		if rej := gatewayRejection(m); rej != nil {
 			out.rejected = append(out.rejected, *rej)
 		}
 	}
 	slices.SortFunc(out.served, func(a, b dcm.Route) int { return strings.Compare(a.BackendName(), b.BackendName()) })
-	out.view = gatewayView(models, routes, out)
+	out.view = gatewayView(models, routes, in.grpcRoutes, out)
 	return out
 }
 
@@ -154,9 +159,10 @@ func condition(typ string, ok bool, reason, message string, gen int64) metav1.Co
 // conformance tests dcm passes — the list e2e/gwconformance/features.go
 // claims (make conformance), kept the same by hand.
 var supportedFeatures = []gwv1.FeatureName{
+	"GRPCRoute", "GRPCRouteNamedRouteRule",
 	"Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayPort8080",
 	"HTTPRoute", "HTTPRoute303RedirectStatusCode", "HTTPRoute307RedirectStatusCode", "HTTPRoute308RedirectStatusCode",
-	"HTTPRouteBackendProtocolWebSocket", "HTTPRouteDestinationPortMatching", "HTTPRouteHostRewrite",
+	"HTTPRouteBackendProtocolH2C", "HTTPRouteBackendProtocolWebSocket", "HTTPRouteDestinationPortMatching", "HTTPRouteHostRewrite",
 	"HTTPRouteMethodMatching", "HTTPRouteNamedRouteRule", "HTTPRouteParentRefPort",
 	"HTTPRoutePathRedirect", "HTTPRoutePathRewrite", "HTTPRoutePortRedirect", "HTTPRouteQueryParamMatching",
 	"HTTPRouteResponseHeaderModification", "HTTPRouteSchemeRedirect",

@@ -79,6 +79,7 @@ type gwListers struct {
 	classes    gwlisters.GatewayClassLister
 	gateways   []gwlisters.GatewayLister
 	routes     []gwlisters.HTTPRouteLister
+	grpcRoutes []gwlisters.GRPCRouteLister      // empty when GRPCRoutes are not served
 	grants     []gwlisters.ReferenceGrantLister // empty when ReferenceGrants are not served
 	namespaces corelisters.NamespaceLister
 }
@@ -108,21 +109,21 @@ func (s *Source) WatchGateways(o GatewayWatchOptions) {
 }
 
 // gatewayResources asks discovery which Gateway API resources are served:
-// ok needs GatewayClasses, Gateways and HTTPRoutes; grants says whether
-// ReferenceGrants are too.
-func (s *Source) gatewayResources() (ok, grants bool, err error) {
+// ok needs GatewayClasses, Gateways and HTTPRoutes; have says which are
+// (referencegrants and grpcroutes are read when they are).
+func (s *Source) gatewayResources() (ok bool, have map[string]bool, err error) {
 	list, err := s.gw.opts.Discovery.ServerResourcesForGroupVersion(gwv1.GroupVersion.String())
 	switch {
 	case apierrors.IsNotFound(err):
-		return false, false, nil
+		return false, nil, nil
 	case err != nil:
-		return false, false, err
+		return false, nil, err
 	}
-	have := map[string]bool{}
+	have = map[string]bool{}
 	for _, r := range list.APIResources {
 		have[r.Name] = true
 	}
-	return have["gatewayclasses"] && have["gateways"] && have["httproutes"], have["referencegrants"], nil
+	return have["gatewayclasses"] && have["gateways"] && have["httproutes"], have, nil
 }
 
 // startGateways runs at the start of Run, as startRoutes does.
@@ -134,14 +135,14 @@ func (s *Source) startGateways(ctx context.Context) []cache.InformerSynced {
 		s.log.Error("Gateway API not watched: WatchGateways needs clients and discovery")
 		return nil
 	}
-	ok, grants, err := s.gatewayResources()
+	ok, have, err := s.gatewayResources()
 	if ok {
-		synced, listers := s.gatewayInformers(ctx, grants)
+		synced, listers := s.gatewayInformers(ctx, have)
 		s.syncMu.Lock()
 		s.gw.listers = listers
 		s.syncMu.Unlock()
 		s.log.Info("watching the Gateway API", "api", gwv1.GroupVersion.String(), "controllerName", s.opts.GatewayControllerName,
-			"addresses", len(s.opts.GatewayBinds.Addresses), "referenceGrants", grants)
+			"addresses", len(s.opts.GatewayBinds.Addresses), "referenceGrants", have["referencegrants"], "grpcRoutes", have["grpcroutes"])
 		return synced
 	}
 	s.log.Warn("Gateway API not served: checking again with backoff", "api", gwv1.GroupVersion.String(), "err", err)
@@ -158,7 +159,7 @@ const (
 
 // gatewayInformers starts the Gateway API's informers (and one of
 // Namespaces); they stop with ctx.
-func (s *Source) gatewayInformers(ctx context.Context, grants bool) ([]cache.InformerSynced, *gwListers) {
+func (s *Source) gatewayInformers(ctx context.Context, have map[string]bool) ([]cache.InformerSynced, *gwListers) {
 	namespaces := s.opts.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
@@ -188,7 +189,10 @@ func (s *Source) gatewayInformers(ctx context.Context, grants bool) ([]cache.Inf
 		add(v1.HTTPRoutes().Informer())
 		s.recheckStatus(v1.Gateways().Informer(), statusGateway)
 		s.recheckStatus(v1.HTTPRoutes().Informer(), statusRoute)
-		if grants {
+		if have["grpcroutes"] {
+			s.grpcRouteInformer(v1, ls, add)
+		}
+		if have["referencegrants"] {
 			ls.grants = append(ls.grants, v1.ReferenceGrants().Lister())
 			add(v1.ReferenceGrants().Informer())
 		}
@@ -221,14 +225,14 @@ func (s *Source) awaitGateways(ctx context.Context) {
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, s.gw.opts.MaxRecheck)
-		ok, grants, err := s.gatewayResources()
+		ok, have, err := s.gatewayResources()
 		if err != nil {
 			s.log.Debug("asking for the Gateway API", "err", err)
 		}
 		if !ok {
 			continue
 		}
-		synced, listers := s.gatewayInformers(ctx, grants)
+		synced, listers := s.gatewayInformers(ctx, have)
 		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 			return
 		}
@@ -263,6 +267,9 @@ func (s *Source) gatewayObjects() (gwInput, error) {
 			return in, err
 		}
 		in.routes = append(in.routes, rs...)
+	}
+	if err := ls.listGRPCRoutes(&in); err != nil {
+		return in, err
 	}
 	for _, l := range ls.grants {
 		gs, err := l.List(labels.Everything())

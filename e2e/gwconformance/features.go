@@ -15,8 +15,9 @@ import (
 // conformance creates it with dcm's controller name.
 const GatewayClassName = "dcm"
 
-// Profiles are the conformance profiles dcm claims.
-var Profiles = []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName}
+// Profiles are the conformance profiles dcm claims: GATEWAY-HTTP and
+// GATEWAY-GRPC, in one run of the suite.
+var Profiles = []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName}
 
 // SupportedFeatures are the features dcm claims: the core of GATEWAY-HTTP
 // and the extended features whose tests pass (docs/conformance.md says why
@@ -46,5 +47,10 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportHTTPRoute308RedirectStatusCode,
 	features.SupportHTTPRouteNamedRouteRule,
 	features.SupportHTTPRouteBackendProtocolWebSocket,
+	features.SupportHTTPRouteBackendProtocolH2C,
 	features.SupportGatewayAddressEmpty,
+
+	// GATEWAY-GRPC: its core and its one extended feature.
+	features.SupportGRPCRoute,
+	features.SupportGRPCRouteNamedRouteRule,
 }

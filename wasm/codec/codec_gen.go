@@ -2627,14 +2627,16 @@ func decHTTPRouteView(d *decoder, v *dcm.HTTPRouteView) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "namespace,name,hostnames,parents") {
+		switch c.find(d.key(), "kind,namespace,name,hostnames,parents") {
 		case 0:
-			d.str(&v.Namespace)
+			d.str(&v.Kind)
 		case 1:
-			d.str(&v.Name)
+			d.str(&v.Namespace)
 		case 2:
-			decSliceString(d, &v.Hostnames)
+			d.str(&v.Name)
 		case 3:
+			decSliceString(d, &v.Hostnames)
+		case 4:
 			decSliceRouteParentView(d, &v.Parents)
 		default:
 			d.skip()
@@ -2644,6 +2646,9 @@ func decHTTPRouteView(d *decoder, v *dcm.HTTPRouteView) {
 
 func encHTTPRouteView(e *encoder, k string, v *dcm.HTTPRouteView) {
 	e.open(k)
+	if v.Kind != "" {
+		e.str("\"kind\":", v.Kind)
+	}
 	e.str("\"namespace\":", v.Namespace)
 	e.str("\"name\":", v.Name)
 	if len(v.Hostnames) != 0 {
