@@ -16,9 +16,9 @@ import (
 // the update event makes dcm compare again and write its status back,
 // with no other change to trigger it.
 func TestGatewayStatusRestoredAfterForeignWrite(t *testing.T) {
-	f := newGatewayFixture(t, 18087)
-	s := startGatewayDCM(t, f.ns, "127.0.20.120/30", 18087)
-	s.Eventually("GatewayClass, Gateway and HTTPRoute status", 30*time.Second, func() error { return f.statusOK("127.0.20.120") })
+	f := newGatewayFixture(t, 18088)
+	s := startGatewayDCM(t, f.ns, "127.0.20.124/30", 18088)
+	s.Eventually("GatewayClass, Gateway and HTTPRoute status", 30*time.Second, func() error { return f.statusOK("127.0.20.124") })
 	ctx := context.Background()
 	g, err := f.gw.GatewayV1().Gateways(f.ns).Get(ctx, "gw", metav1.GetOptions{})
 	if err != nil {
@@ -37,5 +37,5 @@ func TestGatewayStatusRestoredAfterForeignWrite(t *testing.T) {
 	if _, err := f.gw.GatewayV1().HTTPRoutes(f.ns).UpdateStatus(ctx, r, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.Eventually("dcm's status written back", 20*time.Second, func() error { return f.statusOK("127.0.20.120") })
+	s.Eventually("dcm's status written back", 20*time.Second, func() error { return f.statusOK("127.0.20.124") })
 }
