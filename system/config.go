@@ -261,6 +261,8 @@ func (c Config) caps(v haproxy.Version) dcm.Caps {
 			caps.GatewayPool = c.GatewayPoolSize
 		}
 	}
+	// Validate has checked the flags: an error leaves no Gateway bound.
+	caps.Gateway, _ = c.GatewayBinds()
 	return caps
 }
 

@@ -265,8 +265,11 @@ func (g gen) history(caps dcm.Caps) dcm.State {
 	return g.observe(st)
 }
 
+// propGateway pre-binds the binds gatewayBackend's routes are on.
+var propGateway = dcm.GatewayBinds{Addresses: []string{"10.1.0.1", "10.1.0.2"}, HTTPPorts: []int{80}, HTTPSPorts: []int{443}}
+
 func modes() []dcm.Caps {
-	return []dcm.Caps{
+	caps := []dcm.Caps{
 		{Mode: dcm.ModeDynamic, AddServer: true, RuntimeCerts: true},
 		{Mode: dcm.ModeDynamic, AddServer: false, RuntimeCerts: true},
 		{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1, StickyPool: 1, RuntimeCerts: true},
@@ -276,6 +279,10 @@ func modes() []dcm.Caps {
 		{Mode: dcm.ModeSlots, Slots: 3, AddServer: true},
 		{Mode: dcm.ModeReload, AddServer: true},
 	}
+	for i := range caps {
+		caps[i].Gateway = propGateway
+	}
+	return caps
 }
 
 // serversOf is the servers of a data plane by HAProxy backend; a backend

@@ -1,0 +1,86 @@
+package dcm
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ReasonGatewayListenerPort: a Gateway route is served on an address and
+// port HAProxy does not bind — its listener's port is outside the
+// pre-bound set (--gateway-http-ports, --gateway-https-ports) — and a
+// listening socket cannot be added at runtime in HAProxy 2.6: a reload
+// binds it (State.GatewayBinds).
+const ReasonGatewayListenerPort ReloadReason = "gateway-listener-port"
+
+// GatewayBind is one address:port HAProxy binds for Gateway listeners:
+// in fe_gw_https when HTTPS, else in fe_gw_http.
+type GatewayBind struct {
+	Bind  string `json:"bind"` // "ip:port", as GatewayRoute.Bind
+	HTTPS bool   `json:"https,omitempty"`
+}
+
+// CompareGatewayBinds orders binds by address and port text, HTTP first.
+func CompareGatewayBinds(a, b GatewayBind) int {
+	if c := strings.Compare(a.Bind, b.Bind); c != 0 {
+		return c
+	}
+	switch {
+	case a.HTTPS == b.HTTPS:
+		return 0
+	case b.HTTPS:
+		return -1
+	}
+	return 1
+}
+
+// GatewayBindOf is the bind a route is served on: its listener's address
+// and port, HTTPS for an edge route. false for a route of no Gateway
+// listener HAProxy serves over HTTP or HTTPS (GatewayRoute).
+func GatewayBindOf(r Route) (GatewayBind, bool) {
+	if r.Gateway == nil || r.Gateway.Bind == "" || (r.Kind != KindHTTP && r.Kind != KindEdge) {
+		return GatewayBind{}, false
+	}
+	return GatewayBind{Bind: r.Gateway.Bind, HTTPS: r.Kind == KindEdge}, true
+}
+
+// Prebound reports whether the flags bind b ahead of time: its address is
+// in the pool and its port among the pre-bound ports of its scheme.
+func (g GatewayBinds) Prebound(b GatewayBind) bool {
+	host, port, ok := strings.Cut(b.Bind, ":")
+	p, err := strconv.Atoi(port)
+	if !ok || err != nil {
+		return false
+	}
+	ports := g.HTTPPorts
+	if b.HTTPS {
+		ports = g.HTTPSPorts
+	}
+	return slices.Contains(ports, p) && slices.Contains(g.Addresses, host)
+}
+
+// GatewayBound reports whether HAProxy, running st with the pre-bound
+// binds of caps, binds b.
+func GatewayBound(st State, caps Caps, b GatewayBind) bool {
+	if caps.Gateway.Prebound(b) {
+		return true
+	}
+	_, found := slices.BinarySearchFunc(st.GatewayBinds, b, CompareGatewayBinds)
+	return found
+}
+
+// ExtraGatewayBinds are the binds the routes of d are served on that the
+// pre-bound set lacks, sorted: what a configuration rendered for d binds
+// beyond the flags'.
+func ExtraGatewayBinds(d Desired, caps Caps) []GatewayBind {
+	var out []GatewayBind
+	for _, b := range d.Backends {
+		gb, ok := GatewayBindOf(b.Route)
+		if !ok || caps.Gateway.Prebound(gb) {
+			continue
+		}
+		out = append(out, gb)
+	}
+	slices.SortFunc(out, CompareGatewayBinds)
+	return slices.Compact(out)
+}

@@ -1,0 +1,110 @@
+package plan
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/dcm-router/dcm/dcm"
+)
+
+// gatewayOn is gatewayRoute on another bind (HTTPS: an edge route with
+// the listener's certificate), with one pod.
+func gatewayOn(name, bind string, https bool) *dcm.DesiredBackend {
+	r := *gatewayRoute()
+	g := *r.Gateway
+	r.Name, g.Bind = name, bind
+	r.Gateway = &g
+	if https {
+		r.Kind, r.TLS = dcm.KindEdge, &dcm.TLSRef{Secret: "infra/cert", Version: "aa"}
+	}
+	return &dcm.DesiredBackend{Name: r.BackendName(), Route: r, Endpoints: []dcm.Endpoint{ep(name+"-0", "10.0.0.9", dcm.StateReady)}}
+}
+
+func desiredWith(bs ...*dcm.DesiredBackend) dcm.Desired {
+	d := dcm.Desired{Backends: slices.Clone(bs)}
+	dcm.SortDesired(d.Backends)
+	return d
+}
+
+// TestGatewayListenerPort: a Gateway route on a bind outside the
+// pre-bound set reloads once, for gateway-listener-port, and the reload's
+// state binds it; from then on routes on it come, change and go at
+// runtime, and the bind stays until a reload no route needs it for. A
+// route on a pre-bound bind never reloads for it, in any mode.
+func TestGatewayListenerPort(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true, Gateway: gatewayPrebound}
+	base := desiredWith(gatewayOn("a", "127.0.20.1:80", false))
+	actual := idle(Fresh(base, caps))
+	if len(actual.GatewayBinds) != 0 {
+		t.Fatalf("pre-bound only: extra binds %v", actual.GatewayBinds)
+	}
+	tests := []struct {
+		name string
+		add  *dcm.DesiredBackend
+		bind dcm.GatewayBind
+	}{
+		{"http port", gatewayOn("b", "127.0.20.1:8080", false), dcm.GatewayBind{Bind: "127.0.20.1:8080"}},
+		{"https port", gatewayOn("b", "127.0.20.1:8443", true), dcm.GatewayBind{Bind: "127.0.20.1:8443", HTTPS: true}},
+		{"pre-bound port, other address", gatewayOn("b", "127.0.20.2:80", false), dcm.GatewayBind{Bind: "127.0.20.2:80"}},
+		{"pre-bound HTTP port as HTTPS", gatewayOn("b", "127.0.20.1:80", true), dcm.GatewayBind{Bind: "127.0.20.1:80", HTTPS: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := desiredWith(base.Backends[0], tt.add)
+			for _, p := range []dcm.Plan{Compute(actual, want, caps), ComputeChanged(actual, want, caps, []string{tt.add.Name})} {
+				if !p.Reload || !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonGatewayListenerPort}) {
+					t.Fatalf("plan reload %v %v, want one for %s", p.Reload, p.Reasons, dcm.ReasonGatewayListenerPort)
+				}
+				if !slices.Equal(p.Next.GatewayBinds, []dcm.GatewayBind{tt.bind}) {
+					t.Fatalf("next binds %v, want %v", p.Next.GatewayBinds, tt.bind)
+				}
+			}
+			bound := idle(AfterReload(Compute(actual, want, caps).Next))
+			if p := Compute(bound, want, caps); !p.Empty() {
+				t.Fatalf("not idempotent: %+v", p)
+			}
+			// A change on the new bind: runtime.
+			changed := gatewayOn("b", tt.bind.Bind, tt.bind.HTTPS)
+			changed.Route.Gateway.Matches = []dcm.HTTPMatch{{PathType: dcm.GatewayPathExact, Path: "/new"}}
+			p := Compute(bound, desiredWith(base.Backends[0], changed), caps)
+			if p.Reload || len(p.Ops) == 0 {
+				t.Fatalf("a route change on the bound port: reload %v %v, %d ops; want runtime", p.Reload, p.Reasons, len(p.Ops))
+			}
+			// The route goes: the bind stays until a reload.
+			p = Compute(bound, base, caps)
+			if p.Reload || !slices.Equal(p.Next.GatewayBinds, bound.GatewayBinds) {
+				t.Fatalf("route removed: reload %v %v, binds %v; want runtime, binds kept", p.Reload, p.Reasons, p.Next.GatewayBinds)
+			}
+			if r := Reload(base, caps, dcm.ReasonManual); len(r.Next.GatewayBinds) != 0 {
+				t.Errorf("a reload without routes on it still binds %v", r.Next.GatewayBinds)
+			}
+		})
+	}
+	for _, c := range modes() {
+		c.Gateway = gatewayPrebound
+		p := Compute(idle(Fresh(base, c)), desiredWith(base.Backends[0], gatewayOn("b", "127.0.20.1:80", false)), c)
+		if slices.Contains(p.Reasons, dcm.ReasonGatewayListenerPort) {
+			t.Errorf("%s: a route on a pre-bound bind reloaded for %v", c.Mode, p.Reasons)
+		}
+	}
+}
+
+// TestSimulateGatewayListenerPort: the what-if predicts the reload and its
+// reason for a new rule on a listener whose port HAProxy does not bind,
+// and none once a reload has bound it (the snapshot's GatewayBinds).
+func TestSimulateGatewayListenerPort(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true, Gateway: gatewayPrebound}
+	r := gatewayOn("b", "127.0.20.1:8080", false).Route
+	add := []dcm.WhatIf{{Kind: dcm.WhatIfAddRoute, Route: &r}}
+	sim := Simulate(snapshotOf(withService(webApp(1)), caps), add, dcm.HAProxy26MemoryCosts())
+	if sim.Reloads != 1 || !slices.Equal(sim.Reasons, []dcm.ReloadReason{dcm.ReasonGatewayListenerPort}) {
+		t.Fatalf("%d reloads %v, want 1 for %s", sim.Reloads, sim.Reasons, dcm.ReasonGatewayListenerPort)
+	}
+	snap := snapshotOf(desiredWith(append(withService(webApp(1)).Backends, gatewayOn("c", "127.0.20.1:8080", false))...), caps)
+	if len(snap.GatewayBinds) != 1 {
+		t.Fatalf("snapshot binds %v, want 127.0.20.1:8080", snap.GatewayBinds)
+	}
+	if sim := Simulate(snap, add, dcm.HAProxy26MemoryCosts()); sim.Reloads != 0 {
+		t.Errorf("bound already: %d reloads %v, want none", sim.Reloads, sim.Reasons)
+	}
+}
