@@ -34,10 +34,10 @@ type gwInput struct {
 	// binds (dcm.State.GatewayBinds).
 	reserved []string
 	bound    []dcm.GatewayBind
-	classes    []*gwv1.GatewayClass
-	gateways   []*gwv1.Gateway
-	routes     []*gwv1.HTTPRoute
-	grants     referenceGrants
+	classes  []*gwv1.GatewayClass
+	gateways []*gwv1.Gateway
+	routes   []*gwv1.HTTPRoute
+	grants   referenceGrants
 	// prevAddr are the addresses given in earlier syncs, by Gateway UID:
 	// they count as the Gateway's own until its status says so.
 	prevAddr map[types.UID]string
