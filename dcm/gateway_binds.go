@@ -13,6 +13,11 @@ import (
 // binds it (State.GatewayBinds).
 const ReasonGatewayListenerPort ReloadReason = "gateway-listener-port"
 
+// ReasonGatewayAddressPool: with GatewayBinds.Spares, a Gateway route is
+// on an address of the pool that HAProxy does not bind (the bound spare
+// addresses were used up): a reload binds it, and Spares free ones again.
+const ReasonGatewayAddressPool ReloadReason = "gateway-address-pool"
+
 // GatewayBind is one address:port HAProxy binds for Gateway listeners:
 // in fe_gw_https when HTTPS, else in fe_gw_http.
 type GatewayBind struct {
@@ -44,9 +49,16 @@ func GatewayBindOf(r Route) (GatewayBind, bool) {
 	return GatewayBind{Bind: r.Gateway.Bind, HTTPS: r.Kind == KindEdge}, true
 }
 
-// Prebound reports whether the flags bind b ahead of time: its address is
-// in the pool and its port among the pre-bound ports of its scheme.
+// Prebound reports whether the flags bind b whatever the state: its
+// address is in the pool, its port among the pre-bound ports of its
+// scheme, and every address of the pool is bound (no Spares).
 func (g GatewayBinds) Prebound(b GatewayBind) bool {
+	return g.Spares <= 0 && g.inPool(b)
+}
+
+// inPool reports whether b's address is in the pool and its port among
+// the pre-bound ports of its scheme.
+func (g GatewayBinds) inPool(b GatewayBind) bool {
 	host, port, ok := strings.Cut(b.Bind, ":")
 	p, err := strconv.Atoi(port)
 	if !ok || err != nil {
@@ -59,6 +71,16 @@ func (g GatewayBinds) Prebound(b GatewayBind) bool {
 	return slices.Contains(ports, p) && slices.Contains(g.Addresses, host)
 }
 
+// UnboundReason is the reload a route on b needs when HAProxy does not
+// bind it: the address pool's when b is an address of the pool on a
+// pre-bound port (Spares), else the listener port's.
+func (g GatewayBinds) UnboundReason(b GatewayBind) ReloadReason {
+	if g.Spares > 0 && g.inPool(b) {
+		return ReasonGatewayAddressPool
+	}
+	return ReasonGatewayListenerPort
+}
+
 // GatewayBound reports whether HAProxy, running st with the pre-bound
 // binds of caps, binds b.
 func GatewayBound(st State, caps Caps, b GatewayBind) bool {
@@ -69,17 +91,39 @@ func GatewayBound(st State, caps Caps, b GatewayBind) bool {
 	return found
 }
 
-// ExtraGatewayBinds are the binds the routes of d are served on that the
-// pre-bound set lacks, sorted: what a configuration rendered for d binds
-// beyond the flags'.
+// ExtraGatewayBinds are the binds a configuration rendered for d has
+// beyond the flags' (Prebound), sorted: those the routes of d are served
+// on and, with Spares, the pre-bound ports of the addresses the routes
+// are on and of Spares free addresses of the pool, the lowest.
 func ExtraGatewayBinds(d Desired, caps Caps) []GatewayBind {
+	g := caps.Gateway
 	var out []GatewayBind
+	used := map[string]bool{}
 	for _, b := range d.Backends {
 		gb, ok := GatewayBindOf(b.Route)
-		if !ok || caps.Gateway.Prebound(gb) {
+		if !ok || g.Prebound(gb) {
 			continue
 		}
 		out = append(out, gb)
+		host, _, _ := strings.Cut(gb.Bind, ":")
+		used[host] = true
+	}
+	if g.Spares > 0 {
+		free := g.Spares
+		for _, a := range g.Addresses {
+			if !used[a] {
+				if free == 0 {
+					continue
+				}
+				free--
+			}
+			for _, p := range g.HTTPPorts {
+				out = append(out, GatewayBind{Bind: a + ":" + strconv.Itoa(p)})
+			}
+			for _, p := range g.HTTPSPorts {
+				out = append(out, GatewayBind{Bind: a + ":" + strconv.Itoa(p), HTTPS: true})
+			}
+		}
 	}
 	slices.SortFunc(out, CompareGatewayBinds)
 	return slices.Compact(out)

@@ -383,6 +383,9 @@ func gatewaySignature(r dcm.Route) string {
 // GatewayBindAddrs lists the binds of one scheme: every address on every
 // port, "ip:port", as routes name them (dcm.GatewayRoute.Bind).
 func GatewayBindAddrs(g dcm.GatewayBinds, https bool) []string {
+	if g.Spares > 0 {
+		return nil // the state's binds say which addresses are bound
+	}
 	ports := g.HTTPPorts
 	if https {
 		ports = g.HTTPSPorts

@@ -53,10 +53,14 @@ func (in gwInput) isBound(b dcm.GatewayBind) bool {
 }
 
 // unboundMessage is a served listener's Programmed message while HAProxy
-// does not bind its port yet.
-func unboundMessage(bind string) string {
-	return "HAProxy does not bind " + bind + " yet (its port is not among the pre-bound ones): " +
-		"dcm binds it with a reload (reason " + string(dcm.ReasonGatewayListenerPort) + ") once a route attaches"
+// does not bind its address and port yet.
+func (in gwInput) unboundMessage(bind string, https bool) string {
+	why := "its port is not among the pre-bound ones"
+	reason := in.binds.UnboundReason(dcm.GatewayBind{Bind: bind, HTTPS: https})
+	if reason == dcm.ReasonGatewayAddressPool {
+		why = "the bound spare addresses are used up"
+	}
+	return "HAProxy does not bind " + bind + " yet (" + why + "): dcm binds it with a reload (reason " + string(reason) + ") once a route attaches"
 }
 
 // GatewayBound is the engine saying which binds HAProxy has beyond the

@@ -108,3 +108,51 @@ func TestSimulateGatewayListenerPort(t *testing.T) {
 		t.Errorf("bound already: %d reloads %v, want none", sim.Reloads, sim.Reasons)
 	}
 }
+
+// TestGatewayAddressPool: with Spares, a fresh state binds the pre-bound
+// ports of the addresses routes are on and of Spares free ones; a route
+// on a bound spare is runtime, one on an address of the pool not bound
+// reloads for gateway-address-pool and the reload binds it (and Spares
+// free ones while the pool has them); a port outside the pre-bound ones
+// is still gateway-listener-port.
+func TestGatewayAddressPool(t *testing.T) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true,
+		Gateway: dcm.GatewayBinds{Addresses: []string{"127.0.20.1", "127.0.20.2", "127.0.20.3", "127.0.20.4"}, HTTPPorts: []int{80}, HTTPSPorts: []int{443}, Spares: 1}}
+	binds := func(addrs ...string) []dcm.GatewayBind {
+		var out []dcm.GatewayBind
+		for _, a := range addrs {
+			out = append(out, dcm.GatewayBind{Bind: a + ":443", HTTPS: true}, dcm.GatewayBind{Bind: a + ":80"})
+		}
+		slices.SortFunc(out, dcm.CompareGatewayBinds)
+		return out
+	}
+	a := gatewayOn("a", "127.0.20.1:80", false)
+	actual := idle(Fresh(desiredWith(a), caps))
+	if want := binds("127.0.20.1", "127.0.20.2"); !slices.Equal(actual.GatewayBinds, want) {
+		t.Fatalf("fresh binds %v, want %v", actual.GatewayBinds, want)
+	}
+	b := gatewayOn("b", "127.0.20.2:80", false)
+	p := Compute(actual, desiredWith(a, b), caps)
+	if p.Reload || len(p.Ops) == 0 {
+		t.Fatalf("a route on the bound spare: reload %v %v; want runtime", p.Reload, p.Reasons)
+	}
+	actual = idle(p.Next)
+	c := gatewayOn("c", "127.0.20.3:443", true)
+	for _, p := range []dcm.Plan{Compute(actual, desiredWith(a, b, c), caps), ComputeChanged(actual, desiredWith(a, b, c), caps, []string{c.Name})} {
+		if !p.Reload || !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonGatewayAddressPool}) {
+			t.Fatalf("a route past the spares: reload %v %v, want one for %s", p.Reload, p.Reasons, dcm.ReasonGatewayAddressPool)
+		}
+		if want := binds("127.0.20.1", "127.0.20.2", "127.0.20.3", "127.0.20.4"); !slices.Equal(p.Next.GatewayBinds, want) {
+			t.Fatalf("binds after the reload %v, want %v", p.Next.GatewayBinds, want)
+		}
+	}
+	d := gatewayOn("d", "127.0.20.3:8080", false)
+	if p := Compute(actual, desiredWith(a, b, d), caps); !slices.Equal(p.Reasons, []dcm.ReloadReason{dcm.ReasonGatewayListenerPort}) {
+		t.Errorf("a port outside the pre-bound ones: reasons %v, want %s", p.Reasons, dcm.ReasonGatewayListenerPort)
+	}
+	snap := dcm.Snapshot{Mode: caps.Mode, Caps: caps, Backends: actual.Backends, Pool: actual.Pool, GatewayBinds: actual.GatewayBinds}
+	sim := Simulate(snap, []dcm.WhatIf{{Kind: dcm.WhatIfAddRoute, Route: &c.Route}}, dcm.HAProxy26MemoryCosts())
+	if sim.Reloads != 1 || !slices.Equal(sim.Reasons, []dcm.ReloadReason{dcm.ReasonGatewayAddressPool}) {
+		t.Errorf("preview: %d reloads %v, want 1 for %s", sim.Reloads, sim.Reasons, dcm.ReasonGatewayAddressPool)
+	}
+}
