@@ -38,10 +38,10 @@ func previewPlan(t *testing.T, s *harness.Stack, token string, whatifs []dcm.Wha
 	return sim
 }
 
-// listenerCondition is the condition typ of the Gateway ns/gw's listener
+// listenerCondition is the condition typ of the Gateway gw's listener
 // name, as "Status/Reason".
-func (f gatewayFixture) listenerCondition(name gwv1.SectionName, typ string) (string, error) {
-	g, err := f.gw.GatewayV1().Gateways(f.ns).Get(context.Background(), "gw", metav1.GetOptions{})
+func (f gatewayFixture) listenerCondition(gw string, name gwv1.SectionName, typ string) (string, error) {
+	g, err := f.gw.GatewayV1().Gateways(f.ns).Get(context.Background(), gw, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -95,7 +95,7 @@ func TestGatewayListenerPort(t *testing.T) {
 	}
 	s.Eventually("the new listener accepted, pending", 30*time.Second, func() error {
 		for typ, want := range map[string]string{"Accepted": "True/Accepted", "Programmed": "False/Pending"} {
-			got, err := f.listenerCondition("extra", typ)
+			got, err := f.listenerCondition("gw", "extra", typ)
 			if err != nil || got != want {
 				return fmt.Errorf("%s %s, want %s (%v)", typ, got, want, err)
 			}
@@ -130,7 +130,7 @@ func TestGatewayListenerPort(t *testing.T) {
 	}
 	expectGateway(s, extraBind, f.host, "/", http.StatusOK, f.ns, "web")
 	s.Eventually("the new listener programmed", 30*time.Second, func() error {
-		if got, err := f.listenerCondition("extra", "Programmed"); err != nil || got != "True/Programmed" {
+		if got, err := f.listenerCondition("gw", "extra", "Programmed"); err != nil || got != "True/Programmed" {
 			return fmt.Errorf("Programmed %s (%v)", got, err)
 		}
 		return nil
