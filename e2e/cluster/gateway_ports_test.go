@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -118,6 +121,8 @@ func TestGatewayListenerPort(t *testing.T) {
 		t.Fatalf("preview: errors %v, %d reloads %v; want 1 for %s", sim.Errors, sim.Reloads, sim.Reasons, dcm.ReasonGatewayListenerPort)
 	}
 
+	whatIfPortPage(t, s.PortalURL, token, f.ns, extraPort)
+
 	// The HTTPRoute on it: one reload, for that reason.
 	byReason := s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonGatewayListenerPort))
 	pid := s.WorkerPID()
@@ -154,4 +159,37 @@ func TestGatewayListenerPort(t *testing.T) {
 	if s.WorkerPID() != pid || s.Reloads() != reloads {
 		t.Errorf("the change on the new port reloaded: pid %d → %d, reloads %v → %v", pid, s.WorkerPID(), reloads, s.Reloads())
 	}
+}
+
+// whatIfPortPage previews, on the what-if page in Chromium as a user
+// does, "Add an HTTPRoute rule" on the Gateway's listener http with
+// another port: the page's wasm planner predicts one reload, for
+// gateway-listener-port.
+func whatIfPortPage(t *testing.T, base, token, ns string, port int) {
+	t.Helper()
+	bctx := chromium(t)
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+"/login?next=/whatif"), chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SetValue(chromedp.ID("token"), token), chromedp.Submit(chromedp.ID("token")), chromedp.WaitVisible(chromedp.ID("wi-more"))); err != nil {
+		t.Fatal(err)
+	}
+	browserWait(t, bctx, "the planner runs and the form knows the Gateway listener",
+		`window.dcmWhatIf.source === 'wasm' && [...document.getElementById('wi-gw-listener').options].some((o) => o.value === `+strconv.Quote(ns+"/gw http")+`)`)
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
+		const kind = document.getElementById('wi-add-kind');
+		kind.value = 'add-httproute'; kind.dispatchEvent(new Event('change'));
+		document.getElementById('wi-gw-listener').value = %s;
+		document.getElementById('wi-gw-service').value = %s;
+		document.getElementById('wi-gw-host').value = 'port.example';
+		document.getElementById('wi-gw-port').value = '%d';
+		document.getElementById('wi-add').click();
+		return true;
+	})()`, strconv.Quote(ns+"/gw http"), strconv.Quote(ns+"/web"), port))); err != nil {
+		t.Fatal(err)
+	}
+	browserWait(t, bctx, "the page previews the rule on the new port: one reload, gateway-listener-port", fmt.Sprintf(`(() => {
+		const s = JSON.parse(window.dcmWhatIf.lastSim || 'null');
+		return !!s && s.reloads === 1 && !(s.errors || []).length && (s.reasons || []).join() === 'gateway-listener-port' &&
+			document.getElementById('wi-stack').innerText.includes(%s) &&
+			document.querySelector('#preview .verdict').textContent.startsWith('Reload (gateway-listener-port)');
+	})()`, strconv.Quote("on "+ns+"/gw whatif-"+strconv.Itoa(port)+": port.example")))
 }
