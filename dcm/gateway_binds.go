@@ -128,3 +128,9 @@ func ExtraGatewayBinds(d Desired, caps Caps) []GatewayBind {
 	slices.SortFunc(out, CompareGatewayBinds)
 	return slices.Compact(out)
 }
+
+// IsZero reports whether g binds nothing (no Gateway is served): what
+// omitzero leaves out.
+func (g GatewayBinds) IsZero() bool {
+	return len(g.Addresses) == 0 && len(g.HTTPPorts) == 0 && len(g.HTTPSPorts) == 0 && g.Spares == 0
+}
