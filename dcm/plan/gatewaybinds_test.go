@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -154,5 +156,72 @@ func TestGatewayAddressPool(t *testing.T) {
 	sim := Simulate(snap, []dcm.WhatIf{{Kind: dcm.WhatIfAddRoute, Route: &c.Route}}, dcm.HAProxy26MemoryCosts())
 	if sim.Reloads != 1 || !slices.Equal(sim.Reasons, []dcm.ReloadReason{dcm.ReasonGatewayAddressPool}) {
 		t.Errorf("preview: %d reloads %v, want 1 for %s", sim.Reloads, sim.Reasons, dcm.ReasonGatewayAddressPool)
+	}
+}
+
+// checkGatewayBinds checks a plan's Gateway binds (checkPlan): it reloads
+// for a Gateway bind, with the bind's reason, exactly when a desired
+// route is on a bind HAProxy does not have; Next binds every desired
+// route's bind, in order; a runtime plan keeps the binds. It returns
+// the plan's other reasons.
+func checkGatewayBinds(t *testing.T, what string, actual dcm.State, desired dcm.Desired, caps dcm.Caps, p dcm.Plan) []dcm.ReloadReason {
+	t.Helper()
+	var want []dcm.ReloadReason
+	for _, d := range desired.Backends {
+		b, ok := dcm.GatewayBindOf(d.Route)
+		if !ok {
+			continue
+		}
+		if !dcm.GatewayBound(actual, caps, b) {
+			want = append(want, caps.Gateway.UnboundReason(b))
+		}
+		if !dcm.GatewayBound(p.Next, caps, b) {
+			t.Fatalf("%s: next does not bind %v, route %s's", what, b, d.Name)
+		}
+	}
+	slices.Sort(want)
+	want = slices.Compact(want)
+	var got, rest []dcm.ReloadReason
+	for _, r := range p.Reasons {
+		if r == dcm.ReasonGatewayListenerPort || r == dcm.ReasonGatewayAddressPool {
+			got = append(got, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s: Gateway bind reasons %v, want %v (binds %v)", what, got, want, actual.GatewayBinds)
+	}
+	if !slices.IsSortedFunc(p.Next.GatewayBinds, dcm.CompareGatewayBinds) ||
+		len(slices.CompactFunc(slices.Clone(p.Next.GatewayBinds), func(a, b dcm.GatewayBind) bool { return a == b })) != len(p.Next.GatewayBinds) {
+		t.Fatalf("%s: next binds %v not sorted and distinct", what, p.Next.GatewayBinds)
+	}
+	if !p.Reload && !slices.Equal(p.Next.GatewayBinds, actual.GatewayBinds) {
+		t.Fatalf("%s: a runtime plan moved the binds %v → %v", what, actual.GatewayBinds, p.Next.GatewayBinds)
+	}
+	return rest
+}
+
+// TestGatewayBindProperties: checkPlan's properties (apply(plan) = next,
+// idempotence, determinism, the Gateway binds' reasons) on histories
+// whose Gateway routes are also on binds outside the pre-bound set, with
+// every address bound and with one spare address.
+func TestGatewayBindProperties(t *testing.T) {
+	reloads := map[dcm.ReloadReason]int{}
+	for _, spares := range []int{0, 1} {
+		for _, caps := range modes() {
+			caps.Gateway.Spares = spares
+			for seed := range 150 {
+				g := gen{r: rand.New(rand.NewPCG(uint64(seed), 23)), otherBinds: true}
+				actual, desired := g.history(caps), g.desired()
+				checkPlan(t, fmt.Sprintf("%s pool %d spares %d seed %d", caps.Mode, caps.Pool, spares, seed), actual, desired, caps)
+				for _, r := range Compute(actual, desired, caps).Reasons {
+					reloads[r]++
+				}
+			}
+		}
+	}
+	if reloads[dcm.ReasonGatewayListenerPort] < 20 || reloads[dcm.ReasonGatewayAddressPool] < 5 {
+		t.Errorf("reasons %v: want gateway-listener-port and gateway-address-pool plans among them", reloads)
 	}
 }
