@@ -71,6 +71,7 @@ func (in gwInput) gatewayModel(g *gwv1.Gateway, addr addrChoice, classOK bool, o
 		m.listeners[i].status = &m.status.Listeners[i]
 	}
 	m.status.Conditions = gatewayConditions(g, addr, classOK, valid)
+	in.addressPending(m.status.Conditions, addr.addr)
 	if addr.addr != "" {
 		m.status.Addresses = []gwv1.GatewayStatusAddress{{Type: ptrTo(gwv1.IPAddressType), Value: addr.addr}}
 	}

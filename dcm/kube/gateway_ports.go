@@ -5,7 +5,9 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -50,6 +52,19 @@ func (in gwInput) portUnavailable(l gwv1.Listener) string {
 // reload for a listener on another port.
 func (in gwInput) isBound(b dcm.GatewayBind) bool {
 	return in.binds.Prebound(b) || slices.Contains(in.bound, b)
+}
+
+// addressPending makes a Gateway's Programmed condition (conds[1])
+// Pending while HAProxy binds its address on no port (--gateway-address-spares:
+// an address past the bound spares, until a route on it reloads).
+func (in gwInput) addressPending(conds []metav1.Condition, addr string) {
+	if addr == "" || conds[1].Status != metav1.ConditionTrue || in.binds.Spares <= 0 ||
+		slices.ContainsFunc(in.bound, func(b dcm.GatewayBind) bool { return strings.HasPrefix(b.Bind, addr+":") }) {
+		return
+	}
+	conds[1].Status, conds[1].Reason = metav1.ConditionFalse, string(gwv1.GatewayReasonPending)
+	conds[1].Message = "HAProxy does not bind " + addr + " yet (the bound spare addresses are used up): dcm binds it with a reload (reason " +
+		string(dcm.ReasonGatewayAddressPool) + ") once a route attaches"
 }
 
 // unboundMessage is a served listener's Programmed message while HAProxy

@@ -62,3 +62,35 @@ func TestListenerPorts(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayAddressPending: with --gateway-address-spares, a Gateway
+// whose address HAProxy binds on no port is Programmed=False Pending,
+// naming the reload that binds it, and Programmed once the engine says
+// the address is bound; without spares every address is.
+func TestGatewayAddressPending(t *testing.T) {
+	tests := []struct {
+		name   string
+		spares int
+		bound  []dcm.GatewayBind
+		want   string
+	}{
+		{"every address bound", 0, nil, "True/Programmed"},
+		{"spares, not bound", 1, nil, "False/Pending"},
+		{"spares, another address bound", 1, []dcm.GatewayBind{{Bind: "127.0.20.2:18080"}}, "False/Pending"},
+		{"spares, bound", 1, []dcm.GatewayBind{{Bind: "127.0.20.1:18443", HTTPS: true}}, "True/Programmed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := testInput([]string{"gw/web"}, nil, map[string]labels.Set{"gw": {}})
+			in.binds.Spares, in.bound = tt.spares, tt.bound
+			in.classes, in.gateways = []*gwv1.GatewayClass{testClass()}, []*gwv1.Gateway{testGateway("gw", "gw", 0, httpListener("http", 18080, ""))}
+			st := translateGateways(in).gateways[types.NamespacedName{Namespace: "gw", Name: "gw"}]
+			if got := condOf(st.Conditions, "Programmed"); got != tt.want {
+				t.Errorf("Gateway Programmed %s, want %s", got, tt.want)
+			}
+			if tt.want == "False/Pending" && !strings.Contains(st.Conditions[1].Message, string(dcm.ReasonGatewayAddressPool)) {
+				t.Errorf("message %q does not name %s", st.Conditions[1].Message, dcm.ReasonGatewayAddressPool)
+			}
+		})
+	}
+}

@@ -102,11 +102,15 @@ func TestGatewayAddressPool(t *testing.T) {
 		t.Fatalf("gw3 got %s, want 127.0.20.206", addr)
 	}
 	expectGateway(s, "127.0.20.206:18098", host3, "/", http.StatusOK, f.ns, "web")
-	s.Eventually("gw3's listener programmed", 30*time.Second, func() error {
+	s.Eventually("gw3 and its listener programmed", 30*time.Second, func() error {
 		if got, err := f.listenerCondition("gw3", "http", "Programmed"); err != nil || got != "True/Programmed" {
-			return fmt.Errorf("Programmed %s (%v)", got, err)
+			return fmt.Errorf("listener Programmed %s (%v)", got, err)
 		}
-		return nil
+		g, err := f.gw.GatewayV1().Gateways(f.ns).Get(context.Background(), "gw3", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		return conditionIs(g.Status.Conditions, "Programmed", "True", g.Generation)
 	})
 	if got := s.Counter("dcm_reloads_total", "reason", string(dcm.ReasonGatewayAddressPool)) - byReason; got != 1 {
 		t.Errorf("%v reloads for %s, want 1", got, dcm.ReasonGatewayAddressPool)
