@@ -383,6 +383,9 @@ func gatewaySignature(r dcm.Route) string {
 // GatewayBindAddrs lists the binds of one scheme: every address on every
 // port, "ip:port", as routes name them (dcm.GatewayRoute.Bind).
 func GatewayBindAddrs(g dcm.GatewayBinds, https bool) []string {
+	if g.Spares > 0 {
+		return nil // the state's binds say which addresses are bound
+	}
 	ports := g.HTTPPorts
 	if https {
 		ports = g.HTTPSPorts
@@ -397,9 +400,9 @@ func GatewayBindAddrs(g dcm.GatewayBinds, https bool) []string {
 }
 
 // validateGateway checks the Gateway binds that reach the cfg.
-func validateGatewayBinds(g dcm.GatewayBinds) error {
+func validateGatewayBinds(s Settings) error {
 	for _, https := range []bool{false, true} {
-		for _, b := range GatewayBindAddrs(g, https) {
+		for _, b := range s.gatewayBinds(https) {
 			if err := dcm.ValidateGatewayBind("gateway bind", b); err != nil {
 				return fmt.Errorf("gateway bind %q: want an IPv4 address and a port", b)
 			}
@@ -410,12 +413,11 @@ func validateGatewayBinds(g dcm.GatewayBinds) error {
 
 // renderGatewayFrontends writes fe_gw_http and fe_gw_https.
 func renderGatewayFrontends(w *bytes.Buffer, s Settings) {
-	g := s.Gateway
-	if !gatewayServed(g) {
+	if !gatewayServed(s.Gateway) {
 		return
 	}
 	for _, https := range []bool{false, true} {
-		binds := GatewayBindAddrs(g, https)
+		binds := s.gatewayBinds(https)
 		if len(binds) == 0 {
 			continue
 		}

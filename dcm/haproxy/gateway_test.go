@@ -110,11 +110,16 @@ type gwRun struct {
 }
 
 func startGateway(t *testing.T, addr string, desired dcm.Desired, mut ...func(*DriverConfig)) *gwRun {
-	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 24, RuntimeCerts: true}
-	st := plan.Fresh(desired, caps)
-	d, front := startDriver(t, st, append([]func(*DriverConfig){func(c *DriverConfig) {
+	mut = append([]func(*DriverConfig){func(c *DriverConfig) {
 		c.Settings.Gateway = dcm.GatewayBinds{Addresses: []string{addr}, HTTPPorts: []int{18080}}
-	}}, mut...)...)
+	}}, mut...)
+	var cfg DriverConfig
+	for _, m := range mut {
+		m(&cfg)
+	}
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 24, RuntimeCerts: true, Gateway: cfg.Settings.Gateway}
+	st := plan.Fresh(desired, caps)
+	d, front := startDriver(t, st, mut...)
 	return &gwRun{t: t, d: d, st: st, caps: caps, pid: workerPID(t, d), front: front}
 }
 

@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -51,13 +50,16 @@ func (in gwInput) gatewayModel(g *gwv1.Gateway, addr addrChoice, classOK bool, o
 		if v.accepted {
 			valid++
 		}
-		programmed := condition(string(gwv1.ListenerConditionProgrammed), lm.serve, string(gwv1.ListenerReasonProgrammed), "served on "+lm.bind, gen)
+		bound := lm.serve && in.isBound(dcm.GatewayBind{Bind: lm.bind, HTTPS: lm.kind == dcm.KindEdge})
+		programmed := condition(string(gwv1.ListenerConditionProgrammed), bound, string(gwv1.ListenerReasonProgrammed), "served on "+lm.bind, gen)
 		switch {
-		case lm.serve:
+		case bound:
 		case !v.accepted || v.conflicted || !v.resolved:
 			programmed.Reason, programmed.Message = string(gwv1.ListenerReasonInvalid), "not served: see the other conditions"
-		default:
+		case addr.addr == "":
 			programmed.Reason, programmed.Message = string(gwv1.ListenerReasonPending), "the Gateway has no address"
+		default:
+			programmed.Reason, programmed.Message = string(gwv1.ListenerReasonPending), in.unboundMessage(lm.bind, lm.kind == dcm.KindEdge)
 		}
 		m.status.Listeners = append(m.status.Listeners, gwv1.ListenerStatus{
 			Name: l.Name, SupportedKinds: v.kinds, Conditions: []metav1.Condition{
@@ -72,6 +74,7 @@ func (in gwInput) gatewayModel(g *gwv1.Gateway, addr addrChoice, classOK bool, o
 		m.listeners[i].status = &m.status.Listeners[i]
 	}
 	m.status.Conditions = gatewayConditions(g, addr, classOK, valid)
+	in.addressPending(m.status.Conditions, addr.addr)
 	if addr.addr != "" {
 		m.status.Addresses = []gwv1.GatewayStatusAddress{{Type: ptrTo(gwv1.IPAddressType), Value: addr.addr}}
 	}
@@ -123,20 +126,15 @@ func (in gwInput) checkListener(g *gwv1.Gateway, l gwv1.Listener, out *gwOutput)
 			v.accepted, v.acceptReason, v.acceptMsg = false, reason, msg
 		}
 	}
-	var ports []int
 	switch l.Protocol {
-	case gwv1.HTTPProtocolType:
-		ports = in.binds.HTTPPorts
-	case gwv1.HTTPSProtocolType:
-		ports = in.binds.HTTPSPorts
+	case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
 	default:
 		refuse(string(gwv1.ListenerReasonUnsupportedProtocol), "protocol "+string(l.Protocol)+" is not supported: only HTTP and HTTPS")
 		v.kinds = []gwv1.RouteGroupKind{}
 		return v
 	}
-	if !slices.Contains(ports, int(l.Port)) {
-		refuse(string(gwv1.ListenerReasonPortUnavailable), fmt.Sprintf("port %d is not one HAProxy binds ahead of time for %s listeners (%v): "+
-			"dcm does not reload for Gateways; add it to --gateway-%s-ports", l.Port, l.Protocol, ports, strings.ToLower(string(l.Protocol))))
+	if msg := in.portUnavailable(l); msg != "" {
+		refuse(string(gwv1.ListenerReasonPortUnavailable), msg)
 	}
 	if err := dcm.ValidateDNSSubdomain("name", string(l.Name)); err != nil {
 		refuse(string(gwv1.ListenerReasonUnsupportedValue), "listener name: "+err.Error())

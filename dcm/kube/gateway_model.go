@@ -29,6 +29,11 @@ const gatewayGroup = gwv1.GroupName
 type gwInput struct {
 	controller string
 	binds      dcm.GatewayBinds
+	// reserved are the binds of dcm's other frontends
+	// (Options.GatewayReserved), bound the binds HAProxy has beyond
+	// binds (dcm.State.GatewayBinds).
+	reserved   []string
+	bound      []dcm.GatewayBind
 	classes    []*gwv1.GatewayClass
 	gateways   []*gwv1.Gateway
 	routes     []*gwv1.HTTPRoute

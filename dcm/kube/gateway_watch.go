@@ -59,6 +59,10 @@ type gatewayWatch struct {
 	uids     map[dcm.ObjectRef]types.UID
 	certs    map[string]certCheck // ns/name → its last check
 	view     *dcm.GatewayAPI      // what the reporter last heard (GatewayViewer)
+	// boundMu guards bound, the binds HAProxy has beyond the pre-bound
+	// ones, as the engine last said (GatewayBound).
+	boundMu sync.Mutex
+	bound   []dcm.GatewayBind
 	// statusMu guards desired, the status the last sync computed, by
 	// status key (gatewayStatusKey).
 	statusMu sync.Mutex
@@ -249,7 +253,8 @@ func (s *Source) awaitGateways(ctx context.Context) {
 // gatewayObjects lists what translateGateways reads; syncMu held.
 func (s *Source) gatewayObjects() (gwInput, error) {
 	ls := s.gw.listers
-	in := gwInput{controller: s.opts.GatewayControllerName, binds: s.opts.GatewayBinds, prevAddr: maps.Clone(s.gw.addrs)}
+	in := gwInput{controller: s.opts.GatewayControllerName, binds: s.opts.GatewayBinds, prevAddr: maps.Clone(s.gw.addrs),
+		reserved: s.opts.GatewayReserved, bound: s.gatewayBound()}
 	var err error
 	if in.classes, err = ls.classes.List(labels.Everything()); err != nil {
 		return in, err

@@ -21,6 +21,9 @@ type gen struct {
 	// noGateway leaves the Gateway routes out: they take spares that the
 	// moves of other routes would take.
 	noGateway bool
+	// otherBinds puts Gateway routes on binds outside propGateway's
+	// pre-bound set too: another port, an address outside the pool.
+	otherBinds bool
 }
 
 // chooser is where gen takes its decisions from: a seeded PRNG in the
@@ -195,13 +198,17 @@ func (g gen) desired() dcm.Desired {
 // and candidates with the others, its matches, filters and rank changing
 // on their own: the gateway maps' entries, grouped by bind.
 func (g gen) gatewayBackend(n int) dcm.DesiredBackend {
-	bind := []string{"10.1.0.1:80", "10.1.0.1:443", "10.1.0.2:80"}[g.r.IntN(3)]
+	binds := []string{"10.1.0.1:80", "10.1.0.1:443", "10.1.0.2:80"}
+	if g.otherBinds {
+		binds = append(binds, "10.1.0.1:8080", "10.1.0.3:80", "10.1.0.2:8443")
+	}
+	bind := binds[g.r.IntN(len(binds))]
 	r := dcm.Route{Namespace: "gw", Name: fmt.Sprintf("hr%d", n), Source: dcm.SourceHTTPRoute, Kind: dcm.KindHTTP,
 		Services: []dcm.ServiceRef{{Name: "svc", Port: "80", Weight: 1}}, Balance: dcm.BalanceRoundRobin,
 		Gateway: &dcm.GatewayRoute{Gateway: "gw/g", Listener: "l", Bind: bind,
 			Hostnames: [][]string{nil, {"a.gw"}, {"*.gw"}, {"a.gw", "b.gw"}}[g.r.IntN(4)],
 			Rank:      fmt.Sprint(g.r.IntN(3))}}
-	if strings.HasSuffix(bind, ":443") {
+	if strings.HasSuffix(bind, "443") {
 		r.Kind = dcm.KindEdge
 		r.TLS = &dcm.TLSRef{Secret: "gw/cert", Version: []string{"aa", "bb", ""}[g.r.IntN(3)]}
 	}
@@ -265,8 +272,11 @@ func (g gen) history(caps dcm.Caps) dcm.State {
 	return g.observe(st)
 }
 
+// propGateway pre-binds the binds gatewayBackend's routes are on.
+var propGateway = dcm.GatewayBinds{Addresses: []string{"10.1.0.1", "10.1.0.2"}, HTTPPorts: []int{80}, HTTPSPorts: []int{443}}
+
 func modes() []dcm.Caps {
-	return []dcm.Caps{
+	caps := []dcm.Caps{
 		{Mode: dcm.ModeDynamic, AddServer: true, RuntimeCerts: true},
 		{Mode: dcm.ModeDynamic, AddServer: false, RuntimeCerts: true},
 		{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1, StickyPool: 1, RuntimeCerts: true},
@@ -276,6 +286,10 @@ func modes() []dcm.Caps {
 		{Mode: dcm.ModeSlots, Slots: 3, AddServer: true},
 		{Mode: dcm.ModeReload, AddServer: true},
 	}
+	for i := range caps {
+		caps[i].Gateway = propGateway
+	}
+	return caps
 }
 
 // serversOf is the servers of a data plane by HAProxy backend; a backend
@@ -471,10 +485,10 @@ func checkPlan(t *testing.T, what string, actual dcm.State, desired dcm.Desired,
 			}
 		}
 	}
+	reasons := checkGatewayBinds(t, what, actual, desired, caps, p)
 	// A passthrough route's timeouts are in its TCP backend: they reload
 	// when they move, and only then.
-	reasons := p.Reasons
-	if slices.Contains(reasons, dcm.ReasonPassthroughTimeout) {
+	if slices.Contains(p.Reasons, dcm.ReasonPassthroughTimeout) {
 		if !tcpTimeoutsMoved(actual, desired) {
 			t.Fatalf("%s: reloaded for passthrough-timeout, and no passthrough timeout moved", what)
 		}
