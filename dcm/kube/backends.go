@@ -161,7 +161,10 @@ func backendFor(r dcm.Route, views []*serviceView) dcm.DesiredBackend {
 		r.Workload = views[0].workload
 	}
 	if len(views) == 1 {
-		eps = append(eps, servedEndpoints(r, 0, views[0])...)
+		// servedEndpoints' slice is this backend's own: no copy.
+		if served := servedEndpoints(r, 0, views[0]); served != nil {
+			eps = served
+		}
 		return dcm.DesiredBackend{Name: r.BackendName(), Route: r, Endpoints: eps}
 	}
 	// Two Services may select the same pods: one server per name and per

@@ -440,7 +440,8 @@ func ValidateEndpointSlice(slice *discoveryv1.EndpointSlice) error {
 	}
 	// Field names are spelled only for an error: a resync validates every
 	// slice of the cluster.
-	for i, ep := range slice.Endpoints {
+	for i := range slice.Endpoints {
+		ep := &slice.Endpoints[i]
 		for j, a := range ep.Addresses {
 			field := func() string { return fmt.Sprintf("endpoints[%d].addresses[%d]", i, j) }
 			if err := dcm.ValidateAddr("address", a); err != nil {
@@ -484,7 +485,7 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-func podName(ep discoveryv1.Endpoint) string {
+func podName(ep *discoveryv1.Endpoint) string {
 	if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
 		return ep.TargetRef.Name
 	}
@@ -592,8 +593,8 @@ func validServiceEndpoints(svc *corev1.Service, endpointSlices []*discoveryv1.En
 		if !ok {
 			continue
 		}
-		for _, ep := range sl.Endpoints {
-			if len(ep.Addresses) > 0 {
+		for k := range sl.Endpoints {
+			if ep := &sl.Endpoints[k]; len(ep.Addresses) > 0 {
 				n++
 				size += serverNameSize(podName(ep), portName, ep.Addresses[0], num)
 			}
@@ -610,7 +611,8 @@ func validServiceEndpoints(svc *corev1.Service, endpointSlices []*discoveryv1.En
 		if !ok {
 			continue
 		}
-		for _, ep := range sl.Endpoints {
+		for k := range sl.Endpoints {
+			ep := &sl.Endpoints[k]
 			if len(ep.Addresses) == 0 {
 				continue
 			}
