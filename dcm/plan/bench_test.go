@@ -145,6 +145,28 @@ func BenchmarkComputeChanged2000Flips(b *testing.B) {
 	}
 }
 
+// BenchmarkComputeChanged1Flip: what a sync of one changed backend costs
+// the planner at 10,000 routes × 10 endpoints, as the engine plans it: a
+// full resync is many such syncs of a few backends each, so what does not
+// grow with the changed backends is paid again and again.
+func BenchmarkComputeChanged1Flip(b *testing.B) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10}
+	d := bigDesired(10000, 10)
+	actual := idle(Fresh(d, caps))
+	next := dcm.Desired{Backends: slices.Clone(d.Backends)}
+	be := *next.Backends[5000]
+	be.Endpoints = slices.Clone(be.Endpoints)
+	be.Endpoints[0].State = dcm.StateMaint
+	next.Backends[5000] = &be
+	changed := []string{be.Name}
+	b.ReportAllocs()
+	for b.Loop() {
+		if p := ComputeChanged(actual, next, caps, changed); len(p.Ops) != 1 || p.Reload {
+			b.Fatalf("want 1 op, got %d (reload %v)", len(p.Ops), p.Reload)
+		}
+	}
+}
+
 // BenchmarkComputeGatewayRouteAdded: a Gateway route added on a bind
 // that carries 10,000 others, 1,000 hostnames of ten each: its map ops
 // look at the routes of its hostname (routing.Groups).
