@@ -21,7 +21,11 @@ import (
 // spell goes at once. A full resync at 10,000 routes is a sync every 100
 // ms or so, each touching most shards: a write after each cost some 35 ms
 // of CPU, taken from the syncs on the same cores, and the files of a
-// state the next sync replaces at once are no use to anyone.
+// state the next sync replaces at once are no use to anyone. Once the gap
+// has passed, a write still waits for the syncs to pause (no state queued
+// for gap/20), up to 4 gaps more: a write of the thousands of backends a
+// resync changed, rendered while the engine worked through the resync's
+// last slices, took a share of the CPU from them.
 type fileWriter struct {
 	write  func(dcm.State) error
 	failed func(error) // called on the writer's goroutine
@@ -36,6 +40,7 @@ type fileWriter struct {
 	queued, done uint64
 	flushing     int       // flushes waiting: the gap is not kept
 	last         time.Time // when the last write ended
+	lastQueued   time.Time // when the latest state was queued
 	stopped      chan struct{}
 }
 
@@ -51,6 +56,7 @@ func (w *fileWriter) queue(st dcm.State) {
 	w.mu.Lock()
 	w.pending, w.has = st, true
 	w.queued++
+	w.lastQueued = time.Now()
 	w.mu.Unlock()
 	w.cond.Broadcast()
 }
@@ -111,9 +117,24 @@ func (w *fileWriter) keepGap() {
 		return
 	}
 	t := time.AfterFunc(wait, w.cond.Broadcast)
-	defer t.Stop()
 	for time.Since(w.last) < w.gap && w.flushing == 0 && !w.closed {
 		w.cond.Wait()
+	}
+	t.Stop()
+	w.settle(w.gap/20, time.Now().Add(4*w.gap))
+}
+
+// settle waits, mu held, until no state was queued for quiet, until
+// limit, a flush waits or the writer closes.
+func (w *fileWriter) settle(quiet time.Duration, limit time.Time) {
+	for w.flushing == 0 && !w.closed {
+		wait := min(quiet-time.Since(w.lastQueued), time.Until(limit))
+		if wait <= 0 {
+			return
+		}
+		t := time.AfterFunc(wait, w.cond.Broadcast)
+		w.cond.Wait()
+		t.Stop()
 	}
 }
 

@@ -92,3 +92,56 @@ func TestFileWriterGap(t *testing.T) {
 		t.Errorf("%d writes more", len(wrote))
 	}
 }
+
+// TestFileWriterSettles: once the gap has passed, a write still waits for
+// the states to stop coming (no state queued for gap/20), then writes the
+// latest. Scheduling on a busy machine may pause the stream longer than
+// that, which allows a write: each write is checked against the queue
+// times the test recorded, not against a clock of its own.
+func TestFileWriterSettles(t *testing.T) {
+	const gap = 400 * time.Millisecond
+	quiet := gap / 20
+	type write struct {
+		n  int
+		at time.Time
+	}
+	wrote := make(chan write, 100)
+	w := newFileWriter(func(st dcm.State) error {
+		wrote <- write{len(st.Pool), time.Now()}
+		return nil
+	}, func(err error) { t.Error(err) }, gap)
+	defer w.close()
+	var queued []time.Time
+	queue := func(n int) {
+		w.queue(dcm.State{Pool: make([]string, n)})
+		queued = append(queued, time.Now())
+	}
+	queue(1)
+	if first := <-wrote; first.n != 1 {
+		t.Fatalf("wrote %d first, want 1", first.n)
+	}
+	// A stream of states for 2.5 gaps, one every millisecond or so.
+	n := 1
+	for end := time.Now().Add(gap * 5 / 2); time.Now().Before(end); {
+		n++
+		queue(n)
+		time.Sleep(time.Millisecond)
+	}
+	// Every write, of state k, came a pause of quiet after k was queued:
+	// k was the latest state when the writer took it, so the stream did
+	// pause (or the writer did not wait); the limit of 4 gaps past the
+	// gap is beyond the stream.
+	for {
+		wr := <-wrote
+		if since := wr.at.Sub(queued[wr.n-1]); since < quiet-time.Millisecond {
+			t.Errorf("state %d of %d written %v after it was queued, within the stream", wr.n, n, since)
+		}
+		if wr.n == n {
+			break
+		}
+	}
+	w.flush()
+	if len(wrote) != 0 {
+		t.Errorf("%d writes more", len(wrote))
+	}
+}
