@@ -184,15 +184,27 @@ func serverNameByte(c byte) bool {
 
 // ValidateServerName checks a derived server name.
 func ValidateServerName(field, s string) error {
-	if s == "" || len(s) > 300 {
+	if !validServerName(s) {
 		return invalid(RejectInvalidName, field, s)
+	}
+	return nil
+}
+
+// ValidServerName is ValidateServerName's verdict on a name built in a
+// buffer (AppendServerName), which a source checking every endpoint of a
+// slice need not turn into a string first.
+func ValidServerName(b []byte) bool { return validServerName(b) }
+
+func validServerName[T string | []byte](s T) bool {
+	if len(s) == 0 || len(s) > 300 {
+		return false
 	}
 	for i := 0; i < len(s); i++ {
 		if !serverNameByte(s[i]) {
-			return invalid(RejectInvalidName, field, s)
+			return false
 		}
 	}
-	return nil
+	return true
 }
 
 // ServerName derives a server's name from its endpoint: pod name and port name

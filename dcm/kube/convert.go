@@ -461,8 +461,14 @@ func ValidateEndpointSlice(slice *discoveryv1.EndpointSlice) error {
 			continue
 		}
 		// Belt and braces: the parts are valid, check what is built from them.
+		var buf [128]byte
 		for _, p := range slice.Ports {
 			if p.Port == nil {
+				continue
+			}
+			// The address and port are checked above; the name alone is
+			// new, and built on the stack: a resync checks 100,000.
+			if dcm.ValidServerName(dcm.AppendServerName(buf[:0], pod, deref(p.Name), ep.Addresses[0], int(*p.Port))) {
 				continue
 			}
 			e := dcm.Endpoint{
