@@ -22,14 +22,18 @@ import (
 // ms or so, each touching most shards: a write after each cost some 35 ms
 // of CPU, taken from the syncs on the same cores, and the files of a
 // state the next sync replaces at once are no use to anyone. Once the gap
-// has passed, a write still waits for the syncs to pause (no state queued
-// for gap/20), up to 4 gaps more: a write of the thousands of backends a
-// resync changed, rendered while the engine worked through the resync's
-// last slices, took a share of the CPU from them.
+// has passed, a write still waits while the engine is busy (a sync runs,
+// or the source has changes it has not taken: busy) and until no state was
+// queued for gap/4, up to 4 gaps more: a write of the thousands of backends
+// a resync changed, rendered while the engine worked through the resync's
+// last slices, took a share of the CPU from them (at a load of 15, 650 ms
+// beside the resync's last 300). A pause in the syncs alone did not do:
+// on a loaded machine a resync's syncs paused 50 ms and more.
 type fileWriter struct {
 	write  func(dcm.State) error
 	failed func(error) // called on the writer's goroutine
 	gap    time.Duration
+	busy   func() bool // nil: never
 
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -44,8 +48,8 @@ type fileWriter struct {
 	stopped      chan struct{}
 }
 
-func newFileWriter(write func(dcm.State) error, failed func(error), gap time.Duration) *fileWriter {
-	w := &fileWriter{write: write, failed: failed, gap: gap, stopped: make(chan struct{})}
+func newFileWriter(write func(dcm.State) error, failed func(error), gap time.Duration, busy func() bool) *fileWriter {
+	w := &fileWriter{write: write, failed: failed, gap: gap, busy: busy, stopped: make(chan struct{})}
 	w.cond = sync.NewCond(&w.mu)
 	go w.run()
 	return w
@@ -121,14 +125,22 @@ func (w *fileWriter) keepGap() {
 		w.cond.Wait()
 	}
 	t.Stop()
-	w.settle(w.gap/20, time.Now().Add(4*w.gap))
+	w.settle(w.gap/4, time.Now().Add(4*w.gap))
 }
 
-// settle waits, mu held, until no state was queued for quiet, until
-// limit, a flush waits or the writer closes.
+// settle waits, mu held, until the engine is not busy and no state was
+// queued for quiet, until limit, a flush waits or the writer closes. Busy
+// is asked every quiet/5: it signals nothing when it ends.
 func (w *fileWriter) settle(quiet time.Duration, limit time.Time) {
 	for w.flushing == 0 && !w.closed {
-		wait := min(quiet-time.Since(w.lastQueued), time.Until(limit))
+		wait := quiet - time.Since(w.lastQueued)
+		if wait <= 0 {
+			if w.busy == nil || !w.busy() {
+				return
+			}
+			wait = quiet / 5
+		}
+		wait = min(wait, time.Until(limit))
 		if wait <= 0 {
 			return
 		}
