@@ -21,16 +21,6 @@ func retired(s dcm.Server, db *dcm.DesiredBackend, ok bool) bool {
 	return s.Endpoint != "" && (!ok || !HasEndpoint(db, s.Endpoint))
 }
 
-// terminating says whether Kubernetes has s's endpoint as serving while
-// terminating (dcm.Endpoint.Terminating).
-func terminating(s dcm.Server, db *dcm.DesiredBackend) bool {
-	if db == nil {
-		return false
-	}
-	i, ok := slices.BinarySearchFunc(db.Endpoints, s.Endpoint, func(e dcm.Endpoint, n string) int { return strings.Compare(e.Name, n) })
-	return ok && s.Endpoint != "" && db.Endpoints[i].Terminating
-}
-
 // MarkRetired flags, for clients, the servers whose endpoint Kubernetes no
 // longer has, and those whose endpoint is terminating: with it a snapshot
 // says what Kubernetes asks, so the what-if planner can start from a
