@@ -184,35 +184,58 @@ func serverNameByte(c byte) bool {
 
 // ValidateServerName checks a derived server name.
 func ValidateServerName(field, s string) error {
-	if s == "" || len(s) > 300 {
+	if !validServerName(s) {
 		return invalid(RejectInvalidName, field, s)
+	}
+	return nil
+}
+
+// ValidServerName is ValidateServerName's verdict on a name built in a
+// buffer (AppendServerName), which a source checking every endpoint of a
+// slice need not turn into a string first.
+func ValidServerName(b []byte) bool { return validServerName(b) }
+
+func validServerName[T string | []byte](s T) bool {
+	if len(s) == 0 || len(s) > 300 {
+		return false
 	}
 	for i := 0; i < len(s); i++ {
 		if !serverNameByte(s[i]) {
-			return invalid(RejectInvalidName, field, s)
+			return false
 		}
 	}
-	return nil
+	return true
 }
 
 // ServerName derives a server's name from its endpoint: pod name and port name
 // when the endpoint belongs to a pod, else address and port. Two dcm replicas
 // derive the same name, so dynamic cookies agree.
 func ServerName(pod, portName, addr string, port int) string {
-	p := portName
-	if p == "" {
-		p = strconv.Itoa(port)
-	}
+	var buf [64]byte
+	return string(AppendServerName(buf[:0], pod, portName, addr, port))
+}
+
+// AppendServerName appends ServerName's name to dst, so a source naming
+// many servers can build their names in one buffer: one allocation per
+// backend instead of one per server in a full resync.
+func AppendServerName(dst []byte, pod, portName, addr string, port int) []byte {
 	if pod != "" {
-		return pod + ":" + p
-	}
-	b := []byte(addr)
-	for i, c := range b {
-		if c == ':' {
-			b[i] = '-' // IPv6: keep ':' as the separator of the port only
+		dst = append(dst, pod...)
+	} else {
+		dst = append(dst, "ip-"...)
+		for i := 0; i < len(addr); i++ {
+			c := addr[i]
+			if c == ':' {
+				c = '-' // IPv6: keep ':' as the separator of the port only
+			}
+			dst = append(dst, c)
 		}
 	}
-	return "ip-" + string(b) + ":" + p
+	dst = append(dst, ':')
+	if portName != "" {
+		return append(dst, portName...)
+	}
+	return strconv.AppendInt(dst, int64(port), 10)
 }
 
 // ValidateRoute checks every field of a route that reaches HAProxy.

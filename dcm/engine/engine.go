@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
@@ -162,6 +163,8 @@ type Engine struct {
 	// syncing is held for each sync, so FlushFiles can wait for the one in
 	// flight (which may have applied a change and not queued its files yet).
 	syncing sync.Mutex
+	// inSync is set while a sync runs, for the file writer (busy).
+	inSync atomic.Bool
 	// traffic keeps the per-route traffic totals, under a lock of its own
 	// (traffic_loop.go).
 	traffic trafficReader
@@ -260,7 +263,7 @@ func (e *Engine) Run(ctx context.Context, source Source) error {
 		return fmt.Errorf("start haproxy: %w", err)
 	}
 	defer e.driver.Close()
-	files := newFileWriter(e.writeFilesNow, e.writeFailed, e.cfg.WriteGap)
+	files := newFileWriter(e.writeFilesNow, e.writeFailed, e.cfg.WriteGap, e.busy)
 	defer files.close() // before the driver's Close: the last state is written
 	e.mu.Lock()
 	e.files = files
@@ -306,4 +309,21 @@ func (e *Engine) desiredNow() dcm.Desired {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.desired
+}
+
+// pendingSource is a Source that can say how many changes it has not
+// worked through yet (kube.Source: its queue's keys).
+type pendingSource interface {
+	Pending() int
+}
+
+// busy reports whether a sync runs or the source has changes the engine
+// has not taken: the file writer gives way to them while syncs keep coming
+// (fileWriter). Safe from any goroutine once Run set the source.
+func (e *Engine) busy() bool {
+	if e.inSync.Load() || len(e.source.Changed()) > 0 {
+		return true
+	}
+	p, ok := e.source.(pendingSource)
+	return ok && p.Pending() > 0
 }

@@ -21,11 +21,19 @@ import (
 // spell goes at once. A full resync at 10,000 routes is a sync every 100
 // ms or so, each touching most shards: a write after each cost some 35 ms
 // of CPU, taken from the syncs on the same cores, and the files of a
-// state the next sync replaces at once are no use to anyone.
+// state the next sync replaces at once are no use to anyone. Once the gap
+// has passed, a write still waits while the engine is busy (a sync runs,
+// or the source has changes it has not taken: busy) and until no state was
+// queued for gap/4, up to 4 gaps more: a write of the thousands of backends
+// a resync changed, rendered while the engine worked through the resync's
+// last slices, took a share of the CPU from them (at a load of 15, 650 ms
+// beside the resync's last 300). A pause in the syncs alone did not do:
+// on a loaded machine a resync's syncs paused 50 ms and more.
 type fileWriter struct {
 	write  func(dcm.State) error
 	failed func(error) // called on the writer's goroutine
 	gap    time.Duration
+	busy   func() bool // nil: never
 
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -36,11 +44,12 @@ type fileWriter struct {
 	queued, done uint64
 	flushing     int       // flushes waiting: the gap is not kept
 	last         time.Time // when the last write ended
+	lastQueued   time.Time // when the latest state was queued
 	stopped      chan struct{}
 }
 
-func newFileWriter(write func(dcm.State) error, failed func(error), gap time.Duration) *fileWriter {
-	w := &fileWriter{write: write, failed: failed, gap: gap, stopped: make(chan struct{})}
+func newFileWriter(write func(dcm.State) error, failed func(error), gap time.Duration, busy func() bool) *fileWriter {
+	w := &fileWriter{write: write, failed: failed, gap: gap, busy: busy, stopped: make(chan struct{})}
 	w.cond = sync.NewCond(&w.mu)
 	go w.run()
 	return w
@@ -51,6 +60,7 @@ func (w *fileWriter) queue(st dcm.State) {
 	w.mu.Lock()
 	w.pending, w.has = st, true
 	w.queued++
+	w.lastQueued = time.Now()
 	w.mu.Unlock()
 	w.cond.Broadcast()
 }
@@ -111,9 +121,32 @@ func (w *fileWriter) keepGap() {
 		return
 	}
 	t := time.AfterFunc(wait, w.cond.Broadcast)
-	defer t.Stop()
 	for time.Since(w.last) < w.gap && w.flushing == 0 && !w.closed {
 		w.cond.Wait()
+	}
+	t.Stop()
+	w.settle(w.gap/4, time.Now().Add(4*w.gap))
+}
+
+// settle waits, mu held, until the engine is not busy and no state was
+// queued for quiet, until limit, a flush waits or the writer closes. Busy
+// is asked every quiet/5: it signals nothing when it ends.
+func (w *fileWriter) settle(quiet time.Duration, limit time.Time) {
+	for w.flushing == 0 && !w.closed {
+		wait := quiet - time.Since(w.lastQueued)
+		if wait <= 0 {
+			if w.busy == nil || !w.busy() {
+				return
+			}
+			wait = quiet / 5
+		}
+		wait = min(wait, time.Until(limit))
+		if wait <= 0 {
+			return
+		}
+		t := time.AfterFunc(wait, w.cond.Broadcast)
+		w.cond.Wait()
+		t.Stop()
 	}
 }
 

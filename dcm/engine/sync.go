@@ -17,6 +17,8 @@ import (
 func (e *Engine) sync(ctx context.Context, req syncRequest) {
 	e.syncing.Lock() // FlushFiles waits for the sync in flight to queue its files
 	defer e.syncing.Unlock()
+	e.inSync.Store(true)
+	defer e.inSync.Store(false)
 	desired, seen := e.source.Desired()
 	if req.observe {
 		if e.observe(ctx, nil) {

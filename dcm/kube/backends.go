@@ -91,11 +91,15 @@ func (s *Source) view(t *txn, ns, name string) *serviceView {
 	}
 	slices.SortFunc(all, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
 
-	rejects := map[dcm.ObjectRef]dcm.Rejection{}
+	var rejects map[dcm.ObjectRef]dcm.Rejection // made for the first: a resync views 10,000 Services
+	v.slices = make([]*discoveryv1.EndpointSlice, 0, len(all))
 	for _, sl := range all {
-		ref := dcm.ObjectRef{Kind: KindEndpointSlice, Namespace: sl.Namespace, Name: sl.Name}
 		if err := ValidateEndpointSlice(sl); err != nil {
+			ref := dcm.ObjectRef{Kind: KindEndpointSlice, Namespace: sl.Namespace, Name: sl.Name}
 			r := dcm.Rejection{Object: ref, Reason: RejectReason(err), Message: RejectMessage(err)}
+			if rejects == nil {
+				rejects = map[dcm.ObjectRef]dcm.Rejection{}
+			}
 			rejects[ref] = r
 			t.reject(r)
 			continue
@@ -161,7 +165,10 @@ func backendFor(r dcm.Route, views []*serviceView) dcm.DesiredBackend {
 		r.Workload = views[0].workload
 	}
 	if len(views) == 1 {
-		eps = append(eps, servedEndpoints(r, 0, views[0])...)
+		// servedEndpoints' slice is this backend's own: no copy.
+		if served := servedEndpoints(r, 0, views[0]); served != nil {
+			eps = served
+		}
 		return dcm.DesiredBackend{Name: r.BackendName(), Route: r, Endpoints: eps}
 	}
 	// Two Services may select the same pods: one server per name and per

@@ -440,7 +440,8 @@ func ValidateEndpointSlice(slice *discoveryv1.EndpointSlice) error {
 	}
 	// Field names are spelled only for an error: a resync validates every
 	// slice of the cluster.
-	for i, ep := range slice.Endpoints {
+	for i := range slice.Endpoints {
+		ep := &slice.Endpoints[i]
 		for j, a := range ep.Addresses {
 			field := func() string { return fmt.Sprintf("endpoints[%d].addresses[%d]", i, j) }
 			if err := dcm.ValidateAddr("address", a); err != nil {
@@ -460,8 +461,14 @@ func ValidateEndpointSlice(slice *discoveryv1.EndpointSlice) error {
 			continue
 		}
 		// Belt and braces: the parts are valid, check what is built from them.
+		var buf [128]byte
 		for _, p := range slice.Ports {
 			if p.Port == nil {
+				continue
+			}
+			// The address and port are checked above; the name alone is
+			// new, and built on the stack: a resync checks 100,000.
+			if dcm.ValidServerName(dcm.AppendServerName(buf[:0], pod, deref(p.Name), ep.Addresses[0], int(*p.Port))) {
 				continue
 			}
 			e := dcm.Endpoint{
@@ -484,7 +491,7 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-func podName(ep discoveryv1.Endpoint) string {
+func podName(ep *discoveryv1.Endpoint) string {
 	if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
 		return ep.TargetRef.Name
 	}
@@ -515,150 +522,4 @@ func stateRank(s dcm.AdminState) int {
 		return 1
 	}
 	return 0
-}
-
-// candidate is an endpoint with what decides between duplicates.
-type candidate struct {
-	ep   dcm.Endpoint
-	ipv4 bool
-}
-
-// better reports whether a should be kept over b when both describe the same
-// server: IPv4 over IPv6 (dual-stack pod listed twice), then the better state
-// (during a slice handoff the newer slice is usually the more advanced one),
-// then the smaller address so the choice does not depend on slice order.
-func better(a, b candidate) bool {
-	if a.ipv4 != b.ipv4 {
-		return a.ipv4
-	}
-	if ra, rb := stateRank(a.ep.State), stateRank(b.ep.State); ra != rb {
-		return ra > rb
-	}
-	if a.ep.Addr != b.ep.Addr {
-		return a.ep.Addr < b.ep.Addr
-	}
-	return a.ep.Port < b.ep.Port
-}
-
-// ServiceEndpoints lists the servers of a route: the endpoints of the Service
-// port the route names, from every valid slice of the Service's primary IP
-// family, deduplicated and sorted by name. Invalid slices are skipped (the
-// caller reports them through ValidateEndpointSlice). A nil Service, an
-// unknown port or no slices give no endpoints: HAProxy then answers 503.
-func ServiceEndpoints(svc *corev1.Service, endpointSlices []*discoveryv1.EndpointSlice, port string) []dcm.Endpoint {
-	valid := make([]*discoveryv1.EndpointSlice, 0, len(endpointSlices))
-	for _, sl := range endpointSlices {
-		if ValidateEndpointSlice(sl) == nil {
-			valid = append(valid, sl)
-		}
-	}
-	return validServiceEndpoints(svc, valid, port)
-}
-
-// validServiceEndpoints is ServiceEndpoints of slices that are valid
-// (the Source's view keeps only those): validating them again was a fifth
-// of an EndpointSlice's sync.
-func validServiceEndpoints(svc *corev1.Service, endpointSlices []*discoveryv1.EndpointSlice, port string) []dcm.Endpoint {
-	if svc == nil {
-		return nil
-	}
-	portName, ok := ServicePortName(svc, port)
-	if !ok {
-		return nil
-	}
-	families := map[discoveryv1.AddressType]bool{}
-	if len(svc.Spec.IPFamilies) > 0 {
-		families[discoveryv1.AddressType(svc.Spec.IPFamilies[0])] = true
-	} else {
-		families[discoveryv1.AddressTypeIPv4] = true
-		families[discoveryv1.AddressTypeIPv6] = true
-	}
-
-	// Sized up front: growing them was a sixth of a full resync's Source.
-	n := 0
-	for _, slice := range endpointSlices {
-		n += len(slice.Endpoints)
-	}
-	byName := make(map[string]candidate, n)
-	bestState := make(map[string]dcm.AdminState, n)
-	for _, slice := range endpointSlices {
-		if !families[slice.AddressType] {
-			continue
-		}
-		num, found := slicePort(slice, portName)
-		if !found {
-			continue
-		}
-		for _, ep := range slice.Endpoints {
-			if len(ep.Addresses) == 0 {
-				continue
-			}
-			// The API calls the addresses of one endpoint fungible; the
-			// first is the one consumers are told to use.
-			addr := ep.Addresses[0]
-			pod := podName(ep)
-			c := candidate{
-				ep: dcm.Endpoint{
-					Name:   dcm.ServerName(pod, portName, addr, num),
-					Addr:   addr,
-					Port:   num,
-					Weight: 1,
-					State:  EndpointState(ep.Conditions),
-					Pod:    pod,
-				},
-				ipv4: slice.AddressType == discoveryv1.AddressTypeIPv4,
-			}
-			if s, ok := bestState[c.ep.Name]; !ok || stateRank(c.ep.State) > stateRank(s) {
-				bestState[c.ep.Name] = c.ep.State
-			}
-			if old, ok := byName[c.ep.Name]; !ok || better(c, old) {
-				byName[c.ep.Name] = c
-			}
-		}
-	}
-
-	// The same address:port under two names (a pod listed once with and once
-	// without its targetRef) must not become two servers either.
-	byAddr := make(map[netip.AddrPort]candidate, len(byName))
-	for name, c := range byName {
-		// A pod listed in an IPv4 and an IPv6 slice keeps its IPv4 address
-		// but the best state either slice reports: readiness is the pod's,
-		// not the address family's.
-		c.ep.State = bestState[name]
-		key := netip.AddrPortFrom(netip.MustParseAddr(c.ep.Addr), uint16(c.ep.Port))
-		if old, ok := byAddr[key]; ok && !betterSameAddr(c, old) {
-			continue
-		}
-		byAddr[key] = c
-	}
-	eps := make([]dcm.Endpoint, 0, len(byAddr))
-	for _, c := range byAddr {
-		eps = append(eps, c.ep)
-	}
-	slices.SortFunc(eps, func(a, b dcm.Endpoint) int { return strings.Compare(a.Name, b.Name) })
-	return eps
-}
-
-// betterSameAddr decides between two names for one address:port: the better
-// state, then the one that knows its pod, then the smaller name.
-func betterSameAddr(a, b candidate) bool {
-	if ra, rb := stateRank(a.ep.State), stateRank(b.ep.State); ra != rb {
-		return ra > rb
-	}
-	if (a.ep.Pod != "") != (b.ep.Pod != "") {
-		return a.ep.Pod != ""
-	}
-	return a.ep.Name < b.ep.Name
-}
-
-// slicePort finds the slice port carrying the Service port name; the
-// EndpointSlice controller has already resolved the target port (numeric or
-// named) to the container's number.
-func slicePort(slice *discoveryv1.EndpointSlice, name string) (int, bool) {
-	for _, p := range slice.Ports {
-		if deref(p.Name) == name && p.Port != nil {
-			return int(*p.Port), true
-		}
-	}
-	return 0, false
 }

@@ -310,6 +310,10 @@ func (s *Source) PEMs() *PEMStore { return s.pems }
 // a burst of changes reads as one and a lone change is seen at once.
 func (s *Source) Changed() <-chan struct{} { return s.changed }
 
+// Pending is how many keys wait in the queue: changes not worked through
+// yet, which the engine's file writer gives way to.
+func (s *Source) Pending() int { return s.queue.Len() }
+
 // Synced reports whether the caches are synced and the initial state built.
 func (s *Source) Synced() bool { return s.synced.Load() }
 

@@ -20,38 +20,37 @@ func Workload(svc *corev1.Service, endpointSlices []*discoveryv1.EndpointSlice) 
 			return w, err
 		}
 	}
-	var pods []string
-	for _, s := range endpointSlices {
-		for _, ep := range s.Endpoints {
-			if p := podName(ep); p != "" {
-				pods = append(pods, p)
-			}
-		}
-	}
-	if len(pods) == 0 {
-		return nil, nil
-	}
 	for _, w := range []struct {
 		kind  string
 		owner func(pod string) (string, bool)
 	}{{WorkloadDeployment, deploymentOf}, {WorkloadStatefulSet, statefulSetOf}} {
-		if name, ok := commonOwner(pods, w.owner); ok {
+		if name, ok := commonOwner(endpointSlices, w.owner); ok {
 			return &dcm.WorkloadRef{Kind: w.kind, Name: name}, nil
 		}
 	}
 	return nil, nil
 }
 
-func commonOwner(pods []string, owner func(string) (string, bool)) (string, bool) {
+// commonOwner is the owner every pod of the slices names, read in place:
+// a full resync asks it of every Service.
+func commonOwner(endpointSlices []*discoveryv1.EndpointSlice, owner func(string) (string, bool)) (string, bool) {
 	var name string
-	for i, p := range pods {
-		n, ok := owner(p)
-		if !ok || i > 0 && n != name {
-			return "", false
+	pods := 0
+	for _, s := range endpointSlices {
+		for i := range s.Endpoints {
+			p := podName(&s.Endpoints[i])
+			if p == "" {
+				continue
+			}
+			n, ok := owner(p)
+			if !ok || pods > 0 && n != name {
+				return "", false
+			}
+			name = n
+			pods++
 		}
-		name = n
 	}
-	return name, true
+	return name, pods > 0
 }
 
 // The pods' names are read by hand, not by regular expressions: a full

@@ -145,6 +145,28 @@ func BenchmarkComputeChanged2000Flips(b *testing.B) {
 	}
 }
 
+// BenchmarkComputeChanged1Flip: what a sync of one changed backend costs
+// the planner at 10,000 routes × 10 endpoints, as the engine plans it: a
+// full resync is many such syncs of a few backends each, so what does not
+// grow with the changed backends is paid again and again.
+func BenchmarkComputeChanged1Flip(b *testing.B) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10}
+	d := bigDesired(10000, 10)
+	actual := idle(Fresh(d, caps))
+	next := dcm.Desired{Backends: slices.Clone(d.Backends)}
+	be := *next.Backends[5000]
+	be.Endpoints = slices.Clone(be.Endpoints)
+	be.Endpoints[0].State = dcm.StateMaint
+	next.Backends[5000] = &be
+	changed := []string{be.Name}
+	b.ReportAllocs()
+	for b.Loop() {
+		if p := ComputeChanged(actual, next, caps, changed); len(p.Ops) != 1 || p.Reload {
+			b.Fatalf("want 1 op, got %d (reload %v)", len(p.Ops), p.Reload)
+		}
+	}
+}
+
 // BenchmarkComputeGatewayRouteAdded: a Gateway route added on a bind
 // that carries 10,000 others, 1,000 hostnames of ten each: its map ops
 // look at the routes of its hostname (routing.Groups).
@@ -168,6 +190,33 @@ func BenchmarkComputeGatewayRouteAdded(b *testing.B) {
 	for b.Loop() {
 		if p := Compute(actual, added, caps); p.Reload || len(p.Ops) != 4 {
 			b.Fatalf("want 4 ops without a reload, got %v %v", p.Reasons, p.Ops)
+		}
+	}
+}
+
+// BenchmarkTrackChanged2000: what the engine asks of the plan's result
+// for the backends a fifth of a full resync changed at 10,000 routes ×
+// 10 endpoints: whether each waits for an idle server (Waiting, as it
+// replaces actual and desired) and the flags of the applied event's
+// backends (BackendsNamed).
+func BenchmarkTrackChanged2000(b *testing.B) {
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10}
+	d := bigDesired(10000, 10)
+	st := idle(Fresh(d, caps))
+	var names []string
+	for n := 0; n < 10000; n += 5 {
+		names = append(names, st.Backends[n].Name)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		waiting := 0
+		for _, n := range names {
+			if be, ok := st.Backend(n); ok && Waiting(be, d) {
+				waiting++
+			}
+		}
+		if got := BackendsNamed(st, d, names); len(got) != 2000 || waiting != 0 {
+			b.Fatalf("%d backends, %d waiting", len(got), waiting)
 		}
 	}
 }

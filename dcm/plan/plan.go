@@ -10,6 +10,7 @@ package plan
 import (
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/dcm-router/dcm/dcm"
 	"github.com/dcm-router/dcm/dcm/routing"
@@ -24,10 +25,12 @@ func Compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps) dcm.Plan {
 }
 
 // ComputeChanged is Compute for a caller that knows which backends may
-// need a change: those changed names (sorted). Of every other backend both in
-// actual and in desired it promises that Compute would leave it as it is
+// need a change: those changed names (sorted). Of every other backend, in
+// actual or in desired, it promises that Compute would leave it as it is
 // (its route and endpoints are those actual was planned for, and HAProxy
-// reported nothing new on it since), so it is kept without a look. Under
+// reported nothing new on it since; a retiring backend's servers wait as
+// they did), so it is kept without a look, and a desired backend that is
+// not in actual is named. Under
 // that promise it returns the plan Compute returns, but Waiting, which
 // counts the changed backends' servers only; the work it does grows with
 // the changed backends, not with the state (TestComputeChangedIsCompute).
@@ -40,37 +43,15 @@ func ComputeChanged(actual dcm.State, desired dcm.Desired, caps dcm.Caps, change
 
 // compute is Compute, and ComputeChanged when changed is not nil.
 func compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps, changed []string) dcm.Plan {
-	desired = servable(desired)
 	c := &computation{caps: caps, actual: actual, spares: newPool(actual, caps), next: make([]*dcm.Backend, 0, len(desired.Backends)), partial: changed != nil,
 		// A change is an op or so per backend (a resync: one per backend
 		// of thousands): growing the ops from nothing copied them over
 		// and over, a sixth of ComputeChanged's time.
 		ops: make([]dcm.Op, 0, len(changed))}
-	as, ds := actual.Backends, desired.Backends
-	i, j, k := 0, 0, 0
-	unchanged := func(name string) bool {
-		for k < len(changed) && changed[k] < name {
-			k++
-		}
-		return k == len(changed) || changed[k] != name
-	}
-	for i < len(as) || j < len(ds) {
-		switch {
-		case j >= len(ds) || (i < len(as) && as[i].Name < ds[j].Name):
-			c.gone(as[i])
-			i++
-		case i >= len(as) || ds[j].Name < as[i].Name:
-			c.arrived(ds[j])
-			j++
-		case c.partial && unchanged(ds[j].Name):
-			c.next = append(c.next, as[i])
-			i++
-			j++
-		default:
-			c.kept(as[i], ds[j])
-			i++
-			j++
-		}
+	if c.partial {
+		c.walkChanged(actual.Backends, desired.Backends, changed)
+	} else {
+		c.walk(actual.Backends, servable(desired).Backends)
 	}
 	reasons, next, ops, retired, remap, spares := c.reasons, c.next, c.ops, c.retired, c.remap, c.spares
 	if c.moved {
@@ -114,6 +95,55 @@ func compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps, changed []str
 		ops = append(append(certFirst, ops...), certLast...)
 	}
 	return dcm.Plan{Ops: ops, Next: st, Waiting: c.waiting}
+}
+
+// walk plans every backend of actual and desired (servable), in name
+// order.
+func (c *computation) walk(as []*dcm.Backend, ds []*dcm.DesiredBackend) {
+	i, j := 0, 0
+	for i < len(as) || j < len(ds) {
+		switch {
+		case j >= len(ds) || (i < len(as) && as[i].Name < ds[j].Name):
+			c.gone(as[i])
+			i++
+		case i >= len(as) || ds[j].Name < as[i].Name:
+			c.arrived(ds[j])
+			j++
+		default:
+			c.kept(as[i], ds[j])
+			i++
+			j++
+		}
+	}
+}
+
+// walkChanged plans the changed backends only, in name order, and keeps
+// every other backend of actual as it is, found by binary search: a sync
+// of a few backends among 10,000 walked and compared all their names
+// before, a millisecond or more per sync of a full resync.
+func (c *computation) walkChanged(as []*dcm.Backend, ds []*dcm.DesiredBackend, changed []string) {
+	i := 0 // as[:i] are planned or kept
+	for k, name := range changed {
+		if k > 0 && changed[k-1] == name {
+			continue
+		}
+		ai, inActual := slices.BinarySearchFunc(as[i:], name, func(b *dcm.Backend, n string) int { return strings.Compare(b.Name, n) })
+		ai += i
+		dj, inDesired := slices.BinarySearchFunc(ds, name, func(b *dcm.DesiredBackend, n string) int { return strings.Compare(b.Name, n) })
+		c.next = append(c.next, as[i:ai]...)
+		i = ai
+		switch {
+		case inActual && inDesired:
+			c.kept(as[ai], servableBackend(ds[dj]))
+			i++
+		case inActual:
+			c.gone(as[ai])
+			i++
+		case inDesired:
+			c.arrived(servableBackend(ds[dj]))
+		}
+	}
+	c.next = append(c.next, as[i:]...)
 }
 
 // kept is the backend a plan leaves a from: a itself when the plan changed
@@ -446,20 +476,30 @@ func serverFor(e dcm.Endpoint, r dcm.Route, origin dcm.Origin) dcm.Server {
 func servable(d dcm.Desired) dcm.Desired {
 	var out []*dcm.DesiredBackend
 	for i, b := range d.Backends {
-		if b.Route.Kind != dcm.KindReencrypt || upstreamOf(b.Route) != nil || len(b.Endpoints) == 0 {
+		sb := servableBackend(b)
+		if sb == b {
 			continue
 		}
 		if out == nil {
 			out = slices.Clone(d.Backends)
 		}
-		nb := *b // a copy: d shares its backends
-		nb.Endpoints = nil
-		out[i] = &nb
+		out[i] = sb
 	}
 	if out == nil {
 		return d
 	}
 	return dcm.Desired{Backends: out, DefaultCert: d.DefaultCert}
+}
+
+// servableBackend is servable for one backend: b itself, or a copy
+// without endpoints.
+func servableBackend(b *dcm.DesiredBackend) *dcm.DesiredBackend {
+	if b.Route.Kind != dcm.KindReencrypt || upstreamOf(b.Route) != nil || len(b.Endpoints) == 0 {
+		return b
+	}
+	nb := *b // a copy: d shares its backends
+	nb.Endpoints = nil
+	return &nb
 }
 
 // upstreamOf is the TLS a new server of route r connects with: the

@@ -21,16 +21,6 @@ func retired(s dcm.Server, db *dcm.DesiredBackend, ok bool) bool {
 	return s.Endpoint != "" && (!ok || !HasEndpoint(db, s.Endpoint))
 }
 
-// terminating says whether Kubernetes has s's endpoint as serving while
-// terminating (dcm.Endpoint.Terminating).
-func terminating(s dcm.Server, db *dcm.DesiredBackend) bool {
-	if db == nil {
-		return false
-	}
-	i, ok := slices.BinarySearchFunc(db.Endpoints, s.Endpoint, func(e dcm.Endpoint, n string) int { return strings.Compare(e.Name, n) })
-	return ok && s.Endpoint != "" && db.Endpoints[i].Terminating
-}
-
 // MarkRetired flags, for clients, the servers whose endpoint Kubernetes no
 // longer has, and those whose endpoint is terminating: with it a snapshot
 // says what Kubernetes asks, so the what-if planner can start from a
@@ -43,8 +33,16 @@ func MarkRetired(backends []*dcm.Backend, d dcm.Desired) []*dcm.Backend {
 	for i, b := range backends {
 		db, ok := d.Backend(b.Name)
 		var servers []dcm.Server
-		for k, s := range b.Servers {
-			gone, term := retired(s, db, ok), terminating(s, db)
+		for k := range b.Servers {
+			s := &b.Servers[k]
+			// retired and terminating, with one search: every applied
+			// sync marks the backends it touched (a resync: all).
+			found, term := false, false
+			if ok && s.Endpoint != "" {
+				j, f := slices.BinarySearchFunc(db.Endpoints, s.Endpoint, func(e dcm.Endpoint, n string) int { return strings.Compare(e.Name, n) })
+				found, term = f, f && db.Endpoints[j].Terminating
+			}
+			gone := s.Endpoint != "" && !found
 			if gone == s.Retired && term == s.Terminating {
 				continue
 			}
@@ -83,10 +81,24 @@ func WaitingBackends(st dcm.State, d dcm.Desired) []string {
 
 // Waiting reports whether b has a retired server (its endpoint gone from
 // d, in maint) that HAProxy has not yet reported idle.
+//
+// The engine asks it of every backend a sync changed (a full resync: all
+// of them), most of whose servers are not in maint: the server's own
+// fields are read first, and the desired backend is looked up for the
+// first server they leave in question only.
 func Waiting(b *dcm.Backend, d dcm.Desired) bool {
-	db, desired := d.Backend(b.Name)
-	for _, s := range b.Servers {
-		if retired(s, db, desired) && s.State == dcm.StateMaint && !s.Deletable() {
+	var db *dcm.DesiredBackend
+	looked, desired := false, false
+	for i := range b.Servers {
+		s := &b.Servers[i]
+		if s.State != dcm.StateMaint || s.Deletable() {
+			continue
+		}
+		if !looked {
+			db, desired = d.Backend(b.Name)
+			looked = true
+		}
+		if retired(*s, db, desired) {
 			return true
 		}
 	}
