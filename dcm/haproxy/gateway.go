@@ -68,6 +68,8 @@ local function decode(v)
     local tag, f = sec:sub(1, 1), fields(sec:sub(2))
     if tag == "u" then
       r.u = true
+    elseif tag == "t" then
+      r.t = true
     elseif tag == "k" then
       r.k = f[1] and f[1].v or ""
     elseif tag == "l" then
@@ -298,11 +300,12 @@ end
 -- whose hostnames take it: a route's hostnames are within its listener's,
 -- so the list of level i holds listeners of level i or less specific, and
 -- the walk stops once no list left can hold a more specific one.
-local function listener(bind, levels, at)
+local function listener(bind, levels, at, tls)
   local best = #levels
   for i, level in ipairs(levels) do
     if i >= best then break end
     each(bind, level, function(_, _, r)
+      if (r.t or false) ~= tls then return false end
       local j = at[r.l or ""]
       if j and j < best then best = j end
       return best <= i
@@ -340,7 +343,7 @@ local function route(txn)
     qs = txn.sf:query(), scheme = txn:get_var("txn.gw_scheme") or "http" }
   local lv, at = levels(host), {}
   for i, level in ipairs(lv) do at[level] = i end
-  local lh = lv[listener(bind, lv, at)]
+  local lh = lv[listener(bind, lv, at, false)]
   local best
   for i, level in ipairs(lv) do
     local c = first(req, bind, level, lh)
@@ -353,7 +356,35 @@ local function route(txn)
   txn:set_var("txn.gw_status", "404")
 end
 
+-- tls picks the backend of a TLS connection on a Gateway bind by the
+-- ClientHello's server name, before any TLS ends: the first passthrough
+-- route (a TLSRoute's, rank order) of the most specific listener whose
+-- hostname takes it, at the most specific of its lists. An unresolved
+-- one, or none on a bind that serves passthrough routes, refuses the
+-- connection; on another bind the connection goes on to TLS termination.
+local function tls(txn)
+  local sni = (txn.sf:req_ssl_sni() or ""):lower()
+  if sni:sub(-1) == "." then sni = sni:sub(1, -2) end
+  local bind = txn.sf:dst() .. ":" .. txn.sf:dst_port()
+  local lv, at = levels(sni), {}
+  for i, level in ipairs(lv) do at[level] = i end
+  local lh = lv[listener(bind, lv, at, true)]
+  for _, level in ipairs(lv) do
+    local found
+    each(bind, level, function(be, _, r)
+      if r.t and (r.l or "") == lh then found = { be = be, r = r } end
+      return found ~= nil
+    end)
+    if found then
+      if found.r.u then return txn:set_var("txn.gw_reject", "1") end
+      return txn:set_var("txn.be", found.be)
+    end
+  end
+  if candidates:lookup(bind) == "` + routing.GatewayPassthroughMark + `" then txn:set_var("txn.gw_reject", "1") end
+end
+
 core.register_action("dcm_gateway", { "http-req" }, route)
+core.register_action("dcm_gateway_tls", { "tcp-req" }, tls)
 core.register_action("dcm_gateway_response", { "http-res" }, function(txn)
   local be = txn:get_var("txn.be")
   if be == nil then return end
@@ -408,12 +439,13 @@ func validateGatewayBinds(g dcm.GatewayBinds) error {
 	return nil
 }
 
-// renderGatewayFrontends writes fe_gw_http and fe_gw_https.
+// renderGatewayFrontends writes fe_gw_tls, fe_gw_http and fe_gw_https.
 func renderGatewayFrontends(w *bytes.Buffer, s Settings) {
 	g := s.Gateway
 	if !gatewayServed(g) {
 		return
 	}
+	renderGatewayTLS(w, s)
 	for _, https := range []bool{false, true} {
 		binds := GatewayBindAddrs(g, https)
 		if len(binds) == 0 {
@@ -426,7 +458,9 @@ func renderGatewayFrontends(w *bytes.Buffer, s Settings) {
 		fmt.Fprintf(w, "\nfrontend fe_gw_%s\n", scheme)
 		for _, b := range binds {
 			if https {
-				fmt.Fprintf(w, "    bind %s ssl crt %s crt-list %s alpn http/1.1\n", b, GatewayCertFile(b, ""), GatewayCrtList(b))
+				// fe_gw_tls owns the address and hands it the
+				// connections no passthrough route takes.
+				fmt.Fprintf(w, "    bind unix@%s accept-proxy ssl crt %s crt-list %s alpn http/1.1\n", s.gatewaySocket(b), GatewayCertFile(b, ""), GatewayCrtList(b))
 			} else {
 				fmt.Fprintf(w, "    bind %s\n", b)
 			}

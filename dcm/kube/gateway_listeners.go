@@ -35,12 +35,15 @@ func (in gwInput) gatewayModel(g *gwv1.Gateway, addr addrChoice, classOK bool, o
 		if c, ok := conflicts[l.Name]; ok {
 			v.conflicted, v.conflictReason, v.conflictMsg = true, c[0], c[1]
 		}
-		lm := &gwListener{spec: l, kind: dcm.KindHTTP}
-		if l.Protocol == gwv1.HTTPSProtocolType {
+		lm := &gwListener{spec: l, kind: dcm.KindHTTP, routeKind: routeKindOf(l.Protocol)}
+		switch l.Protocol {
+		case gwv1.HTTPSProtocolType:
 			lm.kind = dcm.KindEdge
 			lm.tls = in.listenerCert(g, l)
+		case gwv1.TLSProtocolType:
+			lm.kind = dcm.KindPassthrough
 		}
-		lm.attach = v.accepted && !v.conflicted && classOK && slices.ContainsFunc(v.kinds, isHTTPRouteKind)
+		lm.attach = v.accepted && !v.conflicted && classOK && slices.ContainsFunc(v.kinds, isKind(lm.routeKind))
 		lm.serve = lm.attach && v.resolved && addr.addr != ""
 		if addr.addr != "" {
 			lm.bind = net.JoinHostPort(addr.addr, strconv.Itoa(int(l.Port)))
@@ -105,8 +108,22 @@ func gatewayConditions(g *gwv1.Gateway, addr addrChoice, classOK bool, valid int
 
 func ptrTo[T any](v T) *T { return &v }
 
-func isHTTPRouteKind(k gwv1.RouteGroupKind) bool {
-	return k.Kind == KindHTTPRoute && (k.Group == nil || *k.Group == gatewayGroup)
+func isHTTPRouteKind(k gwv1.RouteGroupKind) bool { return isKind(KindHTTPRoute)(k) }
+
+// isKind matches a route kind of the Gateway API's group.
+func isKind(kind string) func(gwv1.RouteGroupKind) bool {
+	return func(k gwv1.RouteGroupKind) bool {
+		return string(k.Kind) == kind && (k.Group == nil || *k.Group == gatewayGroup)
+	}
+}
+
+// routeKindOf is the route kind a listener of a protocol takes: TLSRoute
+// on TLS listeners (passthrough), HTTPRoute on HTTP and HTTPS ones.
+func routeKindOf(p gwv1.ProtocolType) string {
+	if p == gwv1.TLSProtocolType {
+		return KindTLSRoute
+	}
+	return KindHTTPRoute
 }
 
 // checkListener checks one listener: protocol, port, hostname, route
@@ -121,48 +138,71 @@ func (in gwInput) checkListener(g *gwv1.Gateway, l gwv1.Listener, out *gwOutput)
 		}
 	}
 	var ports []int
+	flag := "http"
 	switch l.Protocol {
 	case gwv1.HTTPProtocolType:
 		ports = in.binds.HTTPPorts
-	case gwv1.HTTPSProtocolType:
-		ports = in.binds.HTTPSPorts
+	case gwv1.HTTPSProtocolType, gwv1.TLSProtocolType:
+		// TLS listeners share the HTTPS ports: HAProxy tells them apart
+		// by the SNI before TLS ends (dcm/haproxy's fe_gw_tls).
+		ports, flag = in.binds.HTTPSPorts, "https"
 	default:
-		refuse(string(gwv1.ListenerReasonUnsupportedProtocol), "protocol "+string(l.Protocol)+" is not supported: only HTTP and HTTPS")
+		refuse(string(gwv1.ListenerReasonUnsupportedProtocol), "protocol "+string(l.Protocol)+" is not supported: only HTTP, HTTPS and TLS")
 		v.kinds = []gwv1.RouteGroupKind{}
 		return v
 	}
 	if !slices.Contains(ports, int(l.Port)) {
 		refuse(string(gwv1.ListenerReasonPortUnavailable), fmt.Sprintf("port %d is not one HAProxy binds ahead of time for %s listeners (%v): "+
-			"dcm does not reload for Gateways; add it to --gateway-%s-ports", l.Port, l.Protocol, ports, strings.ToLower(string(l.Protocol))))
+			"dcm does not reload for Gateways; add it to --gateway-%s-ports", l.Port, l.Protocol, ports, flag))
 	}
 	if err := dcm.ValidateDNSSubdomain("name", string(l.Name)); err != nil {
 		refuse(string(gwv1.ListenerReasonUnsupportedValue), "listener name: "+err.Error())
 	}
 	if l.Hostname != nil {
-		if err := dcm.ValidateRouteHost("hostname", strings.ToLower(string(*l.Hostname))); err != nil {
+		if err := dcm.ValidateGatewayHostname("hostname", strings.ToLower(string(*l.Hostname))); err != nil {
 			refuse(string(gwv1.ListenerReasonUnsupportedValue), "hostname: "+err.Error())
 		}
 	}
+	kind := routeKindOf(l.Protocol)
 	v.kinds = []gwv1.RouteGroupKind{}
 	if l.AllowedRoutes == nil || len(l.AllowedRoutes.Kinds) == 0 {
-		v.kinds = append(v.kinds, gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gatewayGroup)), Kind: KindHTTPRoute})
+		v.kinds = append(v.kinds, gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gatewayGroup)), Kind: gwv1.Kind(kind)})
 	} else {
 		for _, k := range l.AllowedRoutes.Kinds {
-			if isHTTPRouteKind(k) {
-				v.kinds = append(v.kinds, gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gatewayGroup)), Kind: KindHTTPRoute})
+			if isKind(kind)(k) {
+				v.kinds = append(v.kinds, gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gatewayGroup)), Kind: gwv1.Kind(kind)})
 				continue
 			}
 			v.resolved, v.resolveReason = false, string(gwv1.ListenerReasonInvalidRouteKinds)
-			v.resolveMsg = "route kind " + string(k.Kind) + " is not supported: only HTTPRoute"
+			v.resolveMsg = "route kind " + string(k.Kind) + " is not supported on a " + string(l.Protocol) + " listener: only " + kind
 		}
 		v.kinds = slices.CompactFunc(v.kinds, func(a, b gwv1.RouteGroupKind) bool { return a.Kind == b.Kind })
 	}
-	if l.Protocol == gwv1.HTTPSProtocolType {
+	switch {
+	case l.Protocol == gwv1.HTTPSProtocolType:
 		in.checkListenerTLS(g, l, &v, refuse, out)
-	} else if l.TLS != nil {
-		refuse(string(gwv1.ListenerReasonUnsupportedValue), "tls is only for HTTPS listeners")
+	case l.Protocol == gwv1.TLSProtocolType:
+		checkListenerPassthrough(l, refuse)
+	case l.TLS != nil:
+		refuse(string(gwv1.ListenerReasonUnsupportedValue), "tls is only for HTTPS and TLS listeners")
 	}
 	return v
+}
+
+// checkListenerPassthrough checks a TLS listener's tls: mode Passthrough,
+// HAProxy hands the connection to the route's backend by its SNI. Mode
+// Terminate (TLSRoutes to plain TCP backends) is not served.
+func checkListenerPassthrough(l gwv1.Listener, refuse func(reason, msg string)) {
+	switch {
+	case l.TLS == nil:
+		refuse(string(gwv1.ListenerReasonUnsupportedValue), "a TLS listener needs tls.mode Passthrough")
+	case l.TLS.Mode == nil || *l.TLS.Mode != gwv1.TLSModePassthrough:
+		refuse(string(gwv1.ListenerReasonUnsupportedValue), "tls mode Terminate is not supported for TLS listeners: only Passthrough")
+	case len(l.TLS.Options) > 0:
+		refuse(string(gwv1.ListenerReasonUnsupportedValue), "tls.options are not supported")
+	case len(l.TLS.CertificateRefs) > 0:
+		refuse(string(gwv1.ListenerReasonUnsupportedValue), "certificateRefs are not used with tls mode Passthrough")
+	}
 }
 
 // checkListenerTLS checks an HTTPS listener's TLS: terminated in HAProxy,

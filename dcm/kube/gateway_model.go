@@ -32,6 +32,7 @@ type gwInput struct {
 	classes    []*gwv1.GatewayClass
 	gateways   []*gwv1.Gateway
 	routes     []*gwv1.HTTPRoute
+	tlsRoutes  []*gwv1.TLSRoute
 	grants     referenceGrants
 	// prevAddr are the addresses given in earlier syncs, by Gateway UID:
 	// they count as the Gateway's own until its status says so.
@@ -51,7 +52,9 @@ type gwOutput struct {
 	classes  map[string]*gwv1.GatewayClassStatus
 	gateways map[types.NamespacedName]*gwv1.GatewayStatus
 	routes   map[types.NamespacedName][]gwv1.RouteParentStatus
-	served   []dcm.Route
+	// tlsRoutes are the TLSRoutes' status.parents (tlsroute.go).
+	tlsRoutes map[types.NamespacedName][]gwv1.RouteParentStatus
+	served    []dcm.Route
 	rejected []dcm.Rejection
 	addrs    map[types.UID]string
 	// services and secrets are the ns/name of every Service and Secret
@@ -74,9 +77,11 @@ type gwGateway struct {
 type gwListener struct {
 	spec   gwv1.Listener
 	status *gwv1.ListenerStatus
-	// attach: HTTPRoutes may attach (accepted, kind allowed, no
-	// conflict); serve: they are served (programmed as well).
+	// attach: routes of routeKind (HTTPRoute, or TLSRoute on a TLS
+	// listener) may attach (accepted, kind allowed, no conflict); serve:
+	// they are served (programmed as well).
 	attach, serve bool
+	routeKind     string
 	bind          string
 	kind          dcm.RouteKind
 	tls           *dcm.TLSRef
@@ -87,7 +92,7 @@ type gwListener struct {
 // routes, addresses and conditions whatever the order of events.
 func translateGateways(in gwInput) *gwOutput {
 	out := &gwOutput{classes: map[string]*gwv1.GatewayClassStatus{}, gateways: map[types.NamespacedName]*gwv1.GatewayStatus{},
-		routes: map[types.NamespacedName][]gwv1.RouteParentStatus{}, addrs: map[types.UID]string{},
+		routes: map[types.NamespacedName][]gwv1.RouteParentStatus{}, tlsRoutes: map[types.NamespacedName][]gwv1.RouteParentStatus{}, addrs: map[types.UID]string{},
 		services: map[string]bool{}, secrets: map[string]bool{}, uids: map[dcm.ObjectRef]types.UID{}}
 	accepted := map[string]bool{}
 	for _, c := range in.classes {
@@ -123,6 +128,7 @@ func translateGateways(in gwInput) *gwOutput {
 	for _, r := range routes {
 		in.translateRoute(r, models, out)
 	}
+	in.translateTLSRoutes(models, out)
 	for _, m := range models {
 		if rej := gatewayRejection(m); rej != nil {
 			out.rejected = append(out.rejected, *rej)
@@ -160,7 +166,7 @@ var supportedFeatures = []gwv1.FeatureName{
 	"HTTPRouteMethodMatching", "HTTPRouteNamedRouteRule", "HTTPRouteParentRefPort",
 	"HTTPRoutePathRedirect", "HTTPRoutePathRewrite", "HTTPRoutePortRedirect", "HTTPRouteQueryParamMatching",
 	"HTTPRouteResponseHeaderModification", "HTTPRouteSchemeRedirect",
-	"ReferenceGrant",
+	"ReferenceGrant", "TLSRoute",
 }
 
 // classStatus accepts a GatewayClass of dcm's controller unless it names

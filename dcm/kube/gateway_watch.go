@@ -79,6 +79,7 @@ type gwListers struct {
 	classes    gwlisters.GatewayClassLister
 	gateways   []gwlisters.GatewayLister
 	routes     []gwlisters.HTTPRouteLister
+	tlsRoutes  []gwlisters.TLSRouteLister // empty when TLSRoutes are not served
 	grants     []gwlisters.ReferenceGrantLister // empty when ReferenceGrants are not served
 	namespaces corelisters.NamespaceLister
 }
@@ -165,6 +166,7 @@ func (s *Source) gatewayInformers(ctx context.Context, grants bool) ([]cache.Inf
 	}
 	h := s.handlers(prefixGateway, func(any) []string { return []string{"_/_"} })
 	ls := &gwListers{}
+	tlsRoutes := s.tlsRoutesServed()
 	var synced []cache.InformerSynced
 	var starts []interface{ Start(<-chan struct{}) }
 	var stops []interface{ Shutdown() }
@@ -188,6 +190,9 @@ func (s *Source) gatewayInformers(ctx context.Context, grants bool) ([]cache.Inf
 		add(v1.HTTPRoutes().Informer())
 		s.recheckStatus(v1.Gateways().Informer(), statusGateway)
 		s.recheckStatus(v1.HTTPRoutes().Informer(), statusRoute)
+		if tlsRoutes {
+			s.watchTLSRoutes(v1, ls, add)
+		}
 		if grants {
 			ls.grants = append(ls.grants, v1.ReferenceGrants().Lister())
 			add(v1.ReferenceGrants().Informer())
@@ -263,6 +268,9 @@ func (s *Source) gatewayObjects() (gwInput, error) {
 			return in, err
 		}
 		in.routes = append(in.routes, rs...)
+	}
+	if in.tlsRoutes, err = ls.listTLSRoutes(); err != nil {
+		return in, err
 	}
 	for _, l := range ls.grants {
 		gs, err := l.List(labels.Everything())

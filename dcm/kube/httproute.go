@@ -47,7 +47,7 @@ func (in gwInput) translateRoute(r *gwv1.HTTPRoute, gws map[types.NamespacedName
 	var parents []gwv1.RouteParentStatus
 	var rejection *dcm.Rejection
 	for _, p := range r.Spec.ParentRefs {
-		pv, ours := in.parent(r, p, gws)
+		pv, ours := in.parent(r.Namespace, r.Spec.Hostnames, KindHTTPRoute, p, gws)
 		if !ours {
 			continue
 		}
@@ -133,15 +133,16 @@ func gatewayRank(m *metav1.ObjectMeta, rule int) string {
 	return fmt.Sprintf("%012d!%s/%s!%04d", max(m.CreationTimestamp.Unix(), 0), m.Namespace, m.Name, rule)
 }
 
-// parent finds the listeners one parentRef attaches an HTTPRoute to. ours
-// is false when the parentRef names no Gateway of dcm's: its status entry
-// is another controller's business.
-func (in gwInput) parent(r *gwv1.HTTPRoute, p gwv1.ParentReference, gws map[types.NamespacedName]*gwGateway) (parentVerdict, bool) {
+// parent finds the listeners one parentRef attaches a route of a kind
+// (HTTPRoute, TLSRoute) in namespace routeNS to. ours is false when the
+// parentRef names no Gateway of dcm's: its status entry is another
+// controller's business.
+func (in gwInput) parent(routeNS string, hostnames []gwv1.Hostname, kind string, p gwv1.ParentReference, gws map[types.NamespacedName]*gwGateway) (parentVerdict, bool) {
 	pv := parentVerdict{ref: p}
 	if (p.Group != nil && *p.Group != gatewayGroup) || (p.Kind != nil && *p.Kind != KindGateway) {
 		return pv, false
 	}
-	ns := r.Namespace
+	ns := routeNS
 	if p.Namespace != nil && *p.Namespace != "" {
 		ns = string(*p.Namespace)
 	}
@@ -155,11 +156,11 @@ func (in gwInput) parent(r *gwv1.HTTPRoute, p gwv1.ParentReference, gws map[type
 			continue
 		}
 		matched++
-		if !l.attach || !in.namespaceAllowed(r.Namespace, gw.gw.Namespace, l.spec.AllowedRoutes) {
+		if !l.attach || l.routeKind != kind || !in.namespaceAllowed(routeNS, gw.gw.Namespace, l.spec.AllowedRoutes) {
 			continue
 		}
 		allowed++
-		hosts, any := intersectHostnames(r.Spec.Hostnames, l.spec.Hostname)
+		hosts, any := intersectHostnames(hostnames, l.spec.Hostname)
 		if len(hosts) == 0 && !any {
 			continue
 		}
