@@ -55,8 +55,8 @@ type gwOutput struct {
 	// tlsRoutes are the TLSRoutes' status.parents (tlsroute.go).
 	tlsRoutes map[types.NamespacedName][]gwv1.RouteParentStatus
 	served    []dcm.Route
-	rejected []dcm.Rejection
-	addrs    map[types.UID]string
+	rejected  []dcm.Rejection
+	addrs     map[types.UID]string
 	// services and secrets are the ns/name of every Service and Secret
 	// referred to: their coming and going changes the result.
 	services, secrets map[string]bool

@@ -79,7 +79,7 @@ type gwListers struct {
 	classes    gwlisters.GatewayClassLister
 	gateways   []gwlisters.GatewayLister
 	routes     []gwlisters.HTTPRouteLister
-	tlsRoutes  []gwlisters.TLSRouteLister // empty when TLSRoutes are not served
+	tlsRoutes  []gwlisters.TLSRouteLister       // empty when TLSRoutes are not served
 	grants     []gwlisters.ReferenceGrantLister // empty when ReferenceGrants are not served
 	namespaces corelisters.NamespaceLister
 }
