@@ -78,7 +78,7 @@ func passthrough(name, bind, rank, listenerHost string, hosts []string, unresolv
 // (add, hostname, backend, delete) applied at runtime, no reload.
 func TestGatewayTLSPassthrough(t *testing.T) {
 	t.Parallel()
-	const addr, other = "127.0.20.5", "127.0.20.6"
+	const addr, other = "127.0.20.50", "127.0.20.51"
 	bind, otherBind := addr+":18443", other+":18443"
 	ca := testkit.NewCA(t)
 	store := &testkit.CertStore{}

@@ -15,8 +15,9 @@ import (
 // conformance creates it with dcm's controller name.
 const GatewayClassName = "dcm"
 
-// Profiles are the conformance profiles dcm claims.
-var Profiles = []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName}
+// Profiles are the conformance profiles dcm claims: GATEWAY-HTTP, and
+// GATEWAY-TLS (TLSRoute passthrough) in the same run and report.
+var Profiles = []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayTLSConformanceProfileName}
 
 // SupportedFeatures are the features dcm claims: the core of GATEWAY-HTTP
 // and the extended features whose tests pass (docs/conformance.md says why
@@ -28,6 +29,7 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportGateway,
 	features.SupportReferenceGrant,
 	features.SupportHTTPRoute,
+	features.SupportTLSRoute, // GATEWAY-TLS core: Passthrough only (TLSRouteModeTerminate not claimed)
 
 	features.SupportGatewayPort8080,
 	features.SupportGatewayHTTPListenerIsolation,
