@@ -32,7 +32,7 @@ func (c *Config) gatewayFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.GatewayControllerName, "gateway-controller-name", c.GatewayControllerName, "serve the Gateway API's GatewayClasses with this controllerName")
 	fs.StringSliceVar(&c.GatewayAddresses, "gateway-addresses", c.GatewayAddresses, "IP addresses and CIDRs that Gateways get their address from, one each; HAProxy binds all of them on the Gateway ports ahead of time, so a new Gateway needs no reload (default: none, no Gateway is served)")
 	fs.IntSliceVar(&c.GatewayHTTPPorts, "gateway-http-ports", c.GatewayHTTPPorts, "ports of Gateway HTTP listeners, bound on every Gateway address ahead of time")
-	fs.IntSliceVar(&c.GatewayHTTPSPorts, "gateway-https-ports", c.GatewayHTTPSPorts, "ports of Gateway HTTPS listeners, bound on every Gateway address ahead of time")
+	fs.IntSliceVar(&c.GatewayHTTPSPorts, "gateway-https-ports", c.GatewayHTTPSPorts, "ports of Gateway HTTPS and TLS (passthrough) listeners, bound on every Gateway address ahead of time")
 	fs.IntVar(&c.GatewayPoolSize, "gateway-pool-size", c.GatewayPoolSize, "HTTP spare backends on top of --pool-size when Gateways are served (--gateway-addresses, --mode=dynamic with a pool): an HTTPRoute takes one per rule and listener, instead of a reload")
 }
 

@@ -133,7 +133,9 @@ func TestGatewayTLSRoutePassthrough(t *testing.T) {
 	if _, err := gw.GatewayV1().GatewayClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = gw.GatewayV1().GatewayClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = gw.GatewayV1().GatewayClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
+	})
 	const httpPort = 18090
 	g := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw"}, Spec: gwv1.GatewaySpec{GatewayClassName: gwv1.ObjectName(class.Name),
 		Listeners: []gwv1.Listener{{Name: "tls", Port: httpPort + 363, Protocol: gwv1.TLSProtocolType, Hostname: ptr.To(gwv1.Hostname("*." + ns + ".test")),
