@@ -182,7 +182,11 @@ func (in gwInput) checkListener(g *gwv1.Gateway, l gwv1.Listener, out *gwOutput)
 	case l.Protocol == gwv1.HTTPSProtocolType:
 		in.checkListenerTLS(g, l, &v, refuse, out)
 	case l.Protocol == gwv1.TLSProtocolType:
-		checkListenerPassthrough(l, refuse)
+		if !checkListenerPassthrough(l, refuse) {
+			// Such a listener supports no route kind: the suite's
+			// TLSRouteListenerTerminateNotSupported wants none listed.
+			v.kinds = []gwv1.RouteGroupKind{}
+		}
 	case l.TLS != nil:
 		refuse(string(gwv1.ListenerReasonUnsupportedValue), "tls is only for HTTPS and TLS listeners")
 	}
@@ -191,18 +195,21 @@ func (in gwInput) checkListener(g *gwv1.Gateway, l gwv1.Listener, out *gwOutput)
 
 // checkListenerPassthrough checks a TLS listener's tls: mode Passthrough,
 // HAProxy hands the connection to the route's backend by its SNI. Mode
-// Terminate (TLSRoutes to plain TCP backends) is not served.
-func checkListenerPassthrough(l gwv1.Listener, refuse func(reason, msg string)) {
+// Terminate (TLSRoutes to plain TCP backends) is not served: false.
+func checkListenerPassthrough(l gwv1.Listener, refuse func(reason, msg string)) bool {
 	switch {
 	case l.TLS == nil:
 		refuse(string(gwv1.ListenerReasonUnsupportedValue), "a TLS listener needs tls.mode Passthrough")
+		return false
 	case l.TLS.Mode == nil || *l.TLS.Mode != gwv1.TLSModePassthrough:
 		refuse(string(gwv1.ListenerReasonUnsupportedValue), "tls mode Terminate is not supported for TLS listeners: only Passthrough")
+		return false
 	case len(l.TLS.Options) > 0:
 		refuse(string(gwv1.ListenerReasonUnsupportedValue), "tls.options are not supported")
 	case len(l.TLS.CertificateRefs) > 0:
 		refuse(string(gwv1.ListenerReasonUnsupportedValue), "certificateRefs are not used with tls mode Passthrough")
 	}
+	return true
 }
 
 // checkListenerTLS checks an HTTPS listener's TLS: terminated in HAProxy,

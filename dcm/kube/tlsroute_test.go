@@ -79,6 +79,9 @@ func TestTLSListeners(t *testing.T) {
 			if key == "ns/tls kinds" && (len(l.SupportedKinds) != 1 || l.SupportedKinds[0].Kind != KindTLSRoute) {
 				t.Errorf("%s: supportedKinds %v, want TLSRoute alone", key, l.SupportedKinds)
 			}
+			if key == "ns/tls term" && len(l.SupportedKinds) != 0 {
+				t.Errorf("%s: supportedKinds %v, want none (mode Terminate is not served)", key, l.SupportedKinds)
+			}
 		}
 	}
 }
