@@ -108,8 +108,6 @@ func gatewayConditions(g *gwv1.Gateway, addr addrChoice, classOK bool, valid int
 
 func ptrTo[T any](v T) *T { return &v }
 
-func isHTTPRouteKind(k gwv1.RouteGroupKind) bool { return isKind(KindHTTPRoute)(k) }
-
 // isKind matches a route kind of the Gateway API's group.
 func isKind(kind string) func(gwv1.RouteGroupKind) bool {
 	return func(k gwv1.RouteGroupKind) bool {
