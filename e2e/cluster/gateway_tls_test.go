@@ -203,6 +203,42 @@ func TestGatewayTLSRoutePassthrough(t *testing.T) {
 	update(func(r *gwv1.TLSRouteSpec) { r.Hostnames = []gwv1.Hostname{gwv1.Hostname(moved)} })
 	expectPassthrough(s, bind, moved, ns, "db-b")
 	expectPassthrough(s, bind, host, ns, "")
+	// A TLSRoute whose Service does not exist: ResolvedRefs False
+	// BackendNotFound, a Warning Event on it, counted as rejected, and its
+	// SNI refused — the other route keeps serving.
+	broken := route.DeepCopy()
+	broken.Name, broken.Spec.Hostnames = "broken", []gwv1.Hostname{gwv1.Hostname("broken." + ns + ".test")}
+	broken.Spec.Rules[0].BackendRefs[0].Name = "nonexistent"
+	rejected := s.Counter("dcm_rejected_objects_total", "reason", string(gwv1.RouteReasonBackendNotFound))
+	created, err := gw.GatewayV1().TLSRoutes(ns).Create(ctx, broken, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Eventually("the broken TLSRoute's ResolvedRefs", 30*time.Second, func() error {
+		r, err := gw.GatewayV1().TLSRoutes(ns).Get(ctx, "broken", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(r.Status.Parents) != 1 {
+			return fmt.Errorf("parents %+v", r.Status.Parents)
+		}
+		if err := conditionIs(r.Status.Parents[0].Conditions, "Accepted", "True", r.Generation); err != nil {
+			return err
+		}
+		for _, c := range r.Status.Parents[0].Conditions {
+			if c.Type == "ResolvedRefs" && c.Status == metav1.ConditionFalse && c.Reason == string(gwv1.RouteReasonBackendNotFound) {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %+v", r.Status.Parents[0].Conditions)
+	})
+	waitEvent(t, s, ns, "TLSRoute", "broken", created.UID, corev1.EventTypeWarning, string(gwv1.RouteReasonBackendNotFound), "nonexistent")
+	if got := s.Counter("dcm_rejected_objects_total", "reason", string(gwv1.RouteReasonBackendNotFound)); got <= rejected {
+		t.Errorf("dcm_rejected_objects_total{reason=BackendNotFound} %v, was %v", got, rejected)
+	}
+	expectPassthrough(s, bind, "broken."+ns+".test", ns, "")
+	expectPassthrough(s, bind, moved, ns, "db-b")
+
 	// Deleted: its SNI reaches no pod.
 	if err := gw.GatewayV1().TLSRoutes(ns).Delete(ctx, "db", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
