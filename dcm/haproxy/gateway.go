@@ -10,11 +10,13 @@ import (
 	"github.com/dcm-router/dcm/dcm/routing"
 )
 
-// Gateway API listeners are served by two frontends of their own, bound
+// Gateway API listeners are served by frontends of their own, bound
 // ahead of time on every Gateway address and port (Settings.Gateway), so
-// that a new Gateway, listener or route needs no reload: fe_gw_http and
-// fe_gw_https (TLS ends on its binds, each with its own crt-list of its
-// listeners' certificates). They read the Gateway maps only, and the
+// that a new Gateway, listener or route needs no reload: fe_gw_http,
+// fe_gw_tls on the HTTPS ports (TLSRoutes by SNI, gateway_tls.go) and,
+// behind it, fe_gw_https (TLS ends on its sockets, one per bind, each with
+// its own crt-list of its listeners' certificates). They read the Gateway
+// maps only, and the
 // other frontends never do, so a Gateway bind never serves an Ingress or
 // a Route and the other binds never serve a Gateway route.
 //
