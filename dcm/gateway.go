@@ -20,6 +20,12 @@ type GatewayBinds struct {
 	Addresses  []string `json:"addresses,omitempty"` // IP addresses, canonical text
 	HTTPPorts  []int    `json:"httpPorts,omitempty"`
 	HTTPSPorts []int    `json:"httpsPorts,omitempty"`
+	// Spares, above 0, binds on those ports only the addresses Gateway
+	// routes are on and this many free ones (the lowest of Addresses),
+	// not every address: a route on an address not bound reloads
+	// (ReasonGatewayAddressPool), and the reload binds Spares free ones
+	// again (State.GatewayBinds).
+	Spares int `json:"spares,omitempty"`
 }
 
 // GatewayRoute is how HAProxy finds a route made from an HTTPRoute rule:

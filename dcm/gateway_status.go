@@ -40,9 +40,11 @@ type ListenerView struct {
 	Conditions     []Condition `json:"conditions"`
 }
 
-// HTTPRouteView is one HTTPRoute and dcm's status for each parent it
-// names.
+// HTTPRouteView is one HTTPRoute (or GRPCRoute) and dcm's status for
+// each parent it names.
 type HTTPRouteView struct {
+	// Kind is "GRPCRoute" for a GRPCRoute, "" for an HTTPRoute.
+	Kind      string            `json:"kind,omitempty"`
 	Namespace string            `json:"namespace"`
 	Name      string            `json:"name"`
 	Hostnames []string          `json:"hostnames,omitempty"`

@@ -48,6 +48,10 @@ type Caps struct {
 	// listener, so one apply of a few routes takes dozens of spares at
 	// once, more than the floor an Ingress cluster needs.
 	GatewayPool int `json:"gatewayPool,omitempty"`
+	// Gateway is what HAProxy binds for Gateway listeners whatever the
+	// state (the flags'): a route on another bind reloads once
+	// (ReasonGatewayListenerPort, State.GatewayBinds).
+	Gateway GatewayBinds `json:"gateway,omitzero"`
 	// RuntimeCerts is true when edge certificates are added, rotated and
 	// removed over the admin socket (dynamic mode); otherwise a changed
 	// certificate reloads.

@@ -34,6 +34,9 @@ type Snapshot struct {
 	Rejected []Rejection `json:"rejected"`
 	// DefaultCert is the default certificate served (State.DefaultCert).
 	DefaultCert Cert `json:"defaultCert,omitzero"`
+	// GatewayBinds are the binds HAProxy has beyond Caps.Gateway
+	// (State.GatewayBinds).
+	GatewayBinds []GatewayBind `json:"gatewayBinds,omitempty"`
 	// Gateways is the Gateway API dcm serves and its status (nil: dcm
 	// watches no Gateway API).
 	Gateways *GatewayAPI `json:"gateways,omitempty"`

@@ -229,6 +229,12 @@ type State struct {
 	Pool []string `json:"pool,omitempty"`
 	// DefaultCert is the default certificate served (Desired.DefaultCert).
 	DefaultCert Cert `json:"defaultCert,omitzero"`
+	// GatewayBinds are the Gateway binds HAProxy binds beyond the
+	// pre-bound ones (Caps.Gateway), sorted (CompareGatewayBinds): those
+	// of listeners on other ports, bound by a reload
+	// (ReasonGatewayListenerPort) and kept until the next reload renders
+	// the ones routes still use.
+	GatewayBinds []GatewayBind `json:"gatewayBinds,omitempty"`
 }
 
 // Backend finds a backend by name.

@@ -89,11 +89,13 @@ func fullReload() *dcm.ReloadInfo {
 func fullSnapshot() dcm.Snapshot {
 	web, app := fullBackend("demo", "web", dcm.KindHTTP), fullBackend("other", "app", dcm.KindEdge)
 	web.Slot, app.Retiring = "be_http:_pool:3", true
-	return dcm.Snapshot{Mode: dcm.ModeSlots, Caps: dcm.Caps{Mode: dcm.ModeSlots, Slots: 4, AddServer: true, Pool: 4, StickyPool: 2, GatewayPool: 8, RuntimeCerts: true},
-		Pool:        []string{"be_http:_pool:4"},
-		DefaultCert: dcm.Cert{Secret: "openshift-ingress/router-default", Version: "89abcdef"},
-		HAProxy:     dcm.HAProxyInfo{Version: "2.6.12", PID: 11, Started: tStart(), Reloads: 3, Running: true},
-		Updates:     dcm.Updates{Noop: 1, Dynamic: 2, Reload: 3}, LastReload: fullReload(),
+	return dcm.Snapshot{Mode: dcm.ModeSlots, Caps: dcm.Caps{Mode: dcm.ModeSlots, Slots: 4, AddServer: true, Pool: 4, StickyPool: 2, GatewayPool: 8, RuntimeCerts: true,
+		Gateway: dcm.GatewayBinds{Addresses: []string{"127.0.20.1", "127.0.20.2"}, HTTPPorts: []int{80}, HTTPSPorts: []int{443}, Spares: 1}},
+		GatewayBinds: []dcm.GatewayBind{{Bind: "127.0.20.1:443", HTTPS: true}, {Bind: "127.0.20.1:80"}, {Bind: "127.0.20.1:8080"}},
+		Pool:         []string{"be_http:_pool:4"},
+		DefaultCert:  dcm.Cert{Secret: "openshift-ingress/router-default", Version: "89abcdef"},
+		HAProxy:      dcm.HAProxyInfo{Version: "2.6.12", PID: 11, Started: tStart(), Reloads: 3, Running: true},
+		Updates:      dcm.Updates{Noop: 1, Dynamic: 2, Reload: 3}, LastReload: fullReload(),
 		Routes: []dcm.Route{web.Route, app.Route}, Backends: dcm.BackendList(web, app),
 		Rejected: []dcm.Rejection{
 			{Object: dcm.ObjectRef{Kind: "Ingress", Namespace: "demo", Name: "bad"}, Reason: dcm.RejectInvalidHost, Message: "host"},
@@ -111,7 +113,8 @@ func fullGateways() *dcm.GatewayAPI {
 			Listeners: []dcm.ListenerView{{Name: "http", Protocol: "HTTP", Port: 80, Hostname: "*.demo.example", AttachedRoutes: 1, Conditions: ok}}}},
 		HTTPRoutes: []dcm.HTTPRouteView{{Namespace: "other", Name: "shop", Hostnames: []string{"shop.demo.example"},
 			Parents: []dcm.RouteParentView{{Gateway: "demo/gw", Listener: "http", Conditions: []dcm.Condition{
-				{Type: "ResolvedRefs", Status: "False", Reason: "RefNotPermitted", Message: "no ReferenceGrant"}}}}}},
+				{Type: "ResolvedRefs", Status: "False", Reason: "RefNotPermitted", Message: "no ReferenceGrant"}}}}},
+			{Kind: "GRPCRoute", Namespace: "other", Name: "echo", Parents: []dcm.RouteParentView{{Gateway: "demo/gw", Conditions: ok}}}},
 	}
 }
 

@@ -79,6 +79,7 @@ type Config struct {
 	GatewayAddresses                    []string
 	GatewayHTTPPorts, GatewayHTTPSPorts []int
 	GatewayPoolSize                     int // --gateway-pool-size, with a pool and Gateway addresses
+	GatewayAddressSpares                int // --gateway-address-spares: 0 binds every Gateway address
 
 	// HAProxy.
 	HAProxyBin   string // --haproxy-bin
@@ -220,6 +221,8 @@ func (c Config) Validate() error {
 		return errors.New("--pool-size must be between 0 and 10000")
 	case c.GatewayPoolSize < 0 || c.GatewayPoolSize > 10000:
 		return errors.New("--gateway-pool-size must be between 0 and 10000")
+	case c.GatewayAddressSpares < 0 || c.GatewayAddressSpares > maxGatewayAddresses:
+		return fmt.Errorf("--gateway-address-spares must be between 0 and %d", maxGatewayAddresses)
 	case c.StickyPoolSize < 0 || c.StickyPoolSize > 10000:
 		return errors.New("--sticky-pool-size must be between 0 and 10000")
 	case c.EventHistory < 1 || c.EventHistory > 1000000:
@@ -261,6 +264,8 @@ func (c Config) caps(v haproxy.Version) dcm.Caps {
 			caps.GatewayPool = c.GatewayPoolSize
 		}
 	}
+	// Validate has checked the flags: an error leaves no Gateway bound.
+	caps.Gateway, _ = c.GatewayBinds()
 	return caps
 }
 

@@ -1,7 +1,9 @@
 package system
 
 import (
+	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +72,10 @@ func TestValidate(t *testing.T) {
 // TestCaps: what each mode gets on Debian's 2.6, as the engine is given it.
 func TestCaps(t *testing.T) {
 	v26 := haproxy.Version{Major: 2, Minor: 6, Patch: 12}
+	gw := dcm.GatewayBinds{HTTPPorts: []int{80}, HTTPSPorts: []int{443}}
+	for i := range 16 {
+		gw.Addresses = append(gw.Addresses, fmt.Sprintf("127.0.20.%d", i))
+	}
 	tests := []struct {
 		name   string
 		change func(*Config)
@@ -78,16 +84,16 @@ func TestCaps(t *testing.T) {
 		{"defaults", func(*Config) {}, dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10, StickyPool: 10, RuntimeCerts: true}},
 		{"no pool, no sticky pool", func(c *Config) { c.PoolSize = 0 }, dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, RuntimeCerts: true}},
 		{"gateway spares", func(c *Config) { c.GatewayAddresses = []string{"127.0.20.0/28"} },
-			dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10, StickyPool: 10, GatewayPool: 64, RuntimeCerts: true}},
+			dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 10, StickyPool: 10, GatewayPool: 64, RuntimeCerts: true, Gateway: gw}},
 		{"gateway, no pool", func(c *Config) { c.GatewayAddresses, c.PoolSize = []string{"127.0.20.0/28"}, 0 },
-			dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, RuntimeCerts: true}},
+			dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, RuntimeCerts: true, Gateway: gw}},
 		{"slots", func(c *Config) { c.Mode = dcm.ModeSlots }, dcm.Caps{Mode: dcm.ModeSlots, AddServer: true, Slots: 8}},
 		{"reload", func(c *Config) { c.Mode = dcm.ModeReload }, dcm.Caps{Mode: dcm.ModeReload, AddServer: true}},
 	}
 	for _, tt := range tests {
 		c := Defaults()
 		tt.change(&c)
-		if got := c.caps(v26); got != tt.want {
+		if got := c.caps(v26); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: caps %+v, want %+v", tt.name, got, tt.want)
 		}
 	}

@@ -27,7 +27,7 @@ func (c *Config) FlagSet() *pflag.FlagSet {
 	fs.IntVar(&c.Slots, "slots", c.Slots, "free server slots per backend in --mode=slots")
 	fs.IntVar(&c.EventHistory, "event-history", c.EventHistory, "events kept for /events and feed clients that resume (memory grows with it until it is full)")
 	fs.IntVar(&c.StickyPoolSize, "sticky-pool-size", c.StickyPoolSize, "sticky spare backends (rendered with a dynamic cookie) in --mode=dynamic with a pool, at least (a tenth of the sticky routes when that is more): new sticky routes (OpenShift Routes by default) take one instead of a reload")
-	fs.IntVar(&c.PoolSize, "pool-size", c.PoolSize, "spare backends per route kind in --mode=dynamic, at least (every render gives a kind a tenth of its routes when that is more): new routes take one instead of a reload (0: every new route reloads)")
+	fs.IntVar(&c.PoolSize, "pool-size", c.PoolSize, "spare backends per route kind in --mode=dynamic, at least (every render gives a kind a tenth of its routes when that is more, and the reload of a kind that ran out 1,000 or as many as its routes): new routes take one instead of a reload (0: every new route reloads)")
 	fs.StringSliceVar(&c.Namespaces, "namespace", c.Namespaces, "watch only these namespaces (repeatable; default all)")
 	fs.StringVar(&c.IngressClass, "ingress-class", c.IngressClass, "serve only Ingresses of this class (default: all)")
 	fs.BoolVar(&c.Routes, "routes", c.Routes, "also serve OpenShift Routes (route.openshift.io/v1) when the API server serves them")

@@ -30,9 +30,10 @@ const DefaultGatewayPoolSize = 64
 
 func (c *Config) gatewayFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.GatewayControllerName, "gateway-controller-name", c.GatewayControllerName, "serve the Gateway API's GatewayClasses with this controllerName")
-	fs.StringSliceVar(&c.GatewayAddresses, "gateway-addresses", c.GatewayAddresses, "IP addresses and CIDRs that Gateways get their address from, one each; HAProxy binds all of them on the Gateway ports ahead of time, so a new Gateway needs no reload (default: none, no Gateway is served)")
-	fs.IntSliceVar(&c.GatewayHTTPPorts, "gateway-http-ports", c.GatewayHTTPPorts, "ports of Gateway HTTP listeners, bound on every Gateway address ahead of time")
-	fs.IntSliceVar(&c.GatewayHTTPSPorts, "gateway-https-ports", c.GatewayHTTPSPorts, "ports of Gateway HTTPS and TLS (passthrough) listeners, bound on every Gateway address ahead of time")
+	fs.StringSliceVar(&c.GatewayAddresses, "gateway-addresses", c.GatewayAddresses, "IP addresses and CIDRs that Gateways get their address from, one each; HAProxy binds all of them on the Gateway ports ahead of time (or those in use and --gateway-address-spares more), so a new Gateway needs no reload (default: none, no Gateway is served)")
+	fs.IntSliceVar(&c.GatewayHTTPPorts, "gateway-http-ports", c.GatewayHTTPPorts, "ports of Gateway HTTP listeners bound on every Gateway address ahead of time; a listener on another port is bound on its Gateway's address by a reload (reason gateway-listener-port)")
+	fs.IntSliceVar(&c.GatewayHTTPSPorts, "gateway-https-ports", c.GatewayHTTPSPorts, "ports of Gateway HTTPS and TLS (passthrough) listeners bound on every Gateway address ahead of time; a listener on another port is bound on its Gateway's address by a reload (reason gateway-listener-port)")
+	fs.IntVar(&c.GatewayAddressSpares, "gateway-address-spares", c.GatewayAddressSpares, "bind only the Gateway addresses in use and this many free ones ahead of time, not all of --gateway-addresses; a Gateway route on an address not bound reloads (reason gateway-address-pool) and the reload binds this many free ones again (0: bind every address)")
 	fs.IntVar(&c.GatewayPoolSize, "gateway-pool-size", c.GatewayPoolSize, "HTTP spare backends on top of --pool-size when Gateways are served (--gateway-addresses, --mode=dynamic with a pool): an HTTPRoute takes one per rule and listener, instead of a reload")
 }
 
@@ -65,7 +66,7 @@ func (c Config) GatewayBinds() (dcm.GatewayBinds, error) {
 		return dcm.GatewayBinds{}, fmt.Errorf("--gateway-addresses needs --gateway-http-ports or --gateway-https-ports")
 	}
 	binds := dcm.GatewayBinds{Addresses: addrs, HTTPPorts: slices.Sorted(slices.Values(c.GatewayHTTPPorts)),
-		HTTPSPorts: slices.Sorted(slices.Values(c.GatewayHTTPSPorts))}
+		HTTPSPorts: slices.Sorted(slices.Values(c.GatewayHTTPSPorts)), Spares: c.GatewayAddressSpares}
 	return binds, c.gatewayBindsFree(binds)
 }
 

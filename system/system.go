@@ -258,7 +258,8 @@ func (s *System) kubeSource(dyn dynamic.Interface, backendCA []byte, pems *kube.
 		AllowWildcardRoutes: s.cfg.AllowWildcardRoutes, DefaultCertificate: s.cfg.DefaultSSLCertificate,
 		RouteSelector: routeSel, NamespaceSelector: nsSel, Events: s.events,
 		RouterName: s.cfg.RouterName, RouterCanonicalHostname: s.cfg.RouterCanonicalHostname,
-		GatewayControllerName: s.cfg.GatewayControllerName, GatewayBinds: binds}, s.engine, s.log.With("part", "kube"))
+		GatewayControllerName: s.cfg.GatewayControllerName, GatewayBinds: binds,
+		GatewayReserved: []string{s.cfg.HTTPBind, s.cfg.HTTPSBind}}, s.engine, s.log.With("part", "kube"))
 	// The demo writes no status (as before it served Routes): nobody reads
 	// an in-memory cluster's, and it has no leader to elect.
 	status := !s.noStatus && s.cluster == nil

@@ -10,9 +10,10 @@ import (
 // The short forms below say how a Gateway API route reads on the pages;
 // web/format.js says it the same way (web's TestFormatParity).
 
-// RuleText is "HTTPRoute ns/name rule N" for a Gateway route ("" else):
-// the rule is the index the route's name carries (gw_<route>.<rule>.<hash>);
-// "TLSRoute ns/name" for a TLSRoute's, which has one rule.
+// RuleText is "HTTPRoute ns/name rule N" (or "GRPCRoute …") for a Gateway
+// route ("" else): the rule is the index the route's name carries
+// (gw_<route>.<rule>.<hash>, g<rule> for a GRPCRoute's); "TLSRoute
+// ns/name" for a TLSRoute's, which has one rule.
 func RuleText(r dcm.Route) string {
 	if r.Gateway == nil {
 		return ""
@@ -22,7 +23,11 @@ func RuleText(r dcm.Route) string {
 	}
 	rule := strings.TrimPrefix(r.Name, "gw_"+r.Object+".")
 	rule, _, _ = strings.Cut(rule, ".")
-	return "HTTPRoute " + r.Namespace + "/" + r.Object + " rule " + rule
+	kind := "HTTPRoute"
+	if r.Source == dcm.SourceGRPCRoute {
+		kind, rule = "GRPCRoute", strings.TrimPrefix(rule, "g")
+	}
+	return kind + " " + r.Namespace + "/" + r.Object + " rule " + rule
 }
 
 // RouteText is how a backend's route reads in a row: host and path, or
@@ -158,6 +163,15 @@ func pathModText(p *dcm.PathModifier) string {
 // ConditionText is a status condition in one line.
 func ConditionText(c dcm.Condition) string {
 	return c.Type + " " + c.Status + " · " + c.Reason + " · " + c.Message
+}
+
+// RouteViewText names a route of the Gateway API panel: ns/name, and
+// "(GRPCRoute)" after a GRPCRoute's.
+func RouteViewText(r dcm.HTTPRouteView) string {
+	if r.Kind != "" {
+		return r.Namespace + "/" + r.Name + " (" + r.Kind + ")"
+	}
+	return r.Namespace + "/" + r.Name
 }
 
 // HostnamesText is an HTTPRoute's hostnames ("*": any).

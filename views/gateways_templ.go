@@ -16,7 +16,7 @@ import (
 )
 
 // gatewaysPanel is the Gateway API dcm serves: each Gateway of its
-// classes with its listeners, each HTTPRoute naming one, and the
+// classes with its listeners, each HTTPRoute and GRPCRoute naming one, and the
 // conditions dcm computed for them (the ones it writes to their status).
 func gatewaysPanel(g *dcm.GatewayAPI) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
@@ -81,7 +81,7 @@ func gatewaysPanel(g *dcm.GatewayAPI) templ.Component {
 				}
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "</tbody></table><table><thead><tr><th>HTTPRoute</th><th>Hostnames</th><th>Parent</th><th>Conditions</th></tr></thead> <tbody data-role=\"httproutes\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "</tbody></table><table><thead><tr><th>Route</th><th>Hostnames</th><th>Parent</th><th>Conditions</th></tr></thead> <tbody data-role=\"httproutes\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -295,9 +295,9 @@ func httpRouteRow(r dcm.HTTPRouteView, p dcm.RouteParentView) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var13 string
-		templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(r.Namespace + "/" + r.Name)
+		templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(RouteViewText(r))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/gateways.templ`, Line: 81, Col: 69}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/gateways.templ`, Line: 81, Col: 59}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var13))
 		if templ_7745c5c3_Err != nil {

@@ -51,6 +51,7 @@ export function ruleText(r) {
   if (!r.gateway) return '';
   if (r.source === 'tlsroute') return `TLSRoute ${r.namespace}/${r.object}`;
   const rule = r.name.replace(`gw_${r.object}.`, '').split('.')[0];
+  if (r.source === 'grpcroute') return `GRPCRoute ${r.namespace}/${r.object} rule ${rule.replace(/^g/, '')}`;
   return `HTTPRoute ${r.namespace}/${r.object} rule ${rule}`;
 }
 
@@ -79,6 +80,8 @@ const mods = (m) => [...(m.set || []).map((h) => ` set ${h.name}=${h.value}`), .
 const pathMod = (p) => (p ? ` path ${p.type} ${p.value}` : '');
 
 export const conditionText = (c) => `${c.type} ${c.status} · ${c.reason} · ${c.message}`;
+// A route of the Gateway API panel, as views.RouteViewText says it.
+export const routeViewText = (r) => (r.kind ? `${r.namespace}/${r.name} (${r.kind})` : `${r.namespace}/${r.name}`);
 export const hostnamesText = (hs) => (hs?.length ? hs.join(', ') : '*');
 export const parentText = (p) => (p.listener ? `${p.gateway} ${p.listener}` : p.gateway);
 

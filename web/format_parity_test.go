@@ -174,10 +174,12 @@ func gatewayRouteCalls() []call {
 	rg.Filters = &dcm.HTTPFilters{Redirect: &dcm.HTTPRedirect{}}
 	redirectOnly.Gateway = &rg
 	ingress := dcm.Route{Namespace: "demo", Name: "web", Object: "web", Host: "web.example", Path: "/", PathType: dcm.PathPrefix}
+	grpc := bare
+	grpc.Name, grpc.Object, grpc.Source = "gw_echo.g2.0123456789abcdef", "echo", dcm.SourceGRPCRoute
 	tlsRoute := dcm.Route{Namespace: "demo", Name: "gw_db.0.0123456789abcdef", Object: "db", Source: dcm.SourceTLSRoute, Kind: dcm.KindPassthrough,
 		Gateway: &dcm.GatewayRoute{Gateway: "infra/gw", Listener: "tls", Bind: "127.0.20.1:443", Hostnames: []string{"db.example"}, Unresolved: true}}
 	var out []call
-	for _, r := range []dcm.Route{bare, full, redirectOnly, ingress, tlsRoute} {
+	for _, r := range []dcm.Route{bare, full, redirectOnly, ingress, grpc, tlsRoute} {
 		out = append(out, call{Fn: "routeText", Args: []any{r}, want: views.RouteText(r)},
 			call{Fn: "sourceText", Args: []any{r}, want: views.SourceText(r)},
 			call{Fn: "hostsText", Args: []any{r}, want: views.HostsText(r)},
@@ -188,6 +190,9 @@ func gatewayRouteCalls() []call {
 	}
 	c := dcm.Condition{Type: "ResolvedRefs", Status: "False", Reason: "RefNotPermitted", Message: "no ReferenceGrant"}
 	out = append(out, call{Fn: "conditionText", Args: []any{c}, want: views.ConditionText(c)})
+	for _, rv := range []dcm.HTTPRouteView{{Namespace: "demo", Name: "web"}, {Kind: "GRPCRoute", Namespace: "demo", Name: "echo"}} {
+		out = append(out, call{Fn: "routeViewText", Args: []any{rv}, want: views.RouteViewText(rv)})
+	}
 	for _, hs := range [][]string{nil, {"a.example", "*.b.example"}} {
 		out = append(out, call{Fn: "hostnamesText", Args: []any{hs}, want: views.HostnamesText(hs)})
 	}

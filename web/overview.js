@@ -62,7 +62,7 @@ function showGateways(panel, g) {
     conds(row, l.conditions);
   });
   rows('httproutes', routes.flatMap((r) => (r.parents || []).map((p) => [r, p])), 'tpl-httproute', (row, [r, p]) => {
-    bind(row, { name: `${r.namespace}/${r.name}`, hostnames: f.hostnamesText(r.hostnames), parent: f.parentText(p) });
+    bind(row, { name: f.routeViewText(r), hostnames: f.hostnamesText(r.hostnames), parent: f.parentText(p) });
     conds(row, p.conditions);
   });
 }

@@ -113,14 +113,22 @@ export class WhatIfForm {
   // httpRouteRule is the route dcm makes of rule 0 of a new HTTPRoute
   // (dcm/kube's translation): on a listener that serves a route now, for
   // a hostname or any, a PathPrefix match, to a Service of its namespace.
+  // With another port, on a new listener of the same protocol on that
+  // port of the Gateway's address (the planner says whether HAProxy binds
+  // it: gateway-listener-port).
   httpRouteRule() {
     const l = this.choices.listeners.get($('wi-gw-listener').value);
     const svc = this.choices.services.get($('wi-gw-service').value);
     const host = $('wi-gw-host').value.trim().toLowerCase();
     const path = $('wi-gw-path').value.trim() || '/';
-    if (!l || !svc) return refused;
+    const port = $('wi-gw-port').value.trim();
+    if (!l || !svc || (port && !/^[1-9][0-9]{0,4}$/.test(port)) || Number(port) > 65535) return refused;
     const object = `whatif-${(host || 'any').split('.')[0]}`.slice(0, 40);
     const { kind, tls, ...gw } = l;
+    const addr = gw.bind.slice(0, gw.bind.lastIndexOf(':'));
+    if (port && `${addr}:${port}` !== gw.bind) {
+      Object.assign(gw, { listener: `whatif-${port}`, bind: `${addr}:${port}`, listenerHostname: undefined });
+    }
     return { kind: 'add-route', route: { namespace: svc.namespace, name: `gw_${object}.0.0000000000000000`, object, source: 'httproute',
       kind, tls, host: '', path: '', balance: 'roundrobin', workload: svc.workload,
       services: [{ name: svc.services[0].name, port: svc.services[0].port, weight: 1 }],

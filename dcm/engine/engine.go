@@ -123,6 +123,10 @@ type Engine struct {
 
 	reloadReq chan dcm.ReloadReason
 	kicks     chan struct{} // an admin changed an override: sync now
+	// boundBinds are the Gateway binds last told to the source
+	// (tellGatewayBinds, toldBinds once told); the sync's own.
+	boundBinds []dcm.GatewayBind
+	toldBinds  bool
 
 	mu     sync.Mutex // guards everything below; events are published under it so snapshots and seq agree
 	actual dcm.State
@@ -266,6 +270,7 @@ func (e *Engine) Run(ctx context.Context, source Source) error {
 	e.setActual(plan.AfterReload(initial))
 	e.started, e.running = time.Now(), true
 	e.mu.Unlock()
+	e.tellGatewayBinds(initial)
 	e.refreshInfo(ctx)
 	// Drain cannot be written in a configuration: restore it at runtime.
 	e.sync(ctx, syncRequest{observe: true})

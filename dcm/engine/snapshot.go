@@ -45,13 +45,14 @@ func (e *Engine) Snapshot() dcm.Snapshot {
 		HAProxy: dcm.HAProxyInfo{
 			Version: e.driver.Version().String(), PID: e.pid, Started: e.started, Reloads: e.reloads, Running: e.running,
 		},
-		Updates:     e.updates,
-		LastReload:  last,
-		Routes:      routes,
-		Backends:    plan.MarkRetired(e.actual.Backends, e.desired),
-		Pool:        slices.Clone(e.actual.Pool),
-		Rejected:    rejected,
-		DefaultCert: e.actual.DefaultCert,
-		Gateways:    e.gateways,
+		Updates:      e.updates,
+		LastReload:   last,
+		Routes:       routes,
+		Backends:     plan.MarkRetired(e.actual.Backends, e.desired),
+		Pool:         slices.Clone(e.actual.Pool),
+		Rejected:     rejected,
+		DefaultCert:  e.actual.DefaultCert,
+		GatewayBinds: e.actual.GatewayBinds,
+		Gateways:     e.gateways,
 	}
 }

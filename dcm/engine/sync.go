@@ -217,4 +217,5 @@ func (e *Engine) commit(st dcm.State) {
 	e.mu.Lock()
 	e.setActual(st)
 	e.mu.Unlock()
+	e.tellGatewayBinds(st)
 }

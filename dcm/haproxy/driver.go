@@ -126,7 +126,7 @@ func (d *Driver) Start(ctx context.Context, initial dcm.State) error {
 	if err := os.MkdirAll(d.cfg.WorkDir, 0o755); err != nil {
 		return fmt.Errorf("haproxy work dir: %w", err)
 	}
-	if d.cfg.Settings.HTTPSBind != "" || len(GatewayBindAddrs(d.cfg.Settings.Gateway, true)) > 0 {
+	if d.cfg.Settings.HTTPSBind != "" || gatewayServed(d.cfg.Settings.Gateway) {
 		if d.defaultCert, err = EnsureDefaultCert(d.cfg.WorkDir); err != nil {
 			return err
 		}

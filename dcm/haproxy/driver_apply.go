@@ -32,7 +32,7 @@ func (d *Driver) Apply(ctx context.Context, ops []dcm.Op, next dcm.State) error 
 	// Without an HTTPS frontend no route's certificate is served, nor a
 	// Gateway listener's on a bind HAProxy lacks; CA files are still
 	// needed, by servers.
-	certFirst, certLast = d.servedCertOps(certFirst), d.servedCertOps(certLast)
+	certFirst, certLast = d.servedCertOps(certFirst, next), d.servedCertOps(certLast, next)
 	first, err := d.certTransactions(certFirst)
 	if err != nil {
 		return fmt.Errorf("apply: %w", err)

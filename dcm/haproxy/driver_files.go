@@ -94,7 +94,7 @@ func (d *Driver) Share(st dcm.State) {
 // moved serves a certificate or has a server with a CA file, before or
 // after.
 func pemsMoved(a, b dcm.State) bool {
-	if a.DefaultCert != b.DefaultCert {
+	if a.DefaultCert != b.DefaultCert || !slices.Equal(a.GatewayBinds, b.GatewayBinds) {
 		return true
 	}
 	pems := func(x *dcm.Backend) bool {

@@ -43,8 +43,8 @@ func isCAOp(o dcm.Op) bool { return o.Kind == dcm.OpCAAdd || o.Kind == dcm.OpCAD
 // servedCertOps keeps the CA ops and the certificate ops of what HAProxy
 // serves: the HTTPS frontend's when it has one, the Gateway HTTPS binds'
 // it binds.
-func (d *Driver) servedCertOps(ops []dcm.Op) []dcm.Op {
-	binds := GatewayBindAddrs(d.cfg.Settings.Gateway, true)
+func (d *Driver) servedCertOps(ops []dcm.Op, next dcm.State) []dcm.Op {
+	binds := d.cfg.Settings.gatewayBindsWith(next.GatewayBinds, true)
 	var out []dcm.Op
 	for _, o := range ops {
 		switch {

@@ -69,7 +69,7 @@ local function decode(v)
   for sec in v:gmatch("[^.]+") do
     local tag, f = sec:sub(1, 1), fields(sec:sub(2))
     if tag == "u" then
-      r.u = true
+      r.u = f[1] and f[1].v or "500"
     elseif tag == "t" then
       r.t = true
     elseif tag == "k" then
@@ -225,7 +225,7 @@ end
 
 local function serve(txn, req, be, r, m)
   if r.u then
-    txn:set_var("txn.gw_status", "500")
+    txn:set_var("txn.gw_status", r.u)
     return
   end
   if r.r then
@@ -416,6 +416,9 @@ func gatewaySignature(r dcm.Route) string {
 // GatewayBindAddrs lists the binds of one scheme: every address on every
 // port, "ip:port", as routes name them (dcm.GatewayRoute.Bind).
 func GatewayBindAddrs(g dcm.GatewayBinds, https bool) []string {
+	if g.Spares > 0 {
+		return nil // the state's binds say which addresses are bound
+	}
 	ports := g.HTTPPorts
 	if https {
 		ports = g.HTTPSPorts
@@ -430,9 +433,9 @@ func GatewayBindAddrs(g dcm.GatewayBinds, https bool) []string {
 }
 
 // validateGateway checks the Gateway binds that reach the cfg.
-func validateGatewayBinds(g dcm.GatewayBinds) error {
+func validateGatewayBinds(s Settings) error {
 	for _, https := range []bool{false, true} {
-		for _, b := range GatewayBindAddrs(g, https) {
+		for _, b := range s.gatewayBinds(https) {
 			if err := dcm.ValidateGatewayBind("gateway bind", b); err != nil {
 				return fmt.Errorf("gateway bind %q: want an IPv4 address and a port", b)
 			}
@@ -443,13 +446,12 @@ func validateGatewayBinds(g dcm.GatewayBinds) error {
 
 // renderGatewayFrontends writes fe_gw_tls, fe_gw_http and fe_gw_https.
 func renderGatewayFrontends(w *bytes.Buffer, s Settings) {
-	g := s.Gateway
-	if !gatewayServed(g) {
+	if !gatewayServed(s.Gateway) {
 		return
 	}
 	renderGatewayTLS(w, s)
 	for _, https := range []bool{false, true} {
-		binds := GatewayBindAddrs(g, https)
+		binds := s.gatewayBinds(https)
 		if len(binds) == 0 {
 			continue
 		}
@@ -473,6 +475,7 @@ func renderGatewayFrontends(w *bytes.Buffer, s Settings) {
 		renderForwarded(w, s.Forwarded, https)
 		w.WriteString("    http-request lua.dcm_gateway\n")
 		w.WriteString("    http-request return status 500 default-errorfiles if { var(txn.gw_status) -m str 500 }\n")
+		w.WriteString("    http-request return status 503 default-errorfiles if { var(txn.gw_status) -m str 503 }\n")
 		w.WriteString("    http-request return status 404 default-errorfiles if { var(txn.gw_status) -m str 404 }\n")
 		for _, code := range dcm.RedirectCodes {
 			fmt.Fprintf(w, "    http-request redirect location %%[var(txn.gw_location)] code %d if { var(txn.gw_code) -m str %d }\n", code, code)

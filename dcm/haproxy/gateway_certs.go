@@ -88,8 +88,7 @@ func gatewayCertCommands(op dcm.Op, pemText string) ([]Command, *Command, error)
 
 // renderGatewayCrtLists is the crt-list of every Gateway HTTPS bind: a
 // line per listener hostname's certificate, by file name then host.
-func renderGatewayCrtLists(g dcm.GatewayBinds, backends []*dcm.Backend) (map[string][]byte, error) {
-	binds := GatewayBindAddrs(g, true)
+func renderGatewayCrtLists(binds []string, backends []*dcm.Backend) (map[string][]byte, error) {
 	if len(binds) == 0 {
 		return nil, nil
 	}
@@ -121,8 +120,8 @@ func renderGatewayCrtLists(g dcm.GatewayBinds, backends []*dcm.Backend) (map[str
 // gatewayPEMs adds to f the files of the Gateway listeners' certificates:
 // every HTTPS bind's default (its listener's without hostname, or dcm's
 // own) and every hostname's; keep collects the versions named.
-func (d *Driver) gatewayPEMs(f *Files, certs []dcm.Cert, keep map[string]bool) error {
-	binds := GatewayBindAddrs(d.cfg.Settings.Gateway, true)
+func (d *Driver) gatewayPEMs(f *Files, st dcm.State, certs []dcm.Cert, keep map[string]bool) error {
+	binds := d.cfg.Settings.gatewayBindsWith(st.GatewayBinds, true)
 	if len(binds) == 0 {
 		return nil
 	}

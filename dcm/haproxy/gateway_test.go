@@ -110,11 +110,16 @@ type gwRun struct {
 }
 
 func startGateway(t *testing.T, addr string, desired dcm.Desired, mut ...func(*DriverConfig)) *gwRun {
-	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 24, RuntimeCerts: true}
-	st := plan.Fresh(desired, caps)
-	d, front := startDriver(t, st, append([]func(*DriverConfig){func(c *DriverConfig) {
+	mut = append([]func(*DriverConfig){func(c *DriverConfig) {
 		c.Settings.Gateway = dcm.GatewayBinds{Addresses: []string{addr}, HTTPPorts: []int{18080}}
-	}}, mut...)...)
+	}}, mut...)
+	var cfg DriverConfig
+	for _, m := range mut {
+		m(&cfg)
+	}
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 24, RuntimeCerts: true, Gateway: cfg.Settings.Gateway}
+	st := plan.Fresh(desired, caps)
+	d, front := startDriver(t, st, mut...)
 	return &gwRun{t: t, d: d, st: st, caps: caps, pid: workerPID(t, d), front: front}
 }
 
@@ -190,9 +195,12 @@ func TestGatewayMatching(t *testing.T) {
 		gwBackend("re-header", bind, "1", nil, nil, ep("re-header"), reHeader),
 		gwBackend("re-bad", bind, "1", nil, nil, ep("re-bad"), badRegex),
 		gwBackend("re-path", bind, "1", nil, nil, ep("re-path"), dcm.HTTPMatch{PathType: dcm.GatewayPathRegex, Path: "/re/[a-z]+/[0-9]+"}))
+	// A GRPCRoute's unresolved rule answers 503 (gRPC's UNAVAILABLE).
+	brokenGRPC := gwBackend("broken-grpc", bind, "1", nil, nil, nil, prefix("/broken-grpc"))
+	brokenGRPC.Route.Source, brokenGRPC.Route.Gateway.Unresolved = dcm.SourceGRPCRoute, true
 	broken := gwBackend("broken", bind, "1", nil, nil, nil, prefix("/broken"))
 	broken.Route.Gateway.Unresolved = true
-	routes = append(routes, broken)
+	routes = append(routes, brokenGRPC, broken)
 	g.apply(desiredOf(append([]dcm.DesiredBackend{ingB}, routes...)...))
 
 	gwCheck(t, []gwReq{
@@ -219,6 +227,7 @@ func TestGatewayMatching(t *testing.T) {
 		{url: url + "/m?v=q", host: "h.test", code: 200, body: "m-query"},
 		{url: url + "/m", host: "h.test", code: 200, body: "m-older"},
 		{url: url + "/broken/x", host: "h.test", code: 500},
+		{url: url + "/broken-grpc/x", host: "h.test", code: 503},
 		// Regular expressions match whole values.
 		{url: url + "/re/x", host: "h.test", hdr: map[string]string{"X-Build": "v12"}, code: 200, body: "re-header"},
 		{url: url + "/re/x", host: "h.test", hdr: map[string]string{"X-Build": "v12b"}, code: 200, body: "any-root"},

@@ -35,7 +35,7 @@ func (s Settings) gatewaySocket(bind string) string {
 
 // renderGatewayTLS writes fe_gw_tls and the backends to fe_gw_https.
 func renderGatewayTLS(w *bytes.Buffer, s Settings) {
-	binds := GatewayBindAddrs(s.Gateway, true)
+	binds := s.gatewayBinds(true)
 	if len(binds) == 0 {
 		return
 	}

@@ -130,7 +130,7 @@ func (d *Driver) pemFiles(f *Files, st dcm.State) error {
 			keepCerts[certKey(c)] = true
 		}
 	}
-	if err := d.gatewayPEMs(f, certs, keepCerts); err != nil {
+	if err := d.gatewayPEMs(f, st, certs, keepCerts); err != nil {
 		return err
 	}
 	if latest {

@@ -58,6 +58,9 @@ type Settings struct {
 	// Gateway is what HAProxy pre-binds for Gateway API listeners; empty:
 	// no Gateway is served.
 	Gateway dcm.GatewayBinds
+	// gatewayExtra are the binds the rendered state has beyond Gateway
+	// (dcm.State.GatewayBinds), set by the Renderer for each rendering.
+	gatewayExtra []dcm.GatewayBind
 }
 
 // CookieKey derives a backend's dynamic-cookie-key from the cluster-wide
@@ -540,7 +543,7 @@ func (s Settings) validate() error {
 	if s.HardStopAfter < 0 {
 		return fmt.Errorf("hard-stop-after %s: negative", s.HardStopAfter)
 	}
-	if err := validateGatewayBinds(s.Gateway); err != nil {
+	if err := validateGatewayBinds(s); err != nil {
 		return err
 	}
 	return s.validateHTTP()

@@ -81,6 +81,9 @@ type Renderer struct {
 	lines   mapLines
 	crtList []byte
 	gwLists map[string][]byte
+	// extra are the Gateway binds global was rendered with
+	// (dcm.State.GatewayBinds).
+	extra []dcm.GatewayBind
 }
 
 // renderedBackend is a backend's file: what it was rendered from is the
@@ -124,13 +127,15 @@ func NewRenderer(s Settings) *Renderer {
 
 // Render renders st.
 func (r *Renderer) Render(st dcm.State) (Files, error) {
-	if r.global == nil {
-		if err := r.settings.validate(); err != nil {
+	if r.global == nil || !slices.Equal(st.GatewayBinds, r.extra) {
+		s := r.settings
+		s.gatewayExtra = st.GatewayBinds
+		if err := s.validate(); err != nil {
 			return Files{}, err
 		}
 		var g bytes.Buffer
-		renderGlobal(&g, r.settings)
-		r.global = g.Bytes()
+		renderGlobal(&g, s)
+		r.global, r.extra, r.gwLists = g.Bytes(), st.GatewayBinds, nil
 	}
 	backends := st.Backends
 	if !slices.IsSortedFunc(backends, func(a, b *dcm.Backend) int { return strings.Compare(a.Name, b.Name) }) {
@@ -171,7 +176,7 @@ func (r *Renderer) Render(st dcm.State) (Files, error) {
 	}
 	gwLists := r.gwLists
 	if gwLists == nil || ch.certs {
-		if gwLists, err = renderGatewayCrtLists(r.settings.Gateway, backends); err != nil {
+		if gwLists, err = renderGatewayCrtLists(r.settings.gatewayBindsWith(r.extra, true), backends); err != nil {
 			return Files{}, err
 		}
 	}

@@ -16,6 +16,14 @@ func withProtos(r dcm.Route, eps []dcm.Endpoint, v *serviceView) []dcm.Endpoint 
 	if r.Kind == dcm.KindPassthrough {
 		return eps
 	}
+	if r.Source == dcm.SourceGRPCRoute {
+		// A GRPCRoute's pods speak gRPC, HTTP/2, whatever their port's
+		// appProtocol says.
+		for i := range eps {
+			eps[i].Proto = dcm.ProtoH2
+		}
+		return eps
+	}
 	protos := map[int]dcm.Proto{}
 	for _, sl := range v.slices {
 		for _, p := range sl.Ports {

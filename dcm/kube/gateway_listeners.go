@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -35,7 +34,7 @@ func (in gwInput) gatewayModel(g *gwv1.Gateway, addr addrChoice, classOK bool, o
 		if c, ok := conflicts[l.Name]; ok {
 			v.conflicted, v.conflictReason, v.conflictMsg = true, c[0], c[1]
 		}
-		lm := &gwListener{spec: l, kind: dcm.KindHTTP, routeKind: routeKindOf(l.Protocol)}
+		lm := &gwListener{spec: l, kind: dcm.KindHTTP}
 		switch l.Protocol {
 		case gwv1.HTTPSProtocolType:
 			lm.kind = dcm.KindEdge
@@ -43,7 +42,10 @@ func (in gwInput) gatewayModel(g *gwv1.Gateway, addr addrChoice, classOK bool, o
 		case gwv1.TLSProtocolType:
 			lm.kind = dcm.KindPassthrough
 		}
-		lm.attach = v.accepted && !v.conflicted && classOK && slices.ContainsFunc(v.kinds, isKind(lm.routeKind))
+		for _, k := range v.kinds {
+			lm.kinds = append(lm.kinds, string(k.Kind))
+		}
+		lm.attach = v.accepted && !v.conflicted && classOK && len(lm.kinds) > 0
 		lm.serve = lm.attach && v.resolved && addr.addr != ""
 		if addr.addr != "" {
 			lm.bind = net.JoinHostPort(addr.addr, strconv.Itoa(int(l.Port)))
@@ -51,13 +53,16 @@ func (in gwInput) gatewayModel(g *gwv1.Gateway, addr addrChoice, classOK bool, o
 		if v.accepted {
 			valid++
 		}
-		programmed := condition(string(gwv1.ListenerConditionProgrammed), lm.serve, string(gwv1.ListenerReasonProgrammed), "served on "+lm.bind, gen)
+		bound := lm.serve && in.isBound(dcm.GatewayBind{Bind: lm.bind, HTTPS: lm.kind != dcm.KindHTTP})
+		programmed := condition(string(gwv1.ListenerConditionProgrammed), bound, string(gwv1.ListenerReasonProgrammed), "served on "+lm.bind, gen)
 		switch {
-		case lm.serve:
+		case bound:
 		case !v.accepted || v.conflicted || !v.resolved:
 			programmed.Reason, programmed.Message = string(gwv1.ListenerReasonInvalid), "not served: see the other conditions"
-		default:
+		case addr.addr == "":
 			programmed.Reason, programmed.Message = string(gwv1.ListenerReasonPending), "the Gateway has no address"
+		default:
+			programmed.Reason, programmed.Message = string(gwv1.ListenerReasonPending), in.unboundMessage(lm.bind, lm.kind == dcm.KindEdge)
 		}
 		m.status.Listeners = append(m.status.Listeners, gwv1.ListenerStatus{
 			Name: l.Name, SupportedKinds: v.kinds, Conditions: []metav1.Condition{
@@ -72,6 +77,7 @@ func (in gwInput) gatewayModel(g *gwv1.Gateway, addr addrChoice, classOK bool, o
 		m.listeners[i].status = &m.status.Listeners[i]
 	}
 	m.status.Conditions = gatewayConditions(g, addr, classOK, valid)
+	in.addressPending(m.status.Conditions, addr.addr)
 	if addr.addr != "" {
 		m.status.Addresses = []gwv1.GatewayStatusAddress{{Type: ptrTo(gwv1.IPAddressType), Value: addr.addr}}
 	}
@@ -115,8 +121,9 @@ func isKind(kind string) func(gwv1.RouteGroupKind) bool {
 	}
 }
 
-// routeKindOf is the route kind a listener of a protocol takes: TLSRoute
-// on TLS listeners (passthrough), HTTPRoute on HTTP and HTTPS ones.
+// routeKindOf is the route kind a listener of a protocol takes first:
+// TLSRoute on TLS listeners (passthrough), HTTPRoute on HTTP and HTTPS
+// ones (and GRPCRoute on HTTP ones, grpcroute.go).
 func routeKindOf(p gwv1.ProtocolType) string {
 	if p == gwv1.TLSProtocolType {
 		return KindTLSRoute
@@ -135,23 +142,15 @@ func (in gwInput) checkListener(g *gwv1.Gateway, l gwv1.Listener, out *gwOutput)
 			v.accepted, v.acceptReason, v.acceptMsg = false, reason, msg
 		}
 	}
-	var ports []int
-	flag := "http"
 	switch l.Protocol {
-	case gwv1.HTTPProtocolType:
-		ports = in.binds.HTTPPorts
-	case gwv1.HTTPSProtocolType, gwv1.TLSProtocolType:
-		// TLS listeners share the HTTPS ports: HAProxy tells them apart
-		// by the SNI before TLS ends (dcm/haproxy's fe_gw_tls).
-		ports, flag = in.binds.HTTPSPorts, "https"
+	case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType, gwv1.TLSProtocolType:
 	default:
 		refuse(string(gwv1.ListenerReasonUnsupportedProtocol), "protocol "+string(l.Protocol)+" is not supported: only HTTP, HTTPS and TLS")
 		v.kinds = []gwv1.RouteGroupKind{}
 		return v
 	}
-	if !slices.Contains(ports, int(l.Port)) {
-		refuse(string(gwv1.ListenerReasonPortUnavailable), fmt.Sprintf("port %d is not one HAProxy binds ahead of time for %s listeners (%v): "+
-			"dcm does not reload for Gateways; add it to --gateway-%s-ports", l.Port, l.Protocol, ports, flag))
+	if msg := in.portUnavailable(l); msg != "" {
+		refuse(string(gwv1.ListenerReasonPortUnavailable), msg)
 	}
 	if err := dcm.ValidateDNSSubdomain("name", string(l.Name)); err != nil {
 		refuse(string(gwv1.ListenerReasonUnsupportedValue), "listener name: "+err.Error())
@@ -165,14 +164,25 @@ func (in gwInput) checkListener(g *gwv1.Gateway, l gwv1.Listener, out *gwOutput)
 	v.kinds = []gwv1.RouteGroupKind{}
 	if l.AllowedRoutes == nil || len(l.AllowedRoutes.Kinds) == 0 {
 		v.kinds = append(v.kinds, gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gatewayGroup)), Kind: gwv1.Kind(kind)})
+		v.kinds = append(v.kinds, grpcDefaultKinds(l.Protocol)...)
 	} else {
 		for _, k := range l.AllowedRoutes.Kinds {
 			if isKind(kind)(k) {
 				v.kinds = append(v.kinds, gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gatewayGroup)), Kind: gwv1.Kind(kind)})
 				continue
 			}
+			if ok, why := grpcKindAllowed(k, l.Protocol); ok {
+				v.kinds = append(v.kinds, gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gatewayGroup)), Kind: KindGRPCRoute})
+				continue
+			} else if why != "" {
+				v.resolved, v.resolveReason, v.resolveMsg = false, string(gwv1.ListenerReasonInvalidRouteKinds), why
+				continue
+			}
 			v.resolved, v.resolveReason = false, string(gwv1.ListenerReasonInvalidRouteKinds)
-			v.resolveMsg = "route kind " + string(k.Kind) + " is not supported on a " + string(l.Protocol) + " listener: only " + kind
+			v.resolveMsg = "route kind " + string(k.Kind) + " is not supported: only HTTPRoute and GRPCRoute (HTTP listeners)"
+			if l.Protocol == gwv1.TLSProtocolType {
+				v.resolveMsg = "route kind " + string(k.Kind) + " is not supported on a TLS listener: only TLSRoute"
+			}
 		}
 		v.kinds = slices.CompactFunc(v.kinds, func(a, b gwv1.RouteGroupKind) bool { return a.Kind == b.Kind })
 	}

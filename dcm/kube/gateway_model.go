@@ -29,10 +29,16 @@ const gatewayGroup = gwv1.GroupName
 type gwInput struct {
 	controller string
 	binds      dcm.GatewayBinds
+	// reserved are the binds of dcm's other frontends
+	// (Options.GatewayReserved), bound the binds HAProxy has beyond
+	// binds (dcm.State.GatewayBinds).
+	reserved   []string
+	bound      []dcm.GatewayBind
 	classes    []*gwv1.GatewayClass
 	gateways   []*gwv1.Gateway
 	routes     []*gwv1.HTTPRoute
 	tlsRoutes  []*gwv1.TLSRoute
+	grpcRoutes []*gwv1.GRPCRoute
 	grants     referenceGrants
 	// prevAddr are the addresses given in earlier syncs, by Gateway UID:
 	// they count as the Gateway's own until its status says so.
@@ -52,6 +58,8 @@ type gwOutput struct {
 	classes  map[string]*gwv1.GatewayClassStatus
 	gateways map[types.NamespacedName]*gwv1.GatewayStatus
 	routes   map[types.NamespacedName][]gwv1.RouteParentStatus
+	// grpcRoutes is routes for GRPCRoutes.
+	grpcRoutes map[types.NamespacedName][]gwv1.RouteParentStatus
 	// tlsRoutes are the TLSRoutes' status.parents (tlsroute.go).
 	tlsRoutes map[types.NamespacedName][]gwv1.RouteParentStatus
 	served    []dcm.Route
@@ -77,11 +85,10 @@ type gwGateway struct {
 type gwListener struct {
 	spec   gwv1.Listener
 	status *gwv1.ListenerStatus
-	// attach: routes of routeKind (HTTPRoute, or TLSRoute on a TLS
-	// listener) may attach (accepted, kind allowed, no conflict); serve:
-	// they are served (programmed as well).
+	// attach: routes of kinds may attach (accepted, a kind allowed, no
+	// conflict); serve: they are served (programmed as well).
 	attach, serve bool
-	routeKind     string
+	kinds         []string
 	bind          string
 	kind          dcm.RouteKind
 	tls           *dcm.TLSRef
@@ -92,7 +99,8 @@ type gwListener struct {
 // routes, addresses and conditions whatever the order of events.
 func translateGateways(in gwInput) *gwOutput {
 	out := &gwOutput{classes: map[string]*gwv1.GatewayClassStatus{}, gateways: map[types.NamespacedName]*gwv1.GatewayStatus{},
-		routes: map[types.NamespacedName][]gwv1.RouteParentStatus{}, tlsRoutes: map[types.NamespacedName][]gwv1.RouteParentStatus{}, addrs: map[types.UID]string{},
+		routes: map[types.NamespacedName][]gwv1.RouteParentStatus{}, grpcRoutes: map[types.NamespacedName][]gwv1.RouteParentStatus{},
+		tlsRoutes: map[types.NamespacedName][]gwv1.RouteParentStatus{}, addrs: map[types.UID]string{},
 		services: map[string]bool{}, secrets: map[string]bool{}, uids: map[dcm.ObjectRef]types.UID{}}
 	accepted := map[string]bool{}
 	for _, c := range in.classes {
@@ -128,6 +136,7 @@ func translateGateways(in gwInput) *gwOutput {
 	for _, r := range routes {
 		in.translateRoute(r, models, out)
 	}
+	in.translateGRPCRoutes(models, out)
 	in.translateTLSRoutes(models, out)
 	for _, m := range models {
 		if rej := gatewayRejection(m); rej != nil {
@@ -135,7 +144,7 @@ func translateGateways(in gwInput) *gwOutput {
 		}
 	}
 	slices.SortFunc(out.served, func(a, b dcm.Route) int { return strings.Compare(a.BackendName(), b.BackendName()) })
-	out.view = gatewayView(models, routes, out)
+	out.view = gatewayView(models, routes, in.grpcRoutes, out)
 	return out
 }
 
@@ -160,9 +169,10 @@ func condition(typ string, ok bool, reason, message string, gen int64) metav1.Co
 // conformance tests dcm passes — the list e2e/gwconformance/features.go
 // claims (make conformance), kept the same by hand.
 var supportedFeatures = []gwv1.FeatureName{
+	"GRPCRoute", "GRPCRouteNamedRouteRule",
 	"Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayPort8080",
 	"HTTPRoute", "HTTPRoute303RedirectStatusCode", "HTTPRoute307RedirectStatusCode", "HTTPRoute308RedirectStatusCode",
-	"HTTPRouteBackendProtocolWebSocket", "HTTPRouteDestinationPortMatching", "HTTPRouteHostRewrite",
+	"HTTPRouteBackendProtocolH2C", "HTTPRouteBackendProtocolWebSocket", "HTTPRouteDestinationPortMatching", "HTTPRouteHostRewrite",
 	"HTTPRouteMethodMatching", "HTTPRouteNamedRouteRule", "HTTPRouteParentRefPort",
 	"HTTPRoutePathRedirect", "HTTPRoutePathRewrite", "HTTPRoutePortRedirect", "HTTPRouteQueryParamMatching",
 	"HTTPRouteResponseHeaderModification", "HTTPRouteSchemeRedirect",

@@ -223,6 +223,9 @@ func TestTranslateRouteReasons(t *testing.T) {
 			return r
 		}(), accepted: "False/UnsupportedValue", refs: "-"},
 		{name: "port not pre-bound", gw: testGateway("gw", "gw", 0, httpListener("http", 8080, "")),
+			route: testHTTPRoute("gw", "web", 1, "gw", nil, "web"), accepted: "True/Accepted", refs: "True/ResolvedRefs",
+			served: 1, attachedRoutes: 1, listenerAccepted: "True/Accepted"},
+		{name: "port pre-bound for HTTPS", gw: testGateway("gw", "gw", 0, httpListener("http", 18443, "")),
 			route: testHTTPRoute("gw", "web", 1, "gw", nil, "web"), accepted: "False/NotAllowedByListeners", refs: "True/ResolvedRefs",
 			listenerAccepted: "False/PortUnavailable"},
 		{name: "unsupported protocol", gw: testGateway("gw", "gw", 0, gwv1.Listener{Name: "tcp", Port: 18080, Protocol: gwv1.TCPProtocolType}),

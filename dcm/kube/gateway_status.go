@@ -17,6 +17,7 @@ const (
 	statusClass   = "gatewayclass/"
 	statusGateway = "gateway/"
 	statusRoute   = "httproute/"
+	statusGRPC    = "grpcroute/"
 )
 
 // setGatewayStatus keeps the status a sync computed and queues the
@@ -34,13 +35,16 @@ func (s *Source) setGatewayStatus(out *gwOutput) {
 	for nn, parents := range out.routes {
 		next[statusRoute+nn.String()] = parents
 	}
+	for nn, parents := range out.grpcRoutes {
+		next[statusGRPC+nn.String()] = parents
+	}
 	for nn, parents := range out.tlsRoutes {
 		next[statusTLSRoute+nn.String()] = parents
 	}
 	s.gw.statusMu.Lock()
 	var changed []string
 	for k, v := range s.gw.desired {
-		if _, still := next[k]; !still && (strings.HasPrefix(k, statusRoute) || strings.HasPrefix(k, statusTLSRoute)) {
+		if _, still := next[k]; !still && (strings.HasPrefix(k, statusRoute) || strings.HasPrefix(k, statusGRPC) || strings.HasPrefix(k, statusTLSRoute)) {
 			next[k] = []gwv1.RouteParentStatus(nil)
 			if v != nil {
 				changed = append(changed, k)
@@ -140,6 +144,8 @@ func (s *Source) writeGatewayStatus(ctx context.Context, key string) error {
 		err = s.writeGatewayObjectStatus(ctx, ls, ns, name, want.(*gwv1.GatewayStatus))
 	case statusRoute:
 		err = s.writeRouteStatus(ctx, ls, ns, name, want.([]gwv1.RouteParentStatus))
+	case statusGRPC:
+		err = s.writeGRPCRouteStatus(ctx, ls, ns, name, want.([]gwv1.RouteParentStatus))
 	case statusTLSRoute:
 		err = s.writeTLSRouteStatus(ctx, ls, ns, name, want.([]gwv1.RouteParentStatus))
 	}
@@ -203,25 +209,8 @@ func (s *Source) writeRouteStatus(ctx context.Context, ls *gwListers, ns, name s
 	if err != nil {
 		return err
 	}
-	ctrl := gwv1.GatewayController(s.opts.GatewayControllerName)
-	var parents []gwv1.RouteParentStatus
-	for _, p := range r.Status.Parents {
-		if p.ControllerName != ctrl {
-			parents = append(parents, p)
-		}
-	}
-	for _, w := range want {
-		w = *w.DeepCopy()
-		var old []metav1.Condition
-		for _, p := range r.Status.Parents {
-			if p.ControllerName == ctrl && reflect.DeepEqual(p.ParentRef, w.ParentRef) {
-				old = p.Conditions
-			}
-		}
-		w.Conditions = s.keepTransitions(old, w.Conditions)
-		parents = append(parents, w)
-	}
-	if reflect.DeepEqual(r.Status.Parents, parents) || len(r.Status.Parents) == 0 && len(parents) == 0 {
+	parents, same := s.routeParents(r.Status.Parents, want)
+	if same {
 		s.dropRouteTombstone(statusRoute+ns+"/"+name, want)
 		return nil
 	}
@@ -233,6 +222,30 @@ func (s *Source) writeRouteStatus(ctx context.Context, ls *gwListers, ns, name s
 	s.statusWrites.Add(1)
 	s.dropRouteTombstone(statusRoute+ns+"/"+name, want)
 	return nil
+}
+
+// routeParents is a route's status.parents with dcm's entries replaced by
+// want (transition times kept) and other controllers' left alone; same:
+// nothing to write.
+func (s *Source) routeParents(have, want []gwv1.RouteParentStatus) (parents []gwv1.RouteParentStatus, same bool) {
+	ctrl := gwv1.GatewayController(s.opts.GatewayControllerName)
+	for _, p := range have {
+		if p.ControllerName != ctrl {
+			parents = append(parents, p)
+		}
+	}
+	for _, w := range want {
+		w = *w.DeepCopy()
+		var old []metav1.Condition
+		for _, p := range have {
+			if p.ControllerName == ctrl && reflect.DeepEqual(p.ParentRef, w.ParentRef) {
+				old = p.Conditions
+			}
+		}
+		w.Conditions = s.keepTransitions(old, w.Conditions)
+		parents = append(parents, w)
+	}
+	return parents, reflect.DeepEqual(have, parents) || len(have) == 0 && len(parents) == 0
 }
 
 // dropRouteTombstone forgets the nil entry of an HTTPRoute whose dcm

@@ -38,6 +38,11 @@ func checkHTTPMatch(m dcm.HTTPMatch) error {
 		if err := dcm.ValidatePath("path", m.Path); err != nil {
 			return err
 		}
+	case dcm.GatewayPathRegex:
+		// Only a GRPCRoute's method matches get here (ruleMatches).
+		if m.Path == "" || !headerText(m.Path) {
+			return fmt.Errorf("path regular expression %q: empty, with a control character or too long", m.Path)
+		}
 	default:
 		return fmt.Errorf("path type %q is not supported", m.PathType)
 	}

@@ -12,9 +12,9 @@ import (
 )
 
 // gatewayView is the portal's picture of a sync: every Gateway of dcm's
-// classes and every HTTPRoute naming one, with the conditions this sync
-// computed (the ones the status writer writes).
-func gatewayView(models map[types.NamespacedName]*gwGateway, routes []*gwv1.HTTPRoute, out *gwOutput) *dcm.GatewayAPI {
+// classes and every HTTPRoute and GRPCRoute naming one, with the
+// conditions this sync computed (the ones the status writer writes).
+func gatewayView(models map[types.NamespacedName]*gwGateway, routes []*gwv1.HTTPRoute, grpcRoutes []*gwv1.GRPCRoute, out *gwOutput) *dcm.GatewayAPI {
 	v := &dcm.GatewayAPI{Gateways: []dcm.GatewayView{}, HTTPRoutes: []dcm.HTTPRouteView{}}
 	for _, m := range models {
 		g := dcm.GatewayView{Namespace: m.gw.Namespace, Name: m.gw.Name, Class: string(m.gw.Spec.GatewayClassName),
@@ -36,31 +36,44 @@ func gatewayView(models map[types.NamespacedName]*gwGateway, routes []*gwv1.HTTP
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	for _, r := range routes {
-		parents, ok := out.routes[types.NamespacedName{Namespace: r.Namespace, Name: r.Name}]
-		if !ok || len(parents) == 0 {
-			continue
+		if rv, ok := routeView("", &r.ObjectMeta, r.Spec.Hostnames, out.routes); ok {
+			v.HTTPRoutes = append(v.HTTPRoutes, rv)
 		}
-		rv := dcm.HTTPRouteView{Namespace: r.Namespace, Name: r.Name, Parents: []dcm.RouteParentView{}}
-		for _, h := range r.Spec.Hostnames {
-			rv.Hostnames = append(rv.Hostnames, string(h))
+	}
+	for _, r := range grpcRoutes {
+		if rv, ok := routeView(KindGRPCRoute, &r.ObjectMeta, r.Spec.Hostnames, out.grpcRoutes); ok {
+			v.HTTPRoutes = append(v.HTTPRoutes, rv)
 		}
-		for _, p := range parents {
-			ns := r.Namespace
-			if p.ParentRef.Namespace != nil {
-				ns = string(*p.ParentRef.Namespace)
-			}
-			pv := dcm.RouteParentView{Gateway: ns + "/" + string(p.ParentRef.Name), Conditions: viewConditions(p.Conditions)}
-			if p.ParentRef.SectionName != nil {
-				pv.Listener = string(*p.ParentRef.SectionName)
-			}
-			rv.Parents = append(rv.Parents, pv)
-		}
-		v.HTTPRoutes = append(v.HTTPRoutes, rv)
 	}
 	slices.SortFunc(v.HTTPRoutes, func(a, b dcm.HTTPRouteView) int {
-		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		return strings.Compare(a.Namespace+"/"+a.Name+"/"+a.Kind, b.Namespace+"/"+b.Name+"/"+b.Kind)
 	})
 	return v
+}
+
+// routeView is one route of kind ("" an HTTPRoute) with its status from
+// statuses; false when it names no Gateway of dcm's.
+func routeView(kind string, m *metav1.ObjectMeta, hostnames []gwv1.Hostname, statuses map[types.NamespacedName][]gwv1.RouteParentStatus) (dcm.HTTPRouteView, bool) {
+	parents, ok := statuses[types.NamespacedName{Namespace: m.Namespace, Name: m.Name}]
+	if !ok || len(parents) == 0 {
+		return dcm.HTTPRouteView{}, false
+	}
+	rv := dcm.HTTPRouteView{Kind: kind, Namespace: m.Namespace, Name: m.Name, Parents: []dcm.RouteParentView{}}
+	for _, h := range hostnames {
+		rv.Hostnames = append(rv.Hostnames, string(h))
+	}
+	for _, p := range parents {
+		ns := m.Namespace
+		if p.ParentRef.Namespace != nil {
+			ns = string(*p.ParentRef.Namespace)
+		}
+		pv := dcm.RouteParentView{Gateway: ns + "/" + string(p.ParentRef.Name), Conditions: viewConditions(p.Conditions)}
+		if p.ParentRef.SectionName != nil {
+			pv.Listener = string(*p.ParentRef.SectionName)
+		}
+		rv.Parents = append(rv.Parents, pv)
+	}
+	return rv, true
 }
 
 func viewConditions(cs []metav1.Condition) []dcm.Condition {

@@ -59,6 +59,10 @@ type gatewayWatch struct {
 	uids     map[dcm.ObjectRef]types.UID
 	certs    map[string]certCheck // ns/name → its last check
 	view     *dcm.GatewayAPI      // what the reporter last heard (GatewayViewer)
+	// boundMu guards bound, the binds HAProxy has beyond the pre-bound
+	// ones, as the engine last said (GatewayBound).
+	boundMu sync.Mutex
+	bound   []dcm.GatewayBind
 	// statusMu guards desired, the status the last sync computed, by
 	// status key (gatewayStatusKey).
 	statusMu sync.Mutex
@@ -79,6 +83,7 @@ type gwListers struct {
 	classes    gwlisters.GatewayClassLister
 	gateways   []gwlisters.GatewayLister
 	routes     []gwlisters.HTTPRouteLister
+	grpcRoutes []gwlisters.GRPCRouteLister      // empty when GRPCRoutes are not served
 	tlsRoutes  []gwlisters.TLSRouteLister       // empty when TLSRoutes are not served
 	grants     []gwlisters.ReferenceGrantLister // empty when ReferenceGrants are not served
 	namespaces corelisters.NamespaceLister
@@ -109,21 +114,21 @@ func (s *Source) WatchGateways(o GatewayWatchOptions) {
 }
 
 // gatewayResources asks discovery which Gateway API resources are served:
-// ok needs GatewayClasses, Gateways and HTTPRoutes; grants says whether
-// ReferenceGrants are too.
-func (s *Source) gatewayResources() (ok, grants bool, err error) {
+// ok needs GatewayClasses, Gateways and HTTPRoutes; have says which are
+// (referencegrants and grpcroutes are read when they are).
+func (s *Source) gatewayResources() (ok bool, have map[string]bool, err error) {
 	list, err := s.gw.opts.Discovery.ServerResourcesForGroupVersion(gwv1.GroupVersion.String())
 	switch {
 	case apierrors.IsNotFound(err):
-		return false, false, nil
+		return false, nil, nil
 	case err != nil:
-		return false, false, err
+		return false, nil, err
 	}
-	have := map[string]bool{}
+	have = map[string]bool{}
 	for _, r := range list.APIResources {
 		have[r.Name] = true
 	}
-	return have["gatewayclasses"] && have["gateways"] && have["httproutes"], have["referencegrants"], nil
+	return have["gatewayclasses"] && have["gateways"] && have["httproutes"], have, nil
 }
 
 // startGateways runs at the start of Run, as startRoutes does.
@@ -135,14 +140,14 @@ func (s *Source) startGateways(ctx context.Context) []cache.InformerSynced {
 		s.log.Error("Gateway API not watched: WatchGateways needs clients and discovery")
 		return nil
 	}
-	ok, grants, err := s.gatewayResources()
+	ok, have, err := s.gatewayResources()
 	if ok {
-		synced, listers := s.gatewayInformers(ctx, grants)
+		synced, listers := s.gatewayInformers(ctx, have)
 		s.syncMu.Lock()
 		s.gw.listers = listers
 		s.syncMu.Unlock()
 		s.log.Info("watching the Gateway API", "api", gwv1.GroupVersion.String(), "controllerName", s.opts.GatewayControllerName,
-			"addresses", len(s.opts.GatewayBinds.Addresses), "referenceGrants", grants)
+			"addresses", len(s.opts.GatewayBinds.Addresses), "referenceGrants", have["referencegrants"], "grpcRoutes", have["grpcroutes"], "tlsRoutes", have["tlsroutes"])
 		return synced
 	}
 	s.log.Warn("Gateway API not served: checking again with backoff", "api", gwv1.GroupVersion.String(), "err", err)
@@ -159,14 +164,13 @@ const (
 
 // gatewayInformers starts the Gateway API's informers (and one of
 // Namespaces); they stop with ctx.
-func (s *Source) gatewayInformers(ctx context.Context, grants bool) ([]cache.InformerSynced, *gwListers) {
+func (s *Source) gatewayInformers(ctx context.Context, have map[string]bool) ([]cache.InformerSynced, *gwListers) {
 	namespaces := s.opts.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
 	}
 	h := s.handlers(prefixGateway, func(any) []string { return []string{"_/_"} })
 	ls := &gwListers{}
-	tlsRoutes := s.tlsRoutesServed()
 	var synced []cache.InformerSynced
 	var starts []interface{ Start(<-chan struct{}) }
 	var stops []interface{ Shutdown() }
@@ -190,10 +194,13 @@ func (s *Source) gatewayInformers(ctx context.Context, grants bool) ([]cache.Inf
 		add(v1.HTTPRoutes().Informer())
 		s.recheckStatus(v1.Gateways().Informer(), statusGateway)
 		s.recheckStatus(v1.HTTPRoutes().Informer(), statusRoute)
-		if tlsRoutes {
+		if have["grpcroutes"] {
+			s.grpcRouteInformer(v1, ls, add)
+		}
+		if have["tlsroutes"] {
 			s.watchTLSRoutes(v1, ls, add)
 		}
-		if grants {
+		if have["referencegrants"] {
 			ls.grants = append(ls.grants, v1.ReferenceGrants().Lister())
 			add(v1.ReferenceGrants().Informer())
 		}
@@ -226,14 +233,14 @@ func (s *Source) awaitGateways(ctx context.Context) {
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, s.gw.opts.MaxRecheck)
-		ok, grants, err := s.gatewayResources()
+		ok, have, err := s.gatewayResources()
 		if err != nil {
 			s.log.Debug("asking for the Gateway API", "err", err)
 		}
 		if !ok {
 			continue
 		}
-		synced, listers := s.gatewayInformers(ctx, grants)
+		synced, listers := s.gatewayInformers(ctx, have)
 		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 			return
 		}
@@ -250,7 +257,8 @@ func (s *Source) awaitGateways(ctx context.Context) {
 // gatewayObjects lists what translateGateways reads; syncMu held.
 func (s *Source) gatewayObjects() (gwInput, error) {
 	ls := s.gw.listers
-	in := gwInput{controller: s.opts.GatewayControllerName, binds: s.opts.GatewayBinds, prevAddr: maps.Clone(s.gw.addrs)}
+	in := gwInput{controller: s.opts.GatewayControllerName, binds: s.opts.GatewayBinds, prevAddr: maps.Clone(s.gw.addrs),
+		reserved: s.opts.GatewayReserved, bound: s.gatewayBound()}
 	var err error
 	if in.classes, err = ls.classes.List(labels.Everything()); err != nil {
 		return in, err
@@ -268,6 +276,9 @@ func (s *Source) gatewayObjects() (gwInput, error) {
 			return in, err
 		}
 		in.routes = append(in.routes, rs...)
+	}
+	if err := ls.listGRPCRoutes(&in); err != nil {
+		return in, err
 	}
 	if in.tlsRoutes, err = ls.listTLSRoutes(); err != nil {
 		return in, err

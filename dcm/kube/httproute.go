@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,9 +35,19 @@ type parentVerdict struct {
 // it names, makes its rules into routes on each listener that serves,
 // counts it in the listeners' attachedRoutes and writes its status.
 func (in gwInput) translateRoute(r *gwv1.HTTPRoute, gws map[types.NamespacedName]*gwGateway, out *gwOutput) {
+	in.translateRouteOf(KindHTTPRoute, r, nil, gws, out)
+}
+
+// translateRouteOf is translateRoute for a route of kind (KindHTTPRoute,
+// or KindGRPCRoute given as the HTTPRoute it means, grpcroute.go); convErr
+// is what its conversion refused (the route is then not accepted).
+func (in gwInput) translateRouteOf(kind string, r *gwv1.HTTPRoute, convErr error, gws map[types.NamespacedName]*gwGateway, out *gwOutput) {
 	nn := types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
-	ref := dcm.ObjectRef{Kind: KindHTTPRoute, Namespace: r.Namespace, Name: r.Name}
-	rules, ruleErr := in.routeRules(r, out)
+	ref := dcm.ObjectRef{Kind: kind, Namespace: r.Namespace, Name: r.Name}
+	rules, ruleErr := []gwRule(nil), convErr
+	if convErr == nil {
+		rules, ruleErr = in.routeRules(kind, r, out)
+	}
 	resolved := condition(string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs), "every backendRef resolves", r.Generation)
 	for _, rl := range rules {
 		if rl.refReason != "" {
@@ -47,7 +58,7 @@ func (in gwInput) translateRoute(r *gwv1.HTTPRoute, gws map[types.NamespacedName
 	var parents []gwv1.RouteParentStatus
 	var rejection *dcm.Rejection
 	for _, p := range r.Spec.ParentRefs {
-		pv, ours := in.parent(r.Namespace, r.Spec.Hostnames, KindHTTPRoute, p, gws)
+		pv, ours := in.parent(kind, r, p, gws)
 		if !ours {
 			continue
 		}
@@ -59,7 +70,7 @@ func (in gwInput) translateRoute(r *gwv1.HTTPRoute, gws map[types.NamespacedName
 			accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(gwv1.RouteReasonUnsupportedValue), ruleErr.Error()
 		}
 		if accepted.Status == metav1.ConditionTrue {
-			in.attach(r, pv, rules, out)
+			in.attach(kind, r, pv, rules, out)
 		} else if rejection == nil {
 			rejection = &dcm.Rejection{Object: ref, Reason: accepted.Reason, Message: accepted.Message}
 		}
@@ -69,7 +80,7 @@ func (in gwInput) translateRoute(r *gwv1.HTTPRoute, gws map[types.NamespacedName
 	if parents == nil {
 		return
 	}
-	out.routes[nn] = parents
+	out.routeStatus(kind)[nn] = parents
 	out.uids[ref] = r.UID
 	if rejection == nil && resolved.Status != metav1.ConditionTrue {
 		rejection = &dcm.Rejection{Object: ref, Reason: resolved.Reason, Message: resolved.Message}
@@ -81,23 +92,27 @@ func (in gwInput) translateRoute(r *gwv1.HTTPRoute, gws map[types.NamespacedName
 
 // attach counts an accepted parent's listeners and makes the routes of
 // those that serve.
-func (in gwInput) attach(r *gwv1.HTTPRoute, pv parentVerdict, rules []gwRule, out *gwOutput) {
+func (in gwInput) attach(kind string, r *gwv1.HTTPRoute, pv parentVerdict, rules []gwRule, out *gwOutput) {
 	for _, a := range pv.attached {
 		a.l.status.AttachedRoutes++
 		if !a.l.serve {
 			continue
 		}
 		for i, rl := range rules {
-			out.served = append(out.served, gatewayRoute(r, i, rl, a))
+			out.served = append(out.served, gatewayRoute(kind, r, i, rl, a))
 		}
 	}
 }
 
-// gatewayRoute is rule i of an HTTPRoute on one listener.
-func gatewayRoute(r *gwv1.HTTPRoute, i int, rl gwRule, a attachment) dcm.Route {
+// gatewayRoute is rule i of an HTTPRoute (or GRPCRoute) on one listener.
+func gatewayRoute(kind string, r *gwv1.HTTPRoute, i int, rl gwRule, a attachment) dcm.Route {
 	gw := a.gw.gw.Namespace + "/" + a.gw.gw.Name
-	route := dcm.Route{Namespace: r.Namespace, Name: gatewayRouteName(r.Name, i, gw, string(a.l.spec.Name)),
-		Source: dcm.SourceHTTPRoute, Object: r.Name, Kind: a.l.kind, Services: rl.services, Balance: dcm.BalanceRoundRobin,
+	source, rule := dcm.SourceHTTPRoute, strconv.Itoa(i)
+	if kind == KindGRPCRoute {
+		source, rule = dcm.SourceGRPCRoute, grpcRulePrefix+rule
+	}
+	route := dcm.Route{Namespace: r.Namespace, Name: gatewayRouteNameOf(r.Name, rule, gw, string(a.l.spec.Name)),
+		Source: source, Object: r.Name, Kind: a.l.kind, Services: rl.services, Balance: dcm.BalanceRoundRobin,
 		Gateway: &dcm.GatewayRoute{Gateway: gw, Listener: string(a.l.spec.Name), Bind: a.l.bind, Hostnames: a.hosts,
 			ListenerHostname: lower(hostnameOf(a.l.spec.Hostname)),
 			Matches:          rl.matches, Filters: rl.filters, Rank: gatewayRank(&r.ObjectMeta, i), Unresolved: rl.unresolved}}
@@ -113,9 +128,16 @@ func gatewayRoute(r *gwv1.HTTPRoute, i int, rl gwRule, a attachment) dcm.Route {
 // unique in the route's namespace; a route name too long for that is
 // hashed as well.
 func gatewayRouteName(route string, rule int, gateway, listener string) string {
+	return gatewayRouteNameOf(route, strconv.Itoa(rule), gateway, listener)
+}
+
+// gatewayRouteNameOf is gatewayRouteName with the rule as its name says
+// it: a GRPCRoute's rules are g<n> (grpcRulePrefix), so an HTTPRoute and
+// a GRPCRoute of one name never share a route name.
+func gatewayRouteNameOf(route, rule, gateway, listener string) string {
 	h := fnv.New64a()
 	h.Write([]byte(gateway + "\x00" + listener))
-	suffix := fmt.Sprintf(".%d.%016x", rule, h.Sum64())
+	suffix := fmt.Sprintf(".%s.%016x", rule, h.Sum64())
 	if len(route)+len(suffix) > 253 {
 		h := fnv.New64a()
 		h.Write([]byte(route))
@@ -133,16 +155,15 @@ func gatewayRank(m *metav1.ObjectMeta, rule int) string {
 	return fmt.Sprintf("%012d!%s/%s!%04d", max(m.CreationTimestamp.Unix(), 0), m.Namespace, m.Name, rule)
 }
 
-// parent finds the listeners one parentRef attaches a route of a kind
-// (HTTPRoute, TLSRoute) in namespace routeNS to. ours is false when the
-// parentRef names no Gateway of dcm's: its status entry is another
-// controller's business.
-func (in gwInput) parent(routeNS string, hostnames []gwv1.Hostname, kind string, p gwv1.ParentReference, gws map[types.NamespacedName]*gwGateway) (parentVerdict, bool) {
+// parent finds the listeners one parentRef attaches an HTTPRoute to. ours
+// is false when the parentRef names no Gateway of dcm's: its status entry
+// is another controller's business.
+func (in gwInput) parent(kind string, r *gwv1.HTTPRoute, p gwv1.ParentReference, gws map[types.NamespacedName]*gwGateway) (parentVerdict, bool) {
 	pv := parentVerdict{ref: p}
 	if (p.Group != nil && *p.Group != gatewayGroup) || (p.Kind != nil && *p.Kind != KindGateway) {
 		return pv, false
 	}
-	ns := routeNS
+	ns := r.Namespace
 	if p.Namespace != nil && *p.Namespace != "" {
 		ns = string(*p.Namespace)
 	}
@@ -156,11 +177,11 @@ func (in gwInput) parent(routeNS string, hostnames []gwv1.Hostname, kind string,
 			continue
 		}
 		matched++
-		if !l.attach || l.routeKind != kind || !in.namespaceAllowed(routeNS, gw.gw.Namespace, l.spec.AllowedRoutes) {
+		if !l.attach || !slices.Contains(l.kinds, kind) || !in.namespaceAllowed(r.Namespace, gw.gw.Namespace, l.spec.AllowedRoutes) {
 			continue
 		}
 		allowed++
-		hosts, any := intersectHostnames(hostnames, l.spec.Hostname)
+		hosts, any := intersectHostnames(r.Spec.Hostnames, l.spec.Hostname)
 		if len(hosts) == 0 && !any {
 			continue
 		}

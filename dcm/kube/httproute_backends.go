@@ -13,7 +13,7 @@ import (
 // ReferenceGrant, no such Service) sets the rule's refReason and gets no
 // traffic; a rule none of whose refs resolves — or that has none and
 // does not redirect — is unresolved: HAProxy answers 500.
-func (in gwInput) ruleBackends(r *gwv1.HTTPRoute, field string, rule gwv1.HTTPRouteRule, rl *gwRule, out *gwOutput) error {
+func (in gwInput) ruleBackends(kind string, r *gwv1.HTTPRoute, field string, rule gwv1.HTTPRouteRule, rl *gwRule, out *gwOutput) error {
 	fail := func(reason, msg string) {
 		if rl.refReason == "" {
 			rl.refReason, rl.refMsg = reason, msg
@@ -39,7 +39,7 @@ func (in gwInput) ruleBackends(r *gwv1.HTTPRoute, field string, rule gwv1.HTTPRo
 		if err := dcm.ValidateDNSLabel(f+".name", name); err != nil {
 			return err
 		}
-		if !in.grants.allow(grantRef{group: gatewayGroup, kind: KindHTTPRoute, namespace: r.Namespace},
+		if !in.grants.allow(grantRef{group: gatewayGroup, kind: kind, namespace: r.Namespace},
 			grantRef{group: "", kind: KindService, namespace: ns, name: name}) {
 			fail(string(gwv1.RouteReasonRefNotPermitted), f+": Service "+ns+"/"+name+" is in another namespace and no ReferenceGrant allows it")
 			continue

@@ -25,7 +25,7 @@ type gwRule struct {
 // routeRules converts an HTTPRoute's hostnames and rules. An error is a
 // field dcm cannot honour: the whole route is refused (UnsupportedValue),
 // as serving part of it would send some of its requests elsewhere.
-func (in gwInput) routeRules(r *gwv1.HTTPRoute, out *gwOutput) ([]gwRule, error) {
+func (in gwInput) routeRules(kind string, r *gwv1.HTTPRoute, out *gwOutput) ([]gwRule, error) {
 	hosts := make([]string, len(r.Spec.Hostnames))
 	for i, h := range r.Spec.Hostnames {
 		hosts[i] = lower(string(h))
@@ -49,7 +49,7 @@ func (in gwInput) routeRules(r *gwv1.HTTPRoute, out *gwOutput) ([]gwRule, error)
 		}
 		var rl gwRule
 		var err error
-		if rl.matches, err = ruleMatches(field, rule.Matches); err != nil {
+		if rl.matches, err = ruleMatches(field, rule.Matches, kind == KindGRPCRoute); err != nil {
 			return nil, err
 		}
 		if rl.filters, err = ruleFilters(field+".filters", rule.Filters, rl.matches); err != nil {
@@ -58,7 +58,7 @@ func (in gwInput) routeRules(r *gwv1.HTTPRoute, out *gwOutput) ([]gwRule, error)
 		if err := checkGatewayRule(rl); err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
-		if err := in.ruleBackends(r, field, rule, &rl, out); err != nil {
+		if err := in.ruleBackends(kind, r, field, rule, &rl, out); err != nil {
 			return nil, err
 		}
 		rules = append(rules, rl)
@@ -66,8 +66,11 @@ func (in gwInput) routeRules(r *gwv1.HTTPRoute, out *gwOutput) ([]gwRule, error)
 	return rules, nil
 }
 
-// ruleMatches converts a rule's matches; none is PathPrefix "/".
-func ruleMatches(field string, ms []gwv1.HTTPRouteMatch) ([]dcm.HTTPMatch, error) {
+// ruleMatches converts a rule's matches; none is PathPrefix "/". regexOK
+// serves a RegularExpression path that is not a literal one as such: a
+// GRPCRoute's method matches (grpcMethodPath) are, an HTTPRoute's are
+// refused.
+func ruleMatches(field string, ms []gwv1.HTTPRouteMatch, regexOK bool) ([]dcm.HTTPMatch, error) {
 	if len(ms) == 0 {
 		return []dcm.HTTPMatch{{PathType: dcm.GatewayPathPrefix, Path: "/"}}, nil
 	}
@@ -85,10 +88,12 @@ func ruleMatches(field string, ms []gwv1.HTTPRouteMatch) ([]dcm.HTTPMatch, error
 		}
 		if hm.PathType == dcm.GatewayPathRegex {
 			lit, ok := literalRegex(hm.Path)
-			if !ok {
+			switch {
+			case ok:
+				hm.PathType, hm.Path = dcm.GatewayPathExact, lit
+			case !regexOK:
 				return nil, fmt.Errorf("%s.path: RegularExpression %q is not supported, only Exact and PathPrefix (or a regular expression that is a literal path)", f, hm.Path)
 			}
-			hm.PathType, hm.Path = dcm.GatewayPathExact, lit
 		}
 		if m.Method != nil {
 			hm.Method = string(*m.Method)

@@ -71,6 +71,10 @@ type Options struct {
 	// no Gateway is served (WatchGateways).
 	GatewayControllerName string
 	GatewayBinds          dcm.GatewayBinds
+	// GatewayReserved are the binds ("host:port", "" or 0.0.0.0 for any
+	// address) of dcm's other frontends: a listener on one of them is
+	// refused (PortUnavailable), HAProxy cannot bind it twice.
+	GatewayReserved []string
 	// ContentionWindow is how long a status another writer keeps
 	// changing is left alone (contention; 0: a minute).
 	ContentionWindow time.Duration

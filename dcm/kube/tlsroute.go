@@ -44,10 +44,13 @@ func (in gwInput) translateTLSRoute(r *gwv1.TLSRoute, gws map[types.NamespacedNa
 	if rl.refReason != "" {
 		resolved.Status, resolved.Reason, resolved.Message = metav1.ConditionFalse, rl.refReason, rl.refMsg
 	}
+	// parent reads a route's namespace and hostnames from an HTTPRoute.
+	asParentOf := &gwv1.HTTPRoute{ObjectMeta: r.ObjectMeta}
+	asParentOf.Spec.Hostnames = r.Spec.Hostnames
 	var parents []gwv1.RouteParentStatus
 	var rejection *dcm.Rejection
 	for _, p := range r.Spec.ParentRefs {
-		pv, ours := in.parent(r.Namespace, r.Spec.Hostnames, KindTLSRoute, p, gws)
+		pv, ours := in.parent(KindTLSRoute, asParentOf, p, gws)
 		if !ours {
 			continue
 		}

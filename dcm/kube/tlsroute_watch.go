@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,25 +14,6 @@ import (
 
 // statusTLSRoute is the status key prefix of TLSRoutes.
 const statusTLSRoute = "tlsroute/"
-
-// tlsRoutesServed asks discovery whether the API server serves TLSRoutes
-// in gateway.networking.k8s.io/v1 (the standard channel's CRDs from
-// v1.5): without them dcm serves the rest of the Gateway API, and a TLS
-// listener takes no route.
-func (s *Source) tlsRoutesServed() bool {
-	list, err := s.gw.opts.Discovery.ServerResourcesForGroupVersion(gwv1.GroupVersion.String())
-	if err != nil {
-		s.log.Warn("TLSRoutes not watched: discovery failed", "err", err)
-		return false
-	}
-	for _, r := range list.APIResources {
-		if r.Name == "tlsroutes" {
-			return true
-		}
-	}
-	s.log.Info("TLSRoutes not served by the API server: TLS listeners take no route")
-	return false
-}
 
 // watchTLSRoutes adds the TLSRoutes of one namespace's informer factory.
 func (s *Source) watchTLSRoutes(v1 gwinformersv1.Interface, ls *gwListers, add func(cache.SharedIndexInformer)) {
@@ -72,8 +52,8 @@ func (s *Source) writeTLSRouteStatus(ctx context.Context, ls *gwListers, ns, nam
 	if err != nil {
 		return err
 	}
-	parents := s.routeParents(r.Status.Parents, want)
-	if reflect.DeepEqual(r.Status.Parents, parents) || len(r.Status.Parents) == 0 && len(parents) == 0 {
+	parents, same := s.routeParents(r.Status.Parents, want)
+	if same {
 		s.dropRouteTombstone(statusTLSRoute+ns+"/"+name, want)
 		return nil
 	}
@@ -85,28 +65,4 @@ func (s *Source) writeTLSRouteStatus(ctx context.Context, ls *gwListers, ns, nam
 	s.statusWrites.Add(1)
 	s.dropRouteTombstone(statusTLSRoute+ns+"/"+name, want)
 	return nil
-}
-
-// routeParents is a route's status.parents with dcm's entries replaced
-// by want (their transition times kept where the status did not change).
-func (s *Source) routeParents(current, want []gwv1.RouteParentStatus) []gwv1.RouteParentStatus {
-	ctrl := gwv1.GatewayController(s.opts.GatewayControllerName)
-	var parents []gwv1.RouteParentStatus
-	for _, p := range current {
-		if p.ControllerName != ctrl {
-			parents = append(parents, p)
-		}
-	}
-	for _, w := range want {
-		w = *w.DeepCopy()
-		var old []metav1.Condition
-		for _, p := range current {
-			if p.ControllerName == ctrl && reflect.DeepEqual(p.ParentRef, w.ParentRef) {
-				old = p.Conditions
-			}
-		}
-		w.Conditions = s.keepTransitions(old, w.Conditions)
-		parents = append(parents, w)
-	}
-	return parents
 }

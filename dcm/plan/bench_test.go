@@ -149,7 +149,8 @@ func BenchmarkComputeChanged2000Flips(b *testing.B) {
 // that carries 10,000 others, 1,000 hostnames of ten each: its map ops
 // look at the routes of its hostname (routing.Groups).
 func BenchmarkComputeGatewayRouteAdded(b *testing.B) {
-	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true}
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, RuntimeCerts: true,
+		Gateway: dcm.GatewayBinds{Addresses: []string{"10.0.0.1"}, HTTPPorts: []int{80}}}
 	gw := func(n int) *dcm.DesiredBackend {
 		r := dcm.Route{Namespace: "gw", Name: fmt.Sprintf("r%05d", n), Source: dcm.SourceHTTPRoute, Kind: dcm.KindHTTP, Balance: dcm.BalanceRoundRobin,
 			Gateway: &dcm.GatewayRoute{Bind: "10.0.0.1:80", Hostnames: []string{fmt.Sprintf("h%04d.example", n/10)}, Rank: fmt.Sprintf("%05d", n),

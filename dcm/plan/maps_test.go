@@ -31,7 +31,7 @@ func wholeDiff(before, after dcm.State) []dcm.Op {
 // host or an HAProxy backend with them only. The generator puts a route
 // on another's host now and then, on the same key too.
 func TestMapOpsAreTheWholeDiff(t *testing.T) {
-	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 3, StickyPool: 2, RuntimeCerts: true}
+	caps := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 3, StickyPool: 2, RuntimeCerts: true, Gateway: propGateway}
 	shared, remaps := 0, 0
 	for seed := range 1500 {
 		g := gen{r: rand.New(rand.NewPCG(uint64(seed), 21))}

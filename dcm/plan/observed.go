@@ -29,7 +29,7 @@ import (
 // as the state: at 10,000 routes, holding both besides the state merged
 // into took 23 MB more while the engine read HAProxy back.
 func Merge(st dcm.State, obs map[string][]dcm.Server, names []string, traffic bool) (_ dcm.State, drift []string, missing bool) {
-	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool, DefaultCert: st.DefaultCert}
+	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool, DefaultCert: st.DefaultCert, GatewayBinds: st.GatewayBinds}
 	merge := func(i int) {
 		b := out.Backends[i]
 		seen, ok := obs[b.ProxyName()]

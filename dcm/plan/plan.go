@@ -41,7 +41,7 @@ func ComputeChanged(actual dcm.State, desired dcm.Desired, caps dcm.Caps, change
 // compute is Compute, and ComputeChanged when changed is not nil.
 func compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps, changed []string) dcm.Plan {
 	desired = servable(desired)
-	c := &computation{caps: caps, spares: newPool(actual, caps), next: make([]*dcm.Backend, 0, len(desired.Backends)), partial: changed != nil,
+	c := &computation{caps: caps, actual: actual, spares: newPool(actual, caps), next: make([]*dcm.Backend, 0, len(desired.Backends)), partial: changed != nil,
 		// A change is an op or so per backend (a resync: one per backend
 		// of thousands): growing the ops from nothing copied them over
 		// and over, a sixth of ComputeChanged's time.
@@ -77,9 +77,13 @@ func compute(actual dcm.State, desired dcm.Desired, caps dcm.Caps, changed []str
 		sort.Slice(next, func(i, j int) bool { return next[i].Name < next[j].Name })
 	}
 	if len(reasons) > 0 {
-		return reloadFor(actual, desired, caps, reasons)
+		p := reloadFor(actual, desired, caps, reasons)
+		if len(spares.exhausted) > 0 {
+			p.Next.Pool = burstPool(caps, desired, spares.exhausted)
+		}
+		return p
 	}
-	st := dcm.State{Backends: next, Pool: spares.names(), DefaultCert: desired.DefaultCert}
+	st := dcm.State{Backends: next, Pool: spares.names(), DefaultCert: desired.DefaultCert, GatewayBinds: actual.GatewayBinds}
 	var certFirst, certLast, caFirst, caLast []dcm.Op
 	if !c.partial || c.certs || actual.DefaultCert != st.DefaultCert {
 		certFirst, certLast = certOps(actual, st)
@@ -131,6 +135,7 @@ func sameServers(a, b []dcm.Server) bool {
 // computation is what Compute gathers backend by backend.
 type computation struct {
 	caps    dcm.Caps
+	actual  dcm.State // for the Gateway binds HAProxy has (unbound)
 	spares  *pool
 	reasons []dcm.ReloadReason
 	next    []*dcm.Backend // unchanged backends are actual's, shared
@@ -191,6 +196,9 @@ func (c *computation) gone(a *dcm.Backend) {
 
 // arrived plans a new route: on a free spare.
 func (c *computation) arrived(d *dcm.DesiredBackend) {
+	if c.unbound(d.Route) {
+		return
+	}
 	if !c.caps.Pooled() {
 		c.reasons = append(c.reasons, dcm.ReasonRouteAdded)
 		return
@@ -216,6 +224,9 @@ func (c *computation) carry(d *dcm.DesiredBackend, slot string) {
 
 // kept plans a route that keeps its backend.
 func (c *computation) kept(actual *dcm.Backend, d *dcm.DesiredBackend) {
+	if c.unbound(d.Route) {
+		return
+	}
 	a := *actual
 	if a.Retiring { // the route came back before its backend was empty
 		a.Retiring = false
@@ -384,7 +395,8 @@ func Fresh(desired dcm.Desired, caps dcm.Caps) dcm.State {
 		}
 		backends = append(backends, b)
 	}
-	return dcm.State{Backends: backends, Pool: freshPool(caps, desired), DefaultCert: desired.DefaultCert}
+	return dcm.State{Backends: backends, Pool: freshPool(caps, desired), DefaultCert: desired.DefaultCert,
+		GatewayBinds: dcm.ExtraGatewayBinds(desired, caps)}
 }
 
 // AfterReload is what a reload does to a state rendered into the
@@ -405,7 +417,7 @@ func AfterReload(st dcm.State) dcm.State {
 		b.Servers = servers
 		backends[i] = &b
 	}
-	return dcm.State{Backends: backends, Pool: st.Pool, DefaultCert: st.DefaultCert}
+	return dcm.State{Backends: backends, Pool: st.Pool, DefaultCert: st.DefaultCert, GatewayBinds: st.GatewayBinds}
 }
 
 // afterReload is a server as AfterReload leaves it.

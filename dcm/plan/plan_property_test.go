@@ -21,6 +21,9 @@ type gen struct {
 	// noGateway leaves the Gateway routes out: they take spares that the
 	// moves of other routes would take.
 	noGateway bool
+	// otherBinds puts Gateway routes on binds outside propGateway's
+	// pre-bound set too: another port, an address outside the pool.
+	otherBinds bool
 	// tlsRoutes puts some Gateway routes on a TLS listener's bind: the
 	// passthrough routes of TLSRoutes.
 	tlsRoutes bool
@@ -199,22 +202,31 @@ func (g gen) desired() dcm.Desired {
 // candidates with the others, its matches, filters and rank changing on
 // their own: the gateway maps' entries, grouped by bind (and a TLS bind's
 // passthrough mark).
+// tlsBind is the TLS listener's bind of the generated TLSRoutes: an
+// address of the pool, on the pre-bound HTTPS port that TLS listeners
+// share.
+const tlsBind = "10.1.0.2:443"
+
 func (g gen) gatewayBackend(n int) dcm.DesiredBackend {
-	bind := []string{"10.1.0.1:80", "10.1.0.1:443", "10.1.0.2:80"}[g.r.IntN(3)]
+	binds := []string{"10.1.0.1:80", "10.1.0.1:443", "10.1.0.2:80"}
+	if g.otherBinds {
+		binds = append(binds, "10.1.0.1:8080", "10.1.0.3:80", "10.1.0.2:8443")
+	}
+	bind := binds[g.r.IntN(len(binds))]
 	if g.tlsRoutes && g.r.IntN(2) == 0 {
-		bind = "10.1.0.3:443" // a TLS listener's
+		bind = tlsBind // a TLS listener's
 	}
 	r := dcm.Route{Namespace: "gw", Name: fmt.Sprintf("hr%d", n), Source: dcm.SourceHTTPRoute, Kind: dcm.KindHTTP,
 		Services: []dcm.ServiceRef{{Name: "svc", Port: "80", Weight: 1}}, Balance: dcm.BalanceRoundRobin,
 		Gateway: &dcm.GatewayRoute{Gateway: "gw/g", Listener: "l", Bind: bind,
 			Hostnames: [][]string{nil, {"a.gw"}, {"*.gw"}, {"a.gw", "b.gw"}}[g.r.IntN(4)],
 			Rank:      fmt.Sprint(g.r.IntN(3))}}
-	if bind == "10.1.0.3:443" {
+	if bind == tlsBind {
 		r.Source, r.Kind, r.Balance = dcm.SourceTLSRoute, dcm.KindPassthrough, dcm.DefaultBalance(dcm.KindPassthrough)
 		r.Gateway.Unresolved = g.r.IntN(6) == 0
 		return g.gatewayEndpoints(n, dcm.DesiredBackend{Name: r.BackendName(), Route: r})
 	}
-	if strings.HasSuffix(bind, ":443") {
+	if strings.HasSuffix(bind, "443") {
 		r.Kind = dcm.KindEdge
 		r.TLS = &dcm.TLSRef{Secret: "gw/cert", Version: []string{"aa", "bb", ""}[g.r.IntN(3)]}
 	}
@@ -282,8 +294,11 @@ func (g gen) history(caps dcm.Caps) dcm.State {
 	return g.observe(st)
 }
 
+// propGateway pre-binds the binds gatewayBackend's routes are on.
+var propGateway = dcm.GatewayBinds{Addresses: []string{"10.1.0.1", "10.1.0.2"}, HTTPPorts: []int{80}, HTTPSPorts: []int{443}}
+
 func modes() []dcm.Caps {
-	return []dcm.Caps{
+	caps := []dcm.Caps{
 		{Mode: dcm.ModeDynamic, AddServer: true, RuntimeCerts: true},
 		{Mode: dcm.ModeDynamic, AddServer: false, RuntimeCerts: true},
 		{Mode: dcm.ModeDynamic, AddServer: true, Pool: 1, StickyPool: 1, RuntimeCerts: true},
@@ -293,6 +308,10 @@ func modes() []dcm.Caps {
 		{Mode: dcm.ModeSlots, Slots: 3, AddServer: true},
 		{Mode: dcm.ModeReload, AddServer: true},
 	}
+	for i := range caps {
+		caps[i].Gateway = propGateway
+	}
+	return caps
 }
 
 // serversOf is the servers of a data plane by HAProxy backend; a backend
@@ -409,7 +428,7 @@ func TestComputeProperties(t *testing.T) {
 						continue
 					}
 					for _, e := range append(op.Set, op.Del...) {
-						if e.Key == "10.1.0.3:443" {
+						if e.Key == tlsBind {
 							passthrough++
 						}
 					}
@@ -509,10 +528,10 @@ func checkPlan(t *testing.T, what string, actual dcm.State, desired dcm.Desired,
 			}
 		}
 	}
+	reasons := checkGatewayBinds(t, what, actual, desired, caps, p)
 	// A passthrough route's timeouts are in its TCP backend: they reload
 	// when they move, and only then.
-	reasons := p.Reasons
-	if slices.Contains(reasons, dcm.ReasonPassthroughTimeout) {
+	if slices.Contains(p.Reasons, dcm.ReasonPassthroughTimeout) {
 		if !tcpTimeoutsMoved(actual, desired) {
 			t.Fatalf("%s: reloaded for passthrough-timeout, and no passthrough timeout moved", what)
 		}

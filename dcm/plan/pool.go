@@ -33,6 +33,9 @@ type pool struct {
 	free     []string // from actual, in taking order
 	released []string
 	sticky   bool // sticky spares are rendered
+	// exhausted are the kinds a route found no spare of: the reload
+	// that follows renders them PoolBurst spares (burstPool).
+	exhausted []dcm.RouteKind
 }
 
 func newPool(st dcm.State, caps dcm.Caps) *pool {
@@ -71,6 +74,9 @@ func (p *pool) take(d *dcm.DesiredBackend) (string, dcm.ReloadReason) {
 			p.free = slices.Delete(p.free, i, i+1)
 			return name, ""
 		}
+	}
+	if !slices.Contains(p.exhausted, kind) {
+		p.exhausted = append(p.exhausted, kind)
 	}
 	return "", dcm.ReasonPoolExhausted
 }
@@ -136,8 +142,32 @@ func poolBalanced(r dcm.Route) bool {
 // against some 60 KB for a route of 10 servers: a tenth is under 2 % of it.
 const PoolShare = 10
 
+// PoolBurst is how many spares a kind that ran out gets at the reload
+// that follows (at most as many as it has routes): a cluster that is
+// growing reloads once for up to PoolBurst new routes of a kind (or for
+// doubling, when smaller), not once per tenth. A tenth is the steady
+// state's share; the burst is paid only by a kind that grew through its
+// whole pool, costs at most PoolBurst empty backends (12 MB, docs/bench.md),
+// and shrinks as the growth takes the spares and back to a tenth at the
+// next reload for any other reason. The reload it saves costs more: an
+// old worker that holds its memory while its connections drain.
+const PoolBurst = 1000
+
 // freshPool is the pool a configuration rendered for desired starts with.
 func freshPool(caps dcm.Caps, desired dcm.Desired) []string {
+	return sizedPool(caps, desired, nil)
+}
+
+// burstPool is freshPool where the kinds in exhausted ran out of spares:
+// each gets PoolBurst spares, or as many as it has routes when fewer,
+// if that is more than its share.
+func burstPool(caps dcm.Caps, desired dcm.Desired, exhausted []dcm.RouteKind) []string {
+	return sizedPool(caps, desired, exhausted)
+}
+
+// sizedPool renders each kind's spares: the kind's share of its routes,
+// never under its floor, and for a kind in burst its burst.
+func sizedPool(caps dcm.Caps, desired dcm.Desired, burst []dcm.RouteKind) []string {
 	if !caps.Pooled() {
 		return nil
 	}
@@ -149,7 +179,11 @@ func freshPool(caps dcm.Caps, desired dcm.Desired) []string {
 		if floor == 0 {
 			return 0 // the kind's spares are turned off
 		}
-		return max(floor, routes[kind]/PoolShare)
+		n := max(floor, routes[kind]/PoolShare)
+		if slices.Contains(burst, kind) {
+			n = max(n, min(routes[kind], PoolBurst))
+		}
+		return n
 	}
 	var out []string
 	for _, k := range append(slices.Clone(routing.PoolKinds), routing.PoolSticky) {

@@ -83,7 +83,7 @@ type Prepared struct {
 
 // Prepare reads a snapshot back for previews. The snapshot is not modified.
 func Prepare(snap dcm.Snapshot, costs dcm.MemoryCosts) Prepared {
-	st := dcm.State{Backends: snap.Backends, Pool: snap.Pool, DefaultCert: snap.DefaultCert}
+	st := dcm.State{Backends: snap.Backends, Pool: snap.Pool, DefaultCert: snap.DefaultCert, GatewayBinds: snap.GatewayBinds}
 	d := DesiredOf(st)
 	return Prepared{snap: snap, desired: d, before: totals(st, d, costs), costs: costs, ordered: ordered(st, d)}
 }
@@ -93,7 +93,7 @@ func Prepare(snap dcm.Snapshot, costs dcm.MemoryCosts) Prepared {
 func (pr Prepared) Simulate(whatifs []dcm.WhatIf) dcm.Simulation {
 	snap, desired, costs := pr.snap, pr.desired, pr.costs
 	caps := snap.Caps
-	st := dcm.State{Backends: snap.Backends, Pool: snap.Pool, DefaultCert: snap.DefaultCert}
+	st := dcm.State{Backends: snap.Backends, Pool: snap.Pool, DefaultCert: snap.DefaultCert, GatewayBinds: snap.GatewayBinds}
 	sim := dcm.Simulation{Seq: snap.Seq, Mode: caps.Mode, Before: pr.before,
 		Steps: []dcm.SimStep{}, Traffic: []dcm.Share{}, Draining: []dcm.Draining{}, Backends: []string{}}
 	initial := st
@@ -157,7 +157,7 @@ func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) 
 			return Compute(st, d, caps)
 		}
 	}
-	sub := dcm.State{Pool: st.Pool, DefaultCert: st.DefaultCert}
+	sub := dcm.State{Pool: st.Pool, DefaultCert: st.DefaultCert, GatewayBinds: st.GatewayBinds}
 	subD := dcm.Desired{DefaultCert: d.DefaultCert}
 	for _, n := range names {
 		if b, ok := st.Backend(n); ok {
@@ -173,7 +173,8 @@ func computeTouched(st dcm.State, d dcm.Desired, caps dcm.Caps, names []string) 
 	if p.Reload || slices.ContainsFunc(p.Ops, func(o dcm.Op) bool { return o.Server == "" }) {
 		return Compute(st, d, caps)
 	}
-	p.Next = dcm.State{Backends: replaced(st.Backends, names, p.Next.Backends), Pool: p.Next.Pool, DefaultCert: p.Next.DefaultCert}
+	p.Next = dcm.State{Backends: replaced(st.Backends, names, p.Next.Backends), Pool: p.Next.Pool, DefaultCert: p.Next.DefaultCert,
+		GatewayBinds: p.Next.GatewayBinds}
 	return p
 }
 
@@ -224,7 +225,7 @@ func idle(st dcm.State) dcm.State {
 }
 
 func idleWhere(st dcm.State, which func(*dcm.Backend) bool) dcm.State {
-	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool, DefaultCert: st.DefaultCert}
+	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool, DefaultCert: st.DefaultCert, GatewayBinds: st.GatewayBinds}
 	for i, sb := range out.Backends {
 		if !which(sb) {
 			continue

@@ -7,6 +7,9 @@ import (
 	"github.com/dcm-router/dcm/dcm"
 )
 
+// gatewayPrebound pre-binds gatewayRoute's bind.
+var gatewayPrebound = dcm.GatewayBinds{Addresses: []string{"127.0.20.1"}, HTTPPorts: []int{80}, HTTPSPorts: []int{443}}
+
 // gatewayRoute is rule 0 of the HTTPRoute demo/shop on the listener http
 // of infra/gw, to the Service web.
 func gatewayRoute() *dcm.Route {
@@ -24,7 +27,7 @@ func gatewayRoute() *dcm.Route {
 // spare, the reload and its reason are predicted.
 func TestSimulateAddsGatewayRoute(t *testing.T) {
 	add := []dcm.WhatIf{{Kind: dcm.WhatIfAddRoute, Route: gatewayRoute()}}
-	pooled := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2}
+	pooled := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Pool: 2, Gateway: gatewayPrebound}
 	sim := Simulate(snapshotOf(withService(webApp(2)), pooled), add, dcm.HAProxy26MemoryCosts())
 	if len(sim.Errors) > 0 || sim.Reloads != 0 || len(sim.Reasons) > 0 {
 		t.Fatalf("errors %v, %d reloads %v; want none", sim.Errors, sim.Reloads, sim.Reasons)
@@ -51,7 +54,7 @@ func TestSimulateAddsGatewayRoute(t *testing.T) {
 		t.Errorf("backends %v, spares %d → %d: want the route on a spare", sim.Backends, sim.Before.SpareBackends, sim.After.SpareBackends)
 	}
 
-	plain := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true}
+	plain := dcm.Caps{Mode: dcm.ModeDynamic, AddServer: true, Gateway: gatewayPrebound}
 	sim = Simulate(snapshotOf(withService(webApp(2)), plain), add, dcm.HAProxy26MemoryCosts())
 	if sim.Reloads != 1 || !slices.Contains(sim.Reasons, dcm.ReasonRouteAdded) {
 		t.Errorf("without a spare: %d reloads %v, want 1 for %s", sim.Reloads, sim.Reasons, dcm.ReasonRouteAdded)

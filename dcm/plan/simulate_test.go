@@ -12,7 +12,7 @@ import (
 // snapshotOf is the snapshot of an engine that has applied desired.
 func snapshotOf(d dcm.Desired, caps dcm.Caps) dcm.Snapshot {
 	st := idle(Fresh(d, caps))
-	return dcm.Snapshot{Seq: 42, Mode: caps.Mode, Caps: caps, Backends: st.Backends, Pool: st.Pool}
+	return dcm.Snapshot{Seq: 42, Mode: caps.Mode, Caps: caps, Backends: st.Backends, Pool: st.Pool, GatewayBinds: st.GatewayBinds}
 }
 
 func webApp(pods int) dcm.Desired {

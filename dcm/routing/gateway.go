@@ -228,7 +228,7 @@ func hexUp(s string) string { return strings.ToUpper(dcm.Hex([]byte(s))) }
 //	a, b request, response header modifier: *(sHEX(name) tHEX(value) | aHEX(name) tHEX(value) | dHEX(name))
 //	r  a redirect:       [sHEX(scheme)] [hHEX(host)] [pHEX(port)] [(f|x)HEX(path)] cHEX(code)
 //	w  a rewrite:        [hHEX(host)] [(f|x)HEX(path)]
-//	u  unresolved: answer 500
+//	u  unresolved: answer 500, or [cHEX(code)] (503 for a GRPCRoute's rule)
 //	l  the listener's own hostname, when it has one: tHEX(hostname)
 //	   (listener isolation: a request whose host a more specific
 //	   listener of the bind takes sees that listener's routes only)
@@ -294,7 +294,13 @@ func GatewayRuleValue(r dcm.Route) string {
 		sections = append(sections, "t")
 	}
 	if g.Unresolved {
-		sections = append(sections, "u")
+		// A GRPCRoute's rule answers 503, which gRPC clients read as
+		// UNAVAILABLE, as the spec asks; an HTTPRoute's 500.
+		if r.Source == dcm.SourceGRPCRoute {
+			sections = append(sections, "u-c"+hexUp("503"))
+		} else {
+			sections = append(sections, "u")
+		}
 	}
 	if g.ListenerHostname != "" {
 		sections = append(sections, "l-t"+hexUp(g.ListenerHostname))

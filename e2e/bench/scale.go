@@ -105,6 +105,12 @@ type ScaleResult struct {
 	GrowTook    time.Duration
 	GrowReloads int
 	GrowReasons map[string]int
+	// GrowPeakSpares is the most free spares seen after a growth step (a
+	// burst after a pool-exhausted reload), GrowEndSpares those left at
+	// its end, GrowPSSMB HAProxy's PSS then (master + workers, old ones
+	// included).
+	GrowPeakSpares, GrowEndSpares int
+	GrowPSSMB                     float64
 
 	ResyncWrite   time.Duration // writing every EndpointSlice
 	ResyncFirst   time.Duration // first write → HAProxy acknowledged every change

@@ -265,7 +265,8 @@ func allAcknowledged(s *harness.Stack, sub *engine.Subscription, want map[string
 // grow adds cfg.Grow routes, cfg.GrowStep at a time, each step once the
 // last was served, and counts the reloads meanwhile with their reasons:
 // the spares dcm renders (a tenth of the routes of each kind, plan.PoolShare)
-// take new routes until they run out.
+// take new routes until they run out, and the reload that follows renders
+// the kind that ran out its burst (plan.PoolBurst).
 func grow(t *testing.T, cfg ScaleConfig, k *KubeCluster, s *harness.Stack, f *podFarm, res *ScaleResult) {
 	ctx := context.Background()
 	before := readCounters(t, s.Registry, masterPID(t, s))
@@ -287,8 +288,15 @@ func grow(t *testing.T, cfg ScaleConfig, k *KubeCluster, s *harness.Stack, f *po
 			next += step
 			res.Grown += step
 		}
+		res.GrowPeakSpares = max(res.GrowPeakSpares, len(s.Engine.Snapshot().Pool))
 	}
 	res.GrowTook = time.Since(began)
+	res.GrowEndSpares = len(s.Engine.Snapshot().Pool)
+	if procs, perr := s.Driver.Procs(ctx); perr == nil {
+		if hs, herr := sampleHAProxy(procs.Master.PID); herr == nil {
+			res.GrowPSSMB = float64(hs.pssKB) / 1024
+		}
+	}
 	if err != nil {
 		res.note("growth: after %d routes: %v", res.Grown, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dcm-router/dcm/dcm"
+	"github.com/dcm-router/dcm/dcm/plan"
 )
 
 // The scale section's markers in docs/bench.md: TestScale writes between
@@ -100,6 +101,18 @@ func (r ScaleResult) spareShare() float64 {
 	return 100 * float64(bytes) / (r.HAProxyPSSMB * (1 << 20))
 }
 
+// growShare is spares' estimated memory as a percentage of pss MB, each
+// costing an empty HTTP backend (the growth adds HTTP routes only; the
+// passthrough spares of the start are in the count).
+func (r ScaleResult) growShare(spares int, pss float64) float64 {
+	if r.StartErr != "" || pss == 0 || spares == 0 {
+		return math.NaN()
+	}
+	c := dcm.HAProxy26MemoryCosts()
+	bytes := int64(spares-r.TCPSpares)*c.PerBackend + int64(r.TCPSpares)*c.PerTCPBackend
+	return 100 * float64(bytes) / (pss * (1 << 20))
+}
+
 // rows are the figures, in the issue's order.
 func (rep ScaleReport) rows() []*scaleRow {
 	var rows []*scaleRow
@@ -136,10 +149,15 @@ func (rep ScaleReport) rows() []*scaleRow {
 	add("4", "dcm memory: RSS growth once every route serves", "—", nil, fmtMB, func(r ScaleResult) float64 { return r.DCMRSSMB })
 	add("4", "dcm memory: live Go heap growth (after a collection)", "—", nil, fmtMB, func(r ScaleResult) float64 { return r.DCMHeapMB })
 	add("4", "HAProxy memory (PSS, master + worker)", "—", nil, fmtMB, func(r ScaleResult) float64 { return r.HAProxyPSSMB })
-	g := add("5", fmt.Sprintf("reloads while the cluster grows by %s routes", thousands(rep.Config.Grow)), "—", nil, fmtCount,
+	g := add("5", fmt.Sprintf("reloads while the cluster grows by %s routes", thousands(rep.Config.Grow)), "≤ 1", atMost(1), fmtCount,
 		func(r ScaleResult) float64 { return grownReloads(r, rep.Config.Grow) })
 	add("5", "spare backends rendered at the start", "—", nil, fmtCount, func(r ScaleResult) float64 { return float64(r.Spares) })
 	m := add("5", "spares' memory, share of HAProxy's", "≤ 2 %", atMost(2), fmtShare, ScaleResult.spareShare)
+	add("5", "spares at the growth's peak (a pool-exhausted reload's burst)", "—", nil, fmtCount, func(r ScaleResult) float64 { return float64(r.GrowPeakSpares) })
+	add("5", "spares' memory at the growth's peak, share of HAProxy's at the start", "—", nil, fmtShare,
+		func(r ScaleResult) float64 { return r.growShare(r.GrowPeakSpares, r.HAProxyPSSMB) })
+	add("5", "spares' memory at the growth's end, share of HAProxy's then", "≤ 2 %", atMost(2), fmtShare,
+		func(r ScaleResult) float64 { return r.growShare(r.GrowEndSpares, r.GrowPSSMB) })
 	add("6", "full resync: last write → HAProxy acknowledged all", "< 100 ms", below(100), fmtMS, func(r ScaleResult) float64 { return durMS(r.ResyncLast) })
 	w := add("6", "full resync: first write → HAProxy acknowledged all", "—", nil, fmtMS, func(r ScaleResult) float64 { return durMS(r.ResyncFirst) })
 	for i, r := range rep.Results {
@@ -402,9 +420,11 @@ func (rep ScaleReport) mdScaleMethod(b *strings.Builder) {
 	w("5. **Growth**: %s routes created %d at a time, each step once the last was served; reloads are\n", thousands(cfg.Grow), cfg.GrowStep)
 	w("   `dcm_reload_duration_seconds` samples, reasons `dcm_reloads_total`. dcm renders a tenth of each kind's routes as\n")
 	c := dcm.HAProxy26MemoryCosts()
-	w("   spares (`plan.PoolShare`, never fewer than `--pool-size`); their memory is each kind's count times an empty\n")
+	w("   spares (`plan.PoolShare`, never fewer than `--pool-size`); a reload for a kind that ran out renders it %s\n", thousands(plan.PoolBurst))
+	w("   spares, or as many as it has routes when fewer (`plan.PoolBurst`). Their memory is each kind's count times an empty\n")
 	w("   backend's cost measured on HAProxy 2.6 (`dcm.HAProxy26MemoryCosts`: %s bytes an HTTP one, %s a passthrough\n", thousands(int(c.PerBackend)), thousands(int(c.PerTCPBackend)))
-	w("   one, which keeps its route's allowlist and rate limits), against HAProxy's PSS at the start.\n")
+	w("   one, which keeps its route's allowlist and rate limits), against HAProxy's PSS at the start; the growth's peak is\n")
+	w("   the most free spares after a step, its end those left once it is served, against HAProxy's PSS then.\n")
 	w("6. **Full resync**: every route's EndpointSlice written at once by four writers, each flipping the route's first\n")
 	w("   endpoint; until the engine's events show every backend as written (an `applied` event carries the backends it\n")
 	w("   touched). The goal is checked on the time from the last write: before it dcm cannot have everything; the time from\n")

@@ -20,7 +20,8 @@ func scaleRun() ScaleReport {
 		Throughput: Throughput{RPS: 5000, BaseRPS: 8000, Requests: 10000, BaseReqs: 16000, Ratios: []float64{0.5, 0.6, 0.7, 0.9}},
 		Lookup:     Throughput{RPS: 7000, BaseRPS: 8000, Requests: 14000, BaseReqs: 16000, Ratios: []float64{0.5, 0.6, 0.7, 0.9}},
 		Ready:      2 * time.Second, Served: 2500 * time.Millisecond, DCMRSSMB: 80, DCMPeakMB: 90, DCMHeapMB: 40, HAProxyPSSMB: 100,
-		Spares: 140, TCPSpares: 20, Grown: 1000, GrowReloads: 7, GrowReasons: map[string]int{"pool-exhausted": 7},
+		Spares: 140, TCPSpares: 20, Grown: 1000, GrowReloads: 1, GrowReasons: map[string]int{"pool-exhausted": 1},
+		GrowPeakSpares: 1000, GrowEndSpares: 120, GrowPSSMB: 150,
 		ResyncWrite: msec(200), ResyncFirst: msec(260), ResyncLast: msec(60),
 	}
 	large := ScaleResult{Routes: 10000, StartErr: "after 65.2s, dcm stopped before it was ready: engine: start haproxy: initial configuration: validate: run haproxy -c: signal: killed"}
@@ -47,10 +48,15 @@ func TestScaleMarkdown(t *testing.T) {
 		"| 3 | throughput at the size ÷ at 10 routes, all routes, median round | — | 0.70 (middle half of 4 rounds 0.60–0.90) |",
 		"| 3 | throughput at the size ÷ at 10 routes, 10 routes of each, median round | ≥ 0.90 (within 10 %) | 0.70 (middle half of 4 rounds 0.60–0.90) |",
 		"| 4 | startup: HAProxy serves every route | ≤ 10 s | 2.5 s | — |",
-		"| 5 | reloads while the cluster grows by 1,000 routes | — | 7 (pool-exhausted 7) | — | — | — |\n",
+		"| 5 | reloads while the cluster grows by 1,000 routes | ≤ 1 | 1 (pool-exhausted 1) | — | — | met at 1,000, not measured at 10,000 |\n",
+		"| 5 | spares at the growth's peak (a pool-exhausted reload's burst) | — | 1,000 | — |",
+		// 980 × 12,120 + 20 × 23,400 bytes = 12,345,600 of 100 MiB.
+		"| 5 | spares' memory at the growth's peak, share of HAProxy's at the start | — | 11.77 % |",
+		// 100 × 12,120 + 20 × 23,400 bytes = 1,680,000 of 150 MiB.
+		"| 5 | spares' memory at the growth's end, share of HAProxy's then | ≤ 2 % | 1.07 % |",
 		// 120 × 12,120 + 20 × 23,400 bytes = 1,922,400 of 100 MiB.
 		"| 5 | spares' memory, share of HAProxy's | ≤ 2 % | 1.83 % (120 HTTP × 12,120 + 20 passthrough × 23,400 bytes of 100 MB) |",
-		"times an empty\n   backend's cost measured on HAProxy 2.6 (`dcm.HAProxy26MemoryCosts`: 12,120 bytes an HTTP one, 23,400 a passthrough\n   one,",
+		"an empty\n   backend's cost measured on HAProxy 2.6 (`dcm.HAProxy26MemoryCosts`: 12,120 bytes an HTTP one, 23,400 a passthrough\n   one,",
 		"| 6 | full resync: last write → HAProxy acknowledged all | < 100 ms | 60.0 ms | — | — | met at 1,000, not measured at 10,000 |\n",
 		"(writing the 1,000 slices took 200.0 ms)",
 		"gave a median round of 1.00 (middle\nhalf 0.90–1.10)",

@@ -15,9 +15,11 @@ import (
 // conformance creates it with dcm's controller name.
 const GatewayClassName = "dcm"
 
-// Profiles are the conformance profiles dcm claims: GATEWAY-HTTP, and
-// GATEWAY-TLS (TLSRoute passthrough) in the same run and report.
-var Profiles = []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayTLSConformanceProfileName}
+// Profiles are the conformance profiles dcm claims: GATEWAY-HTTP,
+// GATEWAY-GRPC and GATEWAY-TLS (TLSRoute passthrough), in one run of the
+// suite.
+var Profiles = []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName,
+	suite.GatewayTLSConformanceProfileName}
 
 // SupportedFeatures are the features dcm claims: the core of GATEWAY-HTTP
 // and the extended features whose tests pass (docs/conformance.md says why
@@ -48,5 +50,10 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportHTTPRoute308RedirectStatusCode,
 	features.SupportHTTPRouteNamedRouteRule,
 	features.SupportHTTPRouteBackendProtocolWebSocket,
+	features.SupportHTTPRouteBackendProtocolH2C,
 	features.SupportGatewayAddressEmpty,
+
+	// GATEWAY-GRPC: its core and its one extended feature.
+	features.SupportGRPCRoute,
+	features.SupportGRPCRouteNamedRouteRule,
 }

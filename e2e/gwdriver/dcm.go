@@ -30,8 +30,9 @@ type Gateway struct {
 // with the ports the suite's listeners use, which it sends its requests to:
 // 80 and 443, 8080 (GatewayPort8080, the port redirects) and 8090
 // (HTTPRouteListenerPortMatching) for HTTP, 8443 for HTTPS. dcm binds them
-// ahead of time, as a deployment lists the ports its Gateways may use; a
-// listener on another port is reported PortUnavailable.
+// ahead of time, as a deployment lists the ports its Gateways use most; a
+// listener on another port would be bound by a reload
+// (gateway-listener-port), which the run must not have.
 var DefaultGateway = Gateway{ControllerName: ControllerName, Addresses: "127.0.20.0/28",
 	HTTPPorts: "80,8080,8090", HTTPSPorts: "443,8443"}
 

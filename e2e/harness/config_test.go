@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestStartRunsShippedDefaults(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("the running dcm differs from its defaults in %v, want %v", got, want)
 			}
-			if caps := s.Engine.Snapshot().Caps; caps != tt.caps {
+			if caps := s.Engine.Snapshot().Caps; !reflect.DeepEqual(caps, tt.caps) {
 				t.Errorf("engine caps %+v, want %+v", caps, tt.caps)
 			}
 		})

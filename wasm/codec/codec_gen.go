@@ -115,6 +115,7 @@ type scratch struct {
 	Share           []dcm.Share
 	Draining        []dcm.Draining
 	Op              []dcm.Op
+	GatewayBind     []dcm.GatewayBind
 	MapEntry        []dcm.MapEntry
 	Server          []dcm.Server
 	ServiceRef      []dcm.ServiceRef
@@ -405,7 +406,7 @@ func decCaps(d *decoder, v *dcm.Caps) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "mode,slots,addServer,pool,stickyPool,gatewayPool,runtimeCerts") {
+		switch c.find(d.key(), "mode,slots,addServer,pool,stickyPool,gatewayPool,gateway,runtimeCerts") {
 		case 0:
 			d.str((*string)(&v.Mode))
 		case 1:
@@ -419,6 +420,8 @@ func decCaps(d *decoder, v *dcm.Caps) {
 		case 5:
 			d.int(&v.GatewayPool)
 		case 6:
+			decGatewayBinds(d, &v.Gateway)
+		case 7:
 			d.boolean(&v.RuntimeCerts)
 		default:
 			d.skip()
@@ -441,6 +444,9 @@ func encCaps(e *encoder, k string, v *dcm.Caps) {
 	}
 	if v.GatewayPool != 0 {
 		e.int64("\"gatewayPool\":", int64(v.GatewayPool))
+	}
+	if !v.Gateway.IsZero() {
+		encGatewayBinds(e, "\"gateway\":", &v.Gateway)
 	}
 	if v.RuntimeCerts {
 		e.boolean("\"runtimeCerts\":", v.RuntimeCerts)
@@ -661,13 +667,15 @@ func decState(d *decoder, v *dcm.State) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "backends,pool,defaultCert") {
+		switch c.find(d.key(), "backends,pool,defaultCert,gatewayBinds") {
 		case 0:
 			decSlicePtrBackend(d, &v.Backends)
 		case 1:
 			decSliceString(d, &v.Pool)
 		case 2:
 			decCert(d, &v.DefaultCert)
+		case 3:
+			decSliceGatewayBind(d, &v.GatewayBinds)
 		default:
 			d.skip()
 		}
@@ -682,6 +690,9 @@ func encState(e *encoder, k string, v *dcm.State) {
 	}
 	if v.DefaultCert != (dcm.Cert{}) {
 		encCert(e, "\"defaultCert\":", &v.DefaultCert)
+	}
+	if len(v.GatewayBinds) != 0 {
+		encSliceGatewayBind(e, "\"gatewayBinds\":", &v.GatewayBinds)
 	}
 	e.end('}')
 }
@@ -978,6 +989,44 @@ func encSliceOp(e *encoder, k string, v *[]dcm.Op) {
 	e.end(']')
 }
 
+func decGatewayBinds(d *decoder, v *dcm.GatewayBinds) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "addresses,httpPorts,httpsPorts,spares") {
+		case 0:
+			decSliceString(d, &v.Addresses)
+		case 1:
+			decSliceInt(d, &v.HTTPPorts)
+		case 2:
+			decSliceInt(d, &v.HTTPSPorts)
+		case 3:
+			d.int(&v.Spares)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encGatewayBinds(e *encoder, k string, v *dcm.GatewayBinds) {
+	e.open(k)
+	if len(v.Addresses) != 0 {
+		encSliceString(e, "\"addresses\":", &v.Addresses)
+	}
+	if len(v.HTTPPorts) != 0 {
+		encSliceInt(e, "\"httpPorts\":", &v.HTTPPorts)
+	}
+	if len(v.HTTPSPorts) != 0 {
+		encSliceInt(e, "\"httpsPorts\":", &v.HTTPSPorts)
+	}
+	if v.Spares != 0 {
+		e.int64("\"spares\":", int64(v.Spares))
+	}
+	e.end('}')
+}
+
 func decPtrBackend(d *decoder, v **dcm.Backend) {
 	if d.null() {
 		*v = nil
@@ -1108,6 +1157,51 @@ func encPtrRoute(e *encoder, k string, v **dcm.Route) {
 		return
 	}
 	encRoute(e, k, *v)
+}
+
+func decSliceGatewayBind(d *decoder, v *[]dcm.GatewayBind) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if !d.open('[') {
+		return
+	}
+	s, i := *v, 0
+	fresh := cap(s) == 0
+	if fresh {
+		s, d.scratch.GatewayBind = d.scratch.GatewayBind[:0], nil
+	}
+	for ; d.more(']'); i++ {
+		if i == len(s) {
+			if i < cap(s) {
+				s = s[:i+1]
+			} else {
+				s = append(s, dcm.GatewayBind{})
+			}
+		}
+		decGatewayBind(d, &s[i])
+	}
+	if fresh {
+		s = fromScratch(s, i, &d.scratch.GatewayBind)
+	}
+	if i == 0 {
+		s = []dcm.GatewayBind{}
+	}
+	*v = s[:i]
+}
+
+func encSliceGatewayBind(e *encoder, k string, v *[]dcm.GatewayBind) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	e.array(k)
+	for i := range *v {
+		e.comma(i)
+		encGatewayBind(e, "", &(*v)[i])
+	}
+	e.end(']')
 }
 
 func decSlicePtrDesiredBackend(d *decoder, v *[]*dcm.DesiredBackend) {
@@ -1352,6 +1446,44 @@ func encOp(e *encoder, k string, v *dcm.Op) {
 		e.str("\"proto\":", string(v.Proto))
 	}
 	e.end('}')
+}
+
+func decSliceInt(d *decoder, v *[]int) {
+	if d.null() {
+		*v = nil
+		return
+	}
+	if !d.open('[') {
+		return
+	}
+	s, i := *v, 0
+	for ; d.more(']'); i++ {
+		if i == len(s) {
+			if i < cap(s) {
+				s = s[:i+1]
+			} else {
+				s = append(s, 0)
+			}
+		}
+		d.int(&s[i])
+	}
+	if i == 0 {
+		s = []int{}
+	}
+	*v = s[:i]
+}
+
+func encSliceInt(e *encoder, k string, v *[]int) {
+	if *v == nil {
+		e.null(k)
+		return
+	}
+	e.array(k)
+	for i := range *v {
+		e.comma(i)
+		e.int64("", int64((*v)[i]))
+	}
+	e.end(']')
 }
 
 func decBackend(d *decoder, v *dcm.Backend) {
@@ -1611,6 +1743,32 @@ func encRoute(e *encoder, k string, v *dcm.Route) {
 	}
 	if v.Gateway != nil {
 		encPtrGatewayRoute(e, "\"gateway\":", &v.Gateway)
+	}
+	e.end('}')
+}
+
+func decGatewayBind(d *decoder, v *dcm.GatewayBind) {
+	if !d.open('{') {
+		return
+	}
+	var c cursor
+	for d.more('}') {
+		switch c.find(d.key(), "bind,https") {
+		case 0:
+			d.str(&v.Bind)
+		case 1:
+			d.boolean(&v.HTTPS)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func encGatewayBind(e *encoder, k string, v *dcm.GatewayBind) {
+	e.open(k)
+	e.str("\"bind\":", v.Bind)
+	if v.HTTPS {
+		e.boolean("\"https\":", v.HTTPS)
 	}
 	e.end('}')
 }
@@ -2627,14 +2785,16 @@ func decHTTPRouteView(d *decoder, v *dcm.HTTPRouteView) {
 	}
 	var c cursor
 	for d.more('}') {
-		switch c.find(d.key(), "namespace,name,hostnames,parents") {
+		switch c.find(d.key(), "kind,namespace,name,hostnames,parents") {
 		case 0:
-			d.str(&v.Namespace)
+			d.str(&v.Kind)
 		case 1:
-			d.str(&v.Name)
+			d.str(&v.Namespace)
 		case 2:
-			decSliceString(d, &v.Hostnames)
+			d.str(&v.Name)
 		case 3:
+			decSliceString(d, &v.Hostnames)
+		case 4:
 			decSliceRouteParentView(d, &v.Parents)
 		default:
 			d.skip()
@@ -2644,6 +2804,9 @@ func decHTTPRouteView(d *decoder, v *dcm.HTTPRouteView) {
 
 func encHTTPRouteView(e *encoder, k string, v *dcm.HTTPRouteView) {
 	e.open(k)
+	if v.Kind != "" {
+		e.str("\"kind\":", v.Kind)
+	}
 	e.str("\"namespace\":", v.Namespace)
 	e.str("\"name\":", v.Name)
 	if len(v.Hostnames) != 0 {

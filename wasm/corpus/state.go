@@ -126,7 +126,7 @@ var healthOf = map[dcm.AdminState][]string{
 // observe plays HAProxy reporting on a state: traffic on some servers,
 // health, and most servers observed since dcm last changed them.
 func (g *gen) observe(st dcm.State) dcm.State {
-	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool, DefaultCert: st.DefaultCert}
+	out := dcm.State{Backends: slices.Clone(st.Backends), Pool: st.Pool, DefaultCert: st.DefaultCert, GatewayBinds: st.GatewayBinds}
 	for i, sb := range out.Backends {
 		b := *sb // a copy: st shares its backends
 		b.Servers = slices.Clone(b.Servers)
