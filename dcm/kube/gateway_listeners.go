@@ -62,7 +62,7 @@ func (in gwInput) gatewayModel(g *gwv1.Gateway, addr addrChoice, classOK bool, o
 		case addr.addr == "":
 			programmed.Reason, programmed.Message = string(gwv1.ListenerReasonPending), "the Gateway has no address"
 		default:
-			programmed.Reason, programmed.Message = string(gwv1.ListenerReasonPending), in.unboundMessage(lm.bind, lm.kind == dcm.KindEdge)
+			programmed.Reason, programmed.Message = string(gwv1.ListenerReasonPending), in.unboundMessage(lm.bind, lm.kind != dcm.KindHTTP)
 		}
 		m.status.Listeners = append(m.status.Listeners, gwv1.ListenerStatus{
 			Name: l.Name, SupportedKinds: v.kinds, Conditions: []metav1.Condition{

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -152,5 +153,51 @@ func TestTLSRoutes(t *testing.T) {
 	}
 	if n := out.gateways[types.NamespacedName{Namespace: "ns", Name: "tls"}].Listeners[0].AttachedRoutes; n != 5 {
 		t.Errorf("attachedRoutes %d, want 5", n)
+	}
+}
+
+// TestTLSListenerPorts: a TLS listener's port is an HTTPS one (TLS
+// listeners share fe_gw_https's binds, fe_gw_tls in front): pre-bound
+// HTTPS ports serve at once, another port is Programmed once HAProxy binds
+// it for HTTPS (a reload, gateway-listener-port), an HTTP pre-bound port
+// is refused.
+func TestTLSListenerPorts(t *testing.T) {
+	tests := []struct {
+		name                 string
+		port                 int32
+		bound                []dcm.GatewayBind
+		accepted, programmed string
+	}{
+		{"pre-bound HTTPS port", 18443, nil, "True/Accepted", "True/Programmed"},
+		{"other port, not bound yet", 8443, nil, "True/Accepted", "False/Pending"},
+		{"other port, bound for HTTP only", 8443, []dcm.GatewayBind{{Bind: "127.0.20.1:8443"}}, "True/Accepted", "False/Pending"},
+		{"other port, bound for HTTPS", 8443, []dcm.GatewayBind{{Bind: "127.0.20.1:8443", HTTPS: true}}, "True/Accepted", "True/Programmed"},
+		{"HTTP pre-bound port", 18080, nil, "False/PortUnavailable", "False/Invalid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := testInput([]string{"ns/tls-a"}, nil, nil)
+			in.bound = tt.bound
+			in.classes = []*gwv1.GatewayClass{testClass()}
+			in.gateways = []*gwv1.Gateway{testGateway("ns", "tls", 0, tlsListener("pass", tt.port, "", gwv1.TLSModePassthrough))}
+			in.tlsRoutes = []*gwv1.TLSRoute{testTLSRoute("ns", "a", 0, "tls", []string{"a.example.com"}, svcRef("", "tls-a"))}
+			out := translateGateways(in)
+			conds := out.gateways[types.NamespacedName{Namespace: "ns", Name: "tls"}].Listeners[0].Conditions
+			if got := condOf(conds, "Accepted"); got != tt.accepted {
+				t.Errorf("Accepted %s, want %s", got, tt.accepted)
+			}
+			if got := condOf(conds, "Programmed"); got != tt.programmed {
+				t.Errorf("Programmed %s, want %s", got, tt.programmed)
+			}
+			if tt.accepted == "True/Accepted" {
+				if len(out.served) != 1 {
+					t.Fatalf("served %d routes, want the TLSRoute's", len(out.served))
+				}
+				b, ok := dcm.GatewayBindOf(out.served[0])
+				if want := (dcm.GatewayBind{Bind: "127.0.20.1:" + fmt.Sprint(tt.port), HTTPS: true}); !ok || b != want {
+					t.Errorf("bind %+v %v, want %+v: a reload binds it for HTTPS", b, ok, want)
+				}
+			}
+		})
 	}
 }
