@@ -6,6 +6,11 @@ import "slices"
 // HTTPRoute attached to one Gateway listener (Route.Gateway).
 const SourceHTTPRoute RouteSource = "httproute"
 
+// SourceTLSRoute marks a route made from a Gateway API TLSRoute attached
+// to one TLS Passthrough listener: Kind passthrough, found by the SNI of
+// the ClientHello among Gateway.Hostnames, no Matches.
+const SourceTLSRoute RouteSource = "tlsroute"
+
 // GatewayBinds are the addresses and ports HAProxy binds for Gateways
 // before any Gateway exists, so that a new Gateway, listener or route is
 // served without a reload: each Gateway gets one address of the pool, and

@@ -40,13 +40,14 @@ func CompareGatewayBinds(a, b GatewayBind) int {
 }
 
 // GatewayBindOf is the bind a route is served on: its listener's address
-// and port, HTTPS for an edge route. false for a route of no Gateway
-// listener HAProxy serves over HTTP or HTTPS (GatewayRoute).
+// and port, HTTPS for an edge route and for a passthrough one (a
+// TLSRoute's: TLS listeners share the HTTPS binds, fe_gw_tls in front of
+// fe_gw_https). false for a route of no Gateway listener.
 func GatewayBindOf(r Route) (GatewayBind, bool) {
-	if r.Gateway == nil || r.Gateway.Bind == "" || (r.Kind != KindHTTP && r.Kind != KindEdge) {
+	if r.Gateway == nil || r.Gateway.Bind == "" || (r.Kind != KindHTTP && r.Kind != KindEdge && r.Kind != KindPassthrough) {
 		return GatewayBind{}, false
 	}
-	return GatewayBind{Bind: r.Gateway.Bind, HTTPS: r.Kind == KindEdge}, true
+	return GatewayBind{Bind: r.Gateway.Bind, HTTPS: r.Kind != KindHTTP}, true
 }
 
 // Prebound reports whether the flags bind b whatever the state: its

@@ -47,8 +47,14 @@ func validateGatewayRoute(r Route) error {
 		if err := ValidateCertVersion("tls.version", r.TLS.Version); err != nil {
 			return err
 		}
+	case KindPassthrough:
+		// A TLSRoute on a TLS Passthrough listener: found by the SNI
+		// alone, no matches, no filters, no certificate.
+		if r.TLS != nil || len(g.Matches) > 0 || g.Filters != nil {
+			return invalid(RejectInvalidValue, "passthrough gateway route with tls, matches or filters", r.Name)
+		}
 	default:
-		return invalid(RejectUnsupported, "gateway route kind (http or edge)", string(r.Kind))
+		return invalid(RejectUnsupported, "gateway route kind (http, edge or passthrough)", string(r.Kind))
 	}
 	if r.Upstream != nil || r.Sticky || !r.Headers.Empty() || r.RateLimit != nil || len(r.Allowlist) > 0 {
 		return invalid(RejectUnsupported, "gateway route with router options", r.Name)
@@ -64,7 +70,7 @@ func validateGatewayRoute(r Route) error {
 			return err
 		}
 	}
-	if len(g.Matches) == 0 || len(g.Matches) > MaxGatewayMatches {
+	if (len(g.Matches) == 0) != (r.Kind == KindPassthrough) || len(g.Matches) > MaxGatewayMatches {
 		return invalid(RejectInvalidValue, "gateway.matches (1 to "+strconv.Itoa(MaxGatewayMatches)+")", strconv.Itoa(len(g.Matches)))
 	}
 	if err := validateGatewayText("gateway.rank", g.Rank, false); err != nil {

@@ -12,10 +12,14 @@ import (
 
 // RuleText is "HTTPRoute ns/name rule N" (or "GRPCRoute …") for a Gateway
 // route ("" else): the rule is the index the route's name carries
-// (gw_<route>.<rule>.<hash>, g<rule> for a GRPCRoute's).
+// (gw_<route>.<rule>.<hash>, g<rule> for a GRPCRoute's); "TLSRoute
+// ns/name" for a TLSRoute's, which has one rule.
 func RuleText(r dcm.Route) string {
 	if r.Gateway == nil {
 		return ""
+	}
+	if r.Source == dcm.SourceTLSRoute {
+		return "TLSRoute " + r.Namespace + "/" + r.Object
 	}
 	rule := strings.TrimPrefix(r.Name, "gw_"+r.Object+".")
 	rule, _, _ = strings.Cut(rule, ".")
@@ -46,8 +50,12 @@ func HostsText(r dcm.Route) string {
 	return strings.Join(r.Gateway.Hostnames, ", ")
 }
 
-// MatchesText is a Gateway route's matches, " | " between them.
+// MatchesText is a Gateway route's matches, " | " between them; a
+// TLSRoute's is "SNI passthrough".
 func MatchesText(r dcm.Route) string {
+	if r.Source == dcm.SourceTLSRoute {
+		return "SNI passthrough"
+	}
 	parts := make([]string, 0, len(r.Gateway.Matches))
 	for _, m := range r.Gateway.Matches {
 		s := m.PathType + " " + m.Path
@@ -79,7 +87,10 @@ func GatewayText(r dcm.Route) string {
 		return "–"
 	}
 	s := g.Gateway + " listener " + g.Listener + " on " + g.Bind
-	if g.Unresolved {
+	switch {
+	case g.Unresolved && r.Source == dcm.SourceTLSRoute:
+		s += " · no backendRef resolves: refused"
+	case g.Unresolved:
 		s += " · no backendRef resolves: 500"
 	}
 	return s

@@ -49,6 +49,7 @@ export const backendSearch = (b) => `${b.name} ${routeText(b.route)} ${b.route.n
 // A Gateway API route in short, as views/gateway.go says it.
 export function ruleText(r) {
   if (!r.gateway) return '';
+  if (r.source === 'tlsroute') return `TLSRoute ${r.namespace}/${r.object}`;
   const rule = r.name.replace(`gw_${r.object}.`, '').split('.')[0];
   if (r.source === 'grpcroute') return `GRPCRoute ${r.namespace}/${r.object} rule ${rule.replace(/^g/, '')}`;
   return `HTTPRoute ${r.namespace}/${r.object} rule ${rule}`;
@@ -63,14 +64,15 @@ export function hostsText(r) {
 
 const valueMatch = (v) => `${v.name}${v.regex ? '~' : '='}${v.value}`;
 
-export const matchesText = (r) => r.gateway.matches.map((m) => [`${m.pathType} ${m.path}`, m.method || null,
+export const matchesText = (r) => (r.source === 'tlsroute' ? 'SNI passthrough' : r.gateway.matches.map((m) => [`${m.pathType} ${m.path}`, m.method || null,
   ...(m.headers || []).map((h) => `header ${valueMatch(h)}`), ...(m.query || []).map((q) => `query ${valueMatch(q)}`)]
-  .filter((x) => x).join(' ')).join(' | ');
+  .filter((x) => x).join(' ')).join(' | '));
 
 export function gatewayText(r) {
   const g = r.gateway;
   if (!g) return '–';
-  return `${g.gateway} listener ${g.listener} on ${g.bind}${g.unresolved ? ' · no backendRef resolves: 500' : ''}`;
+  const unresolved = r.source === 'tlsroute' ? ' · no backendRef resolves: refused' : ' · no backendRef resolves: 500';
+  return `${g.gateway} listener ${g.listener} on ${g.bind}${g.unresolved ? unresolved : ''}`;
 }
 
 const mods = (m) => [...(m.set || []).map((h) => ` set ${h.name}=${h.value}`), ...(m.add || []).map((h) => ` add ${h.name}=${h.value}`),

@@ -176,8 +176,10 @@ func gatewayRouteCalls() []call {
 	ingress := dcm.Route{Namespace: "demo", Name: "web", Object: "web", Host: "web.example", Path: "/", PathType: dcm.PathPrefix}
 	grpc := bare
 	grpc.Name, grpc.Object, grpc.Source = "gw_echo.g2.0123456789abcdef", "echo", dcm.SourceGRPCRoute
+	tlsRoute := dcm.Route{Namespace: "demo", Name: "gw_db.0.0123456789abcdef", Object: "db", Source: dcm.SourceTLSRoute, Kind: dcm.KindPassthrough,
+		Gateway: &dcm.GatewayRoute{Gateway: "infra/gw", Listener: "tls", Bind: "127.0.20.1:443", Hostnames: []string{"db.example"}, Unresolved: true}}
 	var out []call
-	for _, r := range []dcm.Route{bare, full, redirectOnly, ingress, grpc} {
+	for _, r := range []dcm.Route{bare, full, redirectOnly, ingress, grpc, tlsRoute} {
 		out = append(out, call{Fn: "routeText", Args: []any{r}, want: views.RouteText(r)},
 			call{Fn: "sourceText", Args: []any{r}, want: views.SourceText(r)},
 			call{Fn: "hostsText", Args: []any{r}, want: views.HostsText(r)},

@@ -10,11 +10,13 @@ import (
 	"github.com/dcm-router/dcm/dcm/routing"
 )
 
-// Gateway API listeners are served by two frontends of their own, bound
+// Gateway API listeners are served by frontends of their own, bound
 // ahead of time on every Gateway address and port (Settings.Gateway), so
-// that a new Gateway, listener or route needs no reload: fe_gw_http and
-// fe_gw_https (TLS ends on its binds, each with its own crt-list of its
-// listeners' certificates). They read the Gateway maps only, and the
+// that a new Gateway, listener or route needs no reload: fe_gw_http,
+// fe_gw_tls on the HTTPS ports (TLSRoutes by SNI, gateway_tls.go) and,
+// behind it, fe_gw_https (TLS ends on its sockets, one per bind, each with
+// its own crt-list of its listeners' certificates). They read the Gateway
+// maps only, and the
 // other frontends never do, so a Gateway bind never serves an Ingress or
 // a Route and the other binds never serve a Gateway route.
 //
@@ -68,6 +70,8 @@ local function decode(v)
     local tag, f = sec:sub(1, 1), fields(sec:sub(2))
     if tag == "u" then
       r.u = f[1] and f[1].v or "500"
+    elseif tag == "t" then
+      r.t = true
     elseif tag == "k" then
       r.k = f[1] and f[1].v or ""
     elseif tag == "l" then
@@ -298,11 +302,12 @@ end
 -- whose hostnames take it: a route's hostnames are within its listener's,
 -- so the list of level i holds listeners of level i or less specific, and
 -- the walk stops once no list left can hold a more specific one.
-local function listener(bind, levels, at)
+local function listener(bind, levels, at, tls)
   local best = #levels
   for i, level in ipairs(levels) do
     if i >= best then break end
     each(bind, level, function(_, _, r)
+      if (r.t or false) ~= tls then return false end
       local j = at[r.l or ""]
       if j and j < best then best = j end
       return best <= i
@@ -340,7 +345,7 @@ local function route(txn)
     qs = txn.sf:query(), scheme = txn:get_var("txn.gw_scheme") or "http" }
   local lv, at = levels(host), {}
   for i, level in ipairs(lv) do at[level] = i end
-  local lh = lv[listener(bind, lv, at)]
+  local lh = lv[listener(bind, lv, at, false)]
   local best
   for i, level in ipairs(lv) do
     local c = first(req, bind, level, lh)
@@ -353,7 +358,35 @@ local function route(txn)
   txn:set_var("txn.gw_status", "404")
 end
 
+-- tls picks the backend of a TLS connection on a Gateway bind by the
+-- ClientHello's server name, before any TLS ends: the first passthrough
+-- route (a TLSRoute's, rank order) of the most specific listener whose
+-- hostname takes it, at the most specific of its lists. An unresolved
+-- one, or none on a bind that serves passthrough routes, refuses the
+-- connection; on another bind the connection goes on to TLS termination.
+local function tls(txn)
+  local sni = (txn.sf:req_ssl_sni() or ""):lower()
+  if sni:sub(-1) == "." then sni = sni:sub(1, -2) end
+  local bind = txn.sf:dst() .. ":" .. txn.sf:dst_port()
+  local lv, at = levels(sni), {}
+  for i, level in ipairs(lv) do at[level] = i end
+  local lh = lv[listener(bind, lv, at, true)]
+  for _, level in ipairs(lv) do
+    local found
+    each(bind, level, function(be, _, r)
+      if r.t and (r.l or "") == lh then found = { be = be, r = r } end
+      return found ~= nil
+    end)
+    if found then
+      if found.r.u then return txn:set_var("txn.gw_reject", "1") end
+      return txn:set_var("txn.be", found.be)
+    end
+  end
+  if candidates:lookup(bind) == "` + routing.GatewayPassthroughMark + `" then txn:set_var("txn.gw_reject", "1") end
+end
+
 core.register_action("dcm_gateway", { "http-req" }, route)
+core.register_action("dcm_gateway_tls", { "tcp-req" }, tls)
 core.register_action("dcm_gateway_response", { "http-res" }, function(txn)
   local be = txn:get_var("txn.be")
   if be == nil then return end
@@ -411,11 +444,12 @@ func validateGatewayBinds(s Settings) error {
 	return nil
 }
 
-// renderGatewayFrontends writes fe_gw_http and fe_gw_https.
+// renderGatewayFrontends writes fe_gw_tls, fe_gw_http and fe_gw_https.
 func renderGatewayFrontends(w *bytes.Buffer, s Settings) {
 	if !gatewayServed(s.Gateway) {
 		return
 	}
+	renderGatewayTLS(w, s)
 	for _, https := range []bool{false, true} {
 		binds := s.gatewayBinds(https)
 		if len(binds) == 0 {
@@ -428,7 +462,9 @@ func renderGatewayFrontends(w *bytes.Buffer, s Settings) {
 		fmt.Fprintf(w, "\nfrontend fe_gw_%s\n", scheme)
 		for _, b := range binds {
 			if https {
-				fmt.Fprintf(w, "    bind %s ssl crt %s crt-list %s alpn http/1.1\n", b, GatewayCertFile(b, ""), GatewayCrtList(b))
+				// fe_gw_tls owns the address and hands it the
+				// connections no passthrough route takes.
+				fmt.Fprintf(w, "    bind unix@%s accept-proxy ssl crt %s crt-list %s alpn http/1.1\n", s.gatewaySocket(b), GatewayCertFile(b, ""), GatewayCrtList(b))
 			} else {
 				fmt.Fprintf(w, "    bind %s\n", b)
 			}

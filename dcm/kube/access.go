@@ -64,13 +64,13 @@ func Permissions() []Permission {
 	out = append(out, Permission{Verb: "update", Group: RouteGVR.Group, Resource: RouteGVR.Resource, Subresource: "status", Required: true})
 	// The Gateway API (--gateway-addresses), granted where it is not
 	// served as for Routes: its objects read through the cache, and the
-	// status of GatewayClasses, Gateways, HTTPRoutes and GRPCRoutes.
-	for _, r := range []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "referencegrants"} {
+	// status of GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes and TLSRoutes.
+	for _, r := range []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "referencegrants"} {
 		for _, verb := range []string{"list", "watch"} {
 			out = append(out, Permission{Verb: verb, Group: gatewayGroup, Resource: r, Required: true})
 		}
 	}
-	for _, r := range []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes"} {
+	for _, r := range []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes"} {
 		out = append(out, Permission{Verb: "update", Group: gatewayGroup, Resource: r, Subresource: "status", Required: true})
 	}
 	// Ingresses' status.loadBalancer.ingress (--publish-service,

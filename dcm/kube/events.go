@@ -82,7 +82,7 @@ func apiVersionOf(kind string) string {
 	switch kind {
 	case KindRoute:
 		return RouteGVR.GroupVersion().String()
-	case KindGateway, KindHTTPRoute, KindGRPCRoute, KindGatewayClass:
+	case KindGateway, KindHTTPRoute, KindGRPCRoute, KindTLSRoute, KindGatewayClass:
 		return gatewayGroup + "/v1"
 	}
 	return "networking.k8s.io/v1"
@@ -116,7 +116,7 @@ func (s *Source) recordEvent(r report) {
 		key = r.ref.Namespace + "/" + r.ref.Name
 	case KindRoute:
 		key = routeKey(r.ref.Namespace, r.ref.Name)
-	case KindGateway, KindHTTPRoute, KindGRPCRoute:
+	case KindGateway, KindHTTPRoute, KindGRPCRoute, KindTLSRoute:
 		// A gone object (no UID left) has no one to tell.
 		if uid, ok := s.gatewayUID(r.ref); ok {
 			s.recordGatewayEvent(r, uid)

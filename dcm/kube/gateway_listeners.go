@@ -35,9 +35,12 @@ func (in gwInput) gatewayModel(g *gwv1.Gateway, addr addrChoice, classOK bool, o
 			v.conflicted, v.conflictReason, v.conflictMsg = true, c[0], c[1]
 		}
 		lm := &gwListener{spec: l, kind: dcm.KindHTTP}
-		if l.Protocol == gwv1.HTTPSProtocolType {
+		switch l.Protocol {
+		case gwv1.HTTPSProtocolType:
 			lm.kind = dcm.KindEdge
 			lm.tls = in.listenerCert(g, l)
+		case gwv1.TLSProtocolType:
+			lm.kind = dcm.KindPassthrough
 		}
 		for _, k := range v.kinds {
 			lm.kinds = append(lm.kinds, string(k.Kind))
@@ -50,7 +53,7 @@ func (in gwInput) gatewayModel(g *gwv1.Gateway, addr addrChoice, classOK bool, o
 		if v.accepted {
 			valid++
 		}
-		bound := lm.serve && in.isBound(dcm.GatewayBind{Bind: lm.bind, HTTPS: lm.kind == dcm.KindEdge})
+		bound := lm.serve && in.isBound(dcm.GatewayBind{Bind: lm.bind, HTTPS: lm.kind != dcm.KindHTTP})
 		programmed := condition(string(gwv1.ListenerConditionProgrammed), bound, string(gwv1.ListenerReasonProgrammed), "served on "+lm.bind, gen)
 		switch {
 		case bound:
@@ -59,7 +62,7 @@ func (in gwInput) gatewayModel(g *gwv1.Gateway, addr addrChoice, classOK bool, o
 		case addr.addr == "":
 			programmed.Reason, programmed.Message = string(gwv1.ListenerReasonPending), "the Gateway has no address"
 		default:
-			programmed.Reason, programmed.Message = string(gwv1.ListenerReasonPending), in.unboundMessage(lm.bind, lm.kind == dcm.KindEdge)
+			programmed.Reason, programmed.Message = string(gwv1.ListenerReasonPending), in.unboundMessage(lm.bind, lm.kind != dcm.KindHTTP)
 		}
 		m.status.Listeners = append(m.status.Listeners, gwv1.ListenerStatus{
 			Name: l.Name, SupportedKinds: v.kinds, Conditions: []metav1.Condition{
@@ -111,8 +114,21 @@ func gatewayConditions(g *gwv1.Gateway, addr addrChoice, classOK bool, valid int
 
 func ptrTo[T any](v T) *T { return &v }
 
-func isHTTPRouteKind(k gwv1.RouteGroupKind) bool {
-	return k.Kind == KindHTTPRoute && (k.Group == nil || *k.Group == gatewayGroup)
+// isKind matches a route kind of the Gateway API's group.
+func isKind(kind string) func(gwv1.RouteGroupKind) bool {
+	return func(k gwv1.RouteGroupKind) bool {
+		return string(k.Kind) == kind && (k.Group == nil || *k.Group == gatewayGroup)
+	}
+}
+
+// routeKindOf is the route kind a listener of a protocol takes first:
+// TLSRoute on TLS listeners (passthrough), HTTPRoute on HTTP and HTTPS
+// ones (and GRPCRoute on HTTP ones, grpcroute.go).
+func routeKindOf(p gwv1.ProtocolType) string {
+	if p == gwv1.TLSProtocolType {
+		return KindTLSRoute
+	}
+	return KindHTTPRoute
 }
 
 // checkListener checks one listener: protocol, port, hostname, route
@@ -127,9 +143,9 @@ func (in gwInput) checkListener(g *gwv1.Gateway, l gwv1.Listener, out *gwOutput)
 		}
 	}
 	switch l.Protocol {
-	case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
+	case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType, gwv1.TLSProtocolType:
 	default:
-		refuse(string(gwv1.ListenerReasonUnsupportedProtocol), "protocol "+string(l.Protocol)+" is not supported: only HTTP and HTTPS")
+		refuse(string(gwv1.ListenerReasonUnsupportedProtocol), "protocol "+string(l.Protocol)+" is not supported: only HTTP, HTTPS and TLS")
 		v.kinds = []gwv1.RouteGroupKind{}
 		return v
 	}
@@ -140,18 +156,19 @@ func (in gwInput) checkListener(g *gwv1.Gateway, l gwv1.Listener, out *gwOutput)
 		refuse(string(gwv1.ListenerReasonUnsupportedValue), "listener name: "+err.Error())
 	}
 	if l.Hostname != nil {
-		if err := dcm.ValidateRouteHost("hostname", strings.ToLower(string(*l.Hostname))); err != nil {
+		if err := dcm.ValidateGatewayHostname("hostname", strings.ToLower(string(*l.Hostname))); err != nil {
 			refuse(string(gwv1.ListenerReasonUnsupportedValue), "hostname: "+err.Error())
 		}
 	}
+	kind := routeKindOf(l.Protocol)
 	v.kinds = []gwv1.RouteGroupKind{}
 	if l.AllowedRoutes == nil || len(l.AllowedRoutes.Kinds) == 0 {
-		v.kinds = append(v.kinds, gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gatewayGroup)), Kind: KindHTTPRoute})
+		v.kinds = append(v.kinds, gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gatewayGroup)), Kind: gwv1.Kind(kind)})
 		v.kinds = append(v.kinds, grpcDefaultKinds(l.Protocol)...)
 	} else {
 		for _, k := range l.AllowedRoutes.Kinds {
-			if isHTTPRouteKind(k) {
-				v.kinds = append(v.kinds, gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gatewayGroup)), Kind: KindHTTPRoute})
+			if isKind(kind)(k) {
+				v.kinds = append(v.kinds, gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(gatewayGroup)), Kind: gwv1.Kind(kind)})
 				continue
 			}
 			if ok, why := grpcKindAllowed(k, l.Protocol); ok {
@@ -163,15 +180,44 @@ func (in gwInput) checkListener(g *gwv1.Gateway, l gwv1.Listener, out *gwOutput)
 			}
 			v.resolved, v.resolveReason = false, string(gwv1.ListenerReasonInvalidRouteKinds)
 			v.resolveMsg = "route kind " + string(k.Kind) + " is not supported: only HTTPRoute and GRPCRoute (HTTP listeners)"
+			if l.Protocol == gwv1.TLSProtocolType {
+				v.resolveMsg = "route kind " + string(k.Kind) + " is not supported on a TLS listener: only TLSRoute"
+			}
 		}
 		v.kinds = slices.CompactFunc(v.kinds, func(a, b gwv1.RouteGroupKind) bool { return a.Kind == b.Kind })
 	}
-	if l.Protocol == gwv1.HTTPSProtocolType {
+	switch {
+	case l.Protocol == gwv1.HTTPSProtocolType:
 		in.checkListenerTLS(g, l, &v, refuse, out)
-	} else if l.TLS != nil {
-		refuse(string(gwv1.ListenerReasonUnsupportedValue), "tls is only for HTTPS listeners")
+	case l.Protocol == gwv1.TLSProtocolType:
+		if !checkListenerPassthrough(l, refuse) {
+			// Such a listener supports no route kind: the suite's
+			// TLSRouteListenerTerminateNotSupported wants none listed.
+			v.kinds = []gwv1.RouteGroupKind{}
+		}
+	case l.TLS != nil:
+		refuse(string(gwv1.ListenerReasonUnsupportedValue), "tls is only for HTTPS and TLS listeners")
 	}
 	return v
+}
+
+// checkListenerPassthrough checks a TLS listener's tls: mode Passthrough,
+// HAProxy hands the connection to the route's backend by its SNI. Mode
+// Terminate (TLSRoutes to plain TCP backends) is not served: false.
+func checkListenerPassthrough(l gwv1.Listener, refuse func(reason, msg string)) bool {
+	switch {
+	case l.TLS == nil:
+		refuse(string(gwv1.ListenerReasonUnsupportedValue), "a TLS listener needs tls.mode Passthrough")
+		return false
+	case l.TLS.Mode == nil || *l.TLS.Mode != gwv1.TLSModePassthrough:
+		refuse(string(gwv1.ListenerReasonUnsupportedValue), "tls mode Terminate is not supported for TLS listeners: only Passthrough")
+		return false
+	case len(l.TLS.Options) > 0:
+		refuse(string(gwv1.ListenerReasonUnsupportedValue), "tls.options are not supported")
+	case len(l.TLS.CertificateRefs) > 0:
+		refuse(string(gwv1.ListenerReasonUnsupportedValue), "certificateRefs are not used with tls mode Passthrough")
+	}
+	return true
 }
 
 // checkListenerTLS checks an HTTPS listener's TLS: terminated in HAProxy,

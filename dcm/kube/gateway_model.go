@@ -37,6 +37,7 @@ type gwInput struct {
 	classes    []*gwv1.GatewayClass
 	gateways   []*gwv1.Gateway
 	routes     []*gwv1.HTTPRoute
+	tlsRoutes  []*gwv1.TLSRoute
 	grpcRoutes []*gwv1.GRPCRoute
 	grants     referenceGrants
 	// prevAddr are the addresses given in earlier syncs, by Gateway UID:
@@ -59,9 +60,11 @@ type gwOutput struct {
 	routes   map[types.NamespacedName][]gwv1.RouteParentStatus
 	// grpcRoutes is routes for GRPCRoutes.
 	grpcRoutes map[types.NamespacedName][]gwv1.RouteParentStatus
-	served     []dcm.Route
-	rejected   []dcm.Rejection
-	addrs      map[types.UID]string
+	// tlsRoutes are the TLSRoutes' status.parents (tlsroute.go).
+	tlsRoutes map[types.NamespacedName][]gwv1.RouteParentStatus
+	served    []dcm.Route
+	rejected  []dcm.Rejection
+	addrs     map[types.UID]string
 	// services and secrets are the ns/name of every Service and Secret
 	// referred to: their coming and going changes the result.
 	services, secrets map[string]bool
@@ -96,7 +99,8 @@ type gwListener struct {
 // routes, addresses and conditions whatever the order of events.
 func translateGateways(in gwInput) *gwOutput {
 	out := &gwOutput{classes: map[string]*gwv1.GatewayClassStatus{}, gateways: map[types.NamespacedName]*gwv1.GatewayStatus{},
-		routes: map[types.NamespacedName][]gwv1.RouteParentStatus{}, grpcRoutes: map[types.NamespacedName][]gwv1.RouteParentStatus{}, addrs: map[types.UID]string{},
+		routes: map[types.NamespacedName][]gwv1.RouteParentStatus{}, grpcRoutes: map[types.NamespacedName][]gwv1.RouteParentStatus{},
+		tlsRoutes: map[types.NamespacedName][]gwv1.RouteParentStatus{}, addrs: map[types.UID]string{},
 		services: map[string]bool{}, secrets: map[string]bool{}, uids: map[dcm.ObjectRef]types.UID{}}
 	accepted := map[string]bool{}
 	for _, c := range in.classes {
@@ -133,6 +137,7 @@ func translateGateways(in gwInput) *gwOutput {
 		in.translateRoute(r, models, out)
 	}
 	in.translateGRPCRoutes(models, out)
+	in.translateTLSRoutes(models, out)
 	for _, m := range models {
 		if rej := gatewayRejection(m); rej != nil {
 			out.rejected = append(out.rejected, *rej)
@@ -171,7 +176,7 @@ var supportedFeatures = []gwv1.FeatureName{
 	"HTTPRouteMethodMatching", "HTTPRouteNamedRouteRule", "HTTPRouteParentRefPort",
 	"HTTPRoutePathRedirect", "HTTPRoutePathRewrite", "HTTPRoutePortRedirect", "HTTPRouteQueryParamMatching",
 	"HTTPRouteResponseHeaderModification", "HTTPRouteSchemeRedirect",
-	"ReferenceGrant",
+	"ReferenceGrant", "TLSRoute",
 }
 
 // classStatus accepts a GatewayClass of dcm's controller unless it names

@@ -27,7 +27,8 @@ import (
 func (in gwInput) portUnavailable(l gwv1.Listener) string {
 	port := int(l.Port)
 	own, other, otherFlag := in.binds.HTTPPorts, in.binds.HTTPSPorts, "--gateway-https-ports"
-	if l.Protocol == gwv1.HTTPSProtocolType {
+	if l.Protocol == gwv1.HTTPSProtocolType || l.Protocol == gwv1.TLSProtocolType {
+		// TLS listeners share fe_gw_https's binds (fe_gw_tls in front).
 		own, other, otherFlag = in.binds.HTTPSPorts, in.binds.HTTPPorts, "--gateway-http-ports"
 	}
 	if slices.Contains(own, port) {

@@ -38,10 +38,13 @@ func (s *Source) setGatewayStatus(out *gwOutput) {
 	for nn, parents := range out.grpcRoutes {
 		next[statusGRPC+nn.String()] = parents
 	}
+	for nn, parents := range out.tlsRoutes {
+		next[statusTLSRoute+nn.String()] = parents
+	}
 	s.gw.statusMu.Lock()
 	var changed []string
 	for k, v := range s.gw.desired {
-		if _, still := next[k]; !still && (strings.HasPrefix(k, statusRoute) || strings.HasPrefix(k, statusGRPC)) {
+		if _, still := next[k]; !still && (strings.HasPrefix(k, statusRoute) || strings.HasPrefix(k, statusGRPC) || strings.HasPrefix(k, statusTLSRoute)) {
 			next[k] = []gwv1.RouteParentStatus(nil)
 			if v != nil {
 				changed = append(changed, k)
@@ -143,6 +146,8 @@ func (s *Source) writeGatewayStatus(ctx context.Context, key string) error {
 		err = s.writeRouteStatus(ctx, ls, ns, name, want.([]gwv1.RouteParentStatus))
 	case statusGRPC:
 		err = s.writeGRPCRouteStatus(ctx, ls, ns, name, want.([]gwv1.RouteParentStatus))
+	case statusTLSRoute:
+		err = s.writeTLSRouteStatus(ctx, ls, ns, name, want.([]gwv1.RouteParentStatus))
 	}
 	if apierrors.IsNotFound(err) {
 		return nil

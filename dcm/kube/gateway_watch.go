@@ -84,6 +84,7 @@ type gwListers struct {
 	gateways   []gwlisters.GatewayLister
 	routes     []gwlisters.HTTPRouteLister
 	grpcRoutes []gwlisters.GRPCRouteLister      // empty when GRPCRoutes are not served
+	tlsRoutes  []gwlisters.TLSRouteLister       // empty when TLSRoutes are not served
 	grants     []gwlisters.ReferenceGrantLister // empty when ReferenceGrants are not served
 	namespaces corelisters.NamespaceLister
 }
@@ -146,7 +147,7 @@ func (s *Source) startGateways(ctx context.Context) []cache.InformerSynced {
 		s.gw.listers = listers
 		s.syncMu.Unlock()
 		s.log.Info("watching the Gateway API", "api", gwv1.GroupVersion.String(), "controllerName", s.opts.GatewayControllerName,
-			"addresses", len(s.opts.GatewayBinds.Addresses), "referenceGrants", have["referencegrants"], "grpcRoutes", have["grpcroutes"])
+			"addresses", len(s.opts.GatewayBinds.Addresses), "referenceGrants", have["referencegrants"], "grpcRoutes", have["grpcroutes"], "tlsRoutes", have["tlsroutes"])
 		return synced
 	}
 	s.log.Warn("Gateway API not served: checking again with backoff", "api", gwv1.GroupVersion.String(), "err", err)
@@ -195,6 +196,9 @@ func (s *Source) gatewayInformers(ctx context.Context, have map[string]bool) ([]
 		s.recheckStatus(v1.HTTPRoutes().Informer(), statusRoute)
 		if have["grpcroutes"] {
 			s.grpcRouteInformer(v1, ls, add)
+		}
+		if have["tlsroutes"] {
+			s.watchTLSRoutes(v1, ls, add)
 		}
 		if have["referencegrants"] {
 			ls.grants = append(ls.grants, v1.ReferenceGrants().Lister())
@@ -274,6 +278,9 @@ func (s *Source) gatewayObjects() (gwInput, error) {
 		in.routes = append(in.routes, rs...)
 	}
 	if err := ls.listGRPCRoutes(&in); err != nil {
+		return in, err
+	}
+	if in.tlsRoutes, err = ls.listTLSRoutes(); err != nil {
 		return in, err
 	}
 	for _, l := range ls.grants {

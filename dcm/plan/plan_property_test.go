@@ -24,6 +24,9 @@ type gen struct {
 	// otherBinds puts Gateway routes on binds outside propGateway's
 	// pre-bound set too: another port, an address outside the pool.
 	otherBinds bool
+	// tlsRoutes puts some Gateway routes on a TLS listener's bind: the
+	// passthrough routes of TLSRoutes.
+	tlsRoutes bool
 }
 
 // chooser is where gen takes its decisions from: a seeded PRNG in the
@@ -194,20 +197,35 @@ func (g gen) desired() dcm.Desired {
 }
 
 // gatewayBackend is a Gateway route: on one of a few binds (HTTPS ones
-// with a listener certificate rotated now and then), sharing hostnames
-// and candidates with the others, its matches, filters and rank changing
-// on their own: the gateway maps' entries, grouped by bind.
+// with a listener certificate rotated now and then, a TLS one whose
+// routes are TLSRoutes' passthrough ones), sharing hostnames and
+// candidates with the others, its matches, filters and rank changing on
+// their own: the gateway maps' entries, grouped by bind (and a TLS bind's
+// passthrough mark).
+// tlsBind is the TLS listener's bind of the generated TLSRoutes: an
+// address of the pool, on the pre-bound HTTPS port that TLS listeners
+// share.
+const tlsBind = "10.1.0.2:443"
+
 func (g gen) gatewayBackend(n int) dcm.DesiredBackend {
 	binds := []string{"10.1.0.1:80", "10.1.0.1:443", "10.1.0.2:80"}
 	if g.otherBinds {
 		binds = append(binds, "10.1.0.1:8080", "10.1.0.3:80", "10.1.0.2:8443")
 	}
 	bind := binds[g.r.IntN(len(binds))]
+	if g.tlsRoutes && g.r.IntN(2) == 0 {
+		bind = tlsBind // a TLS listener's
+	}
 	r := dcm.Route{Namespace: "gw", Name: fmt.Sprintf("hr%d", n), Source: dcm.SourceHTTPRoute, Kind: dcm.KindHTTP,
 		Services: []dcm.ServiceRef{{Name: "svc", Port: "80", Weight: 1}}, Balance: dcm.BalanceRoundRobin,
 		Gateway: &dcm.GatewayRoute{Gateway: "gw/g", Listener: "l", Bind: bind,
 			Hostnames: [][]string{nil, {"a.gw"}, {"*.gw"}, {"a.gw", "b.gw"}}[g.r.IntN(4)],
 			Rank:      fmt.Sprint(g.r.IntN(3))}}
+	if bind == tlsBind {
+		r.Source, r.Kind, r.Balance = dcm.SourceTLSRoute, dcm.KindPassthrough, dcm.DefaultBalance(dcm.KindPassthrough)
+		r.Gateway.Unresolved = g.r.IntN(6) == 0
+		return g.gatewayEndpoints(n, dcm.DesiredBackend{Name: r.BackendName(), Route: r})
+	}
 	if strings.HasSuffix(bind, "443") {
 		r.Kind = dcm.KindEdge
 		r.TLS = &dcm.TLSRef{Secret: "gw/cert", Version: []string{"aa", "bb", ""}[g.r.IntN(3)]}
@@ -229,7 +247,11 @@ func (g gen) gatewayBackend(n int) dcm.DesiredBackend {
 		r.Gateway.Filters = &dcm.HTTPFilters{Redirect: &dcm.HTTPRedirect{Scheme: "https", StatusCode: 301}}
 	}
 	r.Gateway.Unresolved = g.r.IntN(6) == 0
-	b := dcm.DesiredBackend{Name: r.BackendName(), Route: r}
+	return g.gatewayEndpoints(n, dcm.DesiredBackend{Name: r.BackendName(), Route: r})
+}
+
+// gatewayEndpoints gives a Gateway route's backend some of three pods.
+func (g gen) gatewayEndpoints(n int, b dcm.DesiredBackend) dcm.DesiredBackend {
 	for p := range 3 {
 		if g.r.IntN(2) == 0 {
 			continue
@@ -393,6 +415,27 @@ func TestComputeProperties(t *testing.T) {
 			}
 			if caps.Pooled() && caps.RuntimeCerts && gateway < 100 {
 				t.Errorf("%d ops of Gateway maps and certificates in 400 plans, want 100 or more", gateway)
+			}
+			// TLSRoutes' passthrough routes beside HTTPRoutes' on their
+			// own bind: the bind's passthrough mark follows its routes.
+			passthrough := 0
+			for seed := range 400 {
+				g := gen{r: rand.New(rand.NewPCG(uint64(seed), 23)), tlsRoutes: true}
+				actual, desired := g.history(caps), g.desired()
+				checkPlan(t, fmt.Sprintf("with TLSRoutes, seed %d", seed), actual, desired, caps)
+				for _, op := range Compute(actual, desired, caps).Ops {
+					if op.Map != dcm.MapGateway {
+						continue
+					}
+					for _, e := range append(op.Set, op.Del...) {
+						if e.Key == tlsBind {
+							passthrough++
+						}
+					}
+				}
+			}
+			if caps.Pooled() && caps.RuntimeCerts && passthrough < 20 {
+				t.Errorf("%d changes of a TLS bind's passthrough mark in 400 plans, want 20 or more", passthrough)
 			}
 			// The generator's histories move routes between spares (129
 			// and 392 backends of the 400 plans, in the modes with runtime

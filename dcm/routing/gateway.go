@@ -53,6 +53,9 @@ func Groups(r dcm.Route, f func(string)) {
 	if len(g.Hostnames) == 0 {
 		f("\x00" + GatewayKey(g.Bind, ""))
 	}
+	if r.Kind == dcm.KindPassthrough {
+		f("\x00" + g.Bind) // the bind's passthrough mark (gatewayEntries)
+	}
 	for _, h := range g.Hostnames {
 		f("\x00" + GatewayKey(g.Bind, h))
 	}
@@ -136,16 +139,29 @@ func (c candidate) before(o candidate) bool {
 	return c.b.Name < o.b.Name
 }
 
+// GatewayPassthroughMark is the gateway map's value under a bind's own
+// key ("127.0.20.1:443", no '/') when a passthrough route (a TLSRoute's)
+// is served there: a ClientHello whose SNI no such route takes is then
+// refused rather than handed to the bind's TLS termination. A bind is one
+// Gateway's port, whose listeners are all TLS or all HTTPS (dcm/kube
+// refuses the mix as ProtocolConflict).
+const GatewayPassthroughMark = "p"
+
 // gatewayEntries are the gateway map's entries of the routed Gateway
-// backends.
+// backends. A passthrough route is one candidate, index 0, of no match:
+// it ties with every other by the match precedence and goes by its rank.
 func gatewayEntries(backends []*dcm.Backend) []dcm.MapEntry {
 	byKey := map[string][]candidate{}
 	var keys []string
+	marks := map[string]*dcm.Backend{}
 	for _, b := range backends {
 		g := b.Route.Gateway
 		hosts := g.Hostnames
 		if len(hosts) == 0 {
 			hosts = []string{""}
+		}
+		if b.Route.Kind == dcm.KindPassthrough && (marks[g.Bind] == nil || b.Name < marks[g.Bind].Name) {
+			marks[g.Bind] = b
 		}
 		for _, h := range hosts {
 			k := GatewayKey(g.Bind, h)
@@ -155,10 +171,16 @@ func gatewayEntries(backends []*dcm.Backend) []dcm.MapEntry {
 			for i, m := range g.Matches {
 				byKey[k] = append(byKey[k], candidate{b, i, m})
 			}
+			if b.Route.Kind == dcm.KindPassthrough {
+				byKey[k] = append(byKey[k], candidate{b, 0, dcm.HTTPMatch{}})
+			}
 		}
 	}
 	sort.Strings(keys)
 	var out []dcm.MapEntry
+	for bind, b := range marks {
+		out = append(out, dcm.MapEntry{Key: bind, Backend: b.Name, Action: GatewayPassthroughMark})
+	}
 	for _, k := range keys {
 		cs := byKey[k]
 		sort.SliceStable(cs, func(i, j int) bool { return cs[i].before(cs[j]) })
@@ -211,6 +233,7 @@ func hexUp(s string) string { return strings.ToUpper(dcm.Hex([]byte(s))) }
 //	   (listener isolation: a request whose host a more specific
 //	   listener of the bind takes sees that listener's routes only)
 //	k  the rank:          tHEX(rank)
+//	t  a passthrough route (a TLSRoute's): found by the SNI, no match
 //
 // t is an exact value, g a regular expression, f a full path, x a
 // replacement of the matched prefix. The Lua action decodes it.
@@ -266,6 +289,9 @@ func GatewayRuleValue(r dcm.Route) string {
 		if w := f.Rewrite; w != nil {
 			sections = append(sections, "w"+opt("h", w.Hostname)+pathMod(w.Path))
 		}
+	}
+	if r.Kind == dcm.KindPassthrough {
+		sections = append(sections, "t")
 	}
 	if g.Unresolved {
 		// A GRPCRoute's rule answers 503, which gRPC clients read as

@@ -75,7 +75,7 @@ func installGatewayCRDs(t *testing.T) {
 		for _, r := range list.APIResources {
 			have[r.Name] = true
 		}
-		for _, r := range []string{"gatewayclasses", "gateways", "httproutes", "referencegrants"} {
+		for _, r := range []string{"gatewayclasses", "gateways", "httproutes", "tlsroutes", "referencegrants"} {
 			if !have[r] {
 				return fmt.Errorf("%s not served yet", r)
 			}

@@ -9,9 +9,10 @@
 // server (HTTP_PORT, default 3000), an h2c one (H2C_PORT, 3001) and, when
 // TLS_SERVER_CERT and TLS_SERVER_PRIVKEY name files, an HTTPS one
 // (HTTPS_PORT, 8443), the process's environment giving the pod's identity.
-// Its gRPC echo mode (GRPC_ECHO_SERVER) is ServeGRPC; its TCP and UDP
-// echo modes are not here: Config.Mode names them so that the kubelet can
-// say so.
+// Its gRPC echo mode (GRPC_ECHO_SERVER) is ServeGRPC, its TCP echo
+// (TCP_ECHO_SERVER: TCP_PORT, TLS_PORT, TLS_SERVER_PRIV_KEY) ServeTCP; its
+// UDP echo is not here: Config.Mode names it so that the kubelet can say
+// so.
 package echobasic
 
 import (
@@ -83,6 +84,11 @@ func FromEnv(env map[string]string) Config {
 			break
 		}
 	}
+	if c.Mode == ModeTCP {
+		// The TCP echo's own variables (echo-basic's tcpserver): its
+		// plain port in HTTPPort, its TLS port in HTTPSPort.
+		c.HTTPPort, c.HTTPSPort, c.KeyFile = or("TCP_PORT", "3000"), or("TLS_PORT", "8443"), env["TLS_SERVER_PRIV_KEY"]
+	}
 	return c
 }
 
@@ -125,6 +131,13 @@ func (c Config) TLSConfig(read ReadFile) (*tls.Config, error) {
 
 // String describes the container for logs.
 func (c Config) String() string {
+	if c.Mode == ModeTCP {
+		s := []string{string(c.Mode), "tcp:" + c.HTTPPort}
+		if c.HTTPS() {
+			s = append(s, "tls:"+c.HTTPSPort)
+		}
+		return strings.Join(s, " ")
+	}
 	s := []string{string(c.Mode), "http:" + c.HTTPPort, "h2c:" + c.H2CPort}
 	if c.HTTPS() {
 		s = append(s, "https:"+c.HTTPSPort)

@@ -267,7 +267,8 @@ func TestFromEnv(t *testing.T) {
 		{map[string]string{}, "http http:3000 h2c:3001", false},
 		{map[string]string{"HTTP_PORT": "8080", "H2C_PORT": "8081"}, "http http:8080 h2c:8081", false},
 		{map[string]string{"TLS_SERVER_CERT": "/c", "TLS_SERVER_PRIVKEY": "/k"}, "http http:3000 h2c:3001 https:8443", true},
-		{map[string]string{"TLS_SERVER_CERT": "/c", "TLS_SERVER_PRIV_KEY": "/k", "TCP_ECHO_SERVER": "1"}, "TCP_ECHO_SERVER http:3000 h2c:3001", false},
+		{map[string]string{"TLS_SERVER_CERT": "/c", "TLS_SERVER_PRIV_KEY": "/k", "TCP_ECHO_SERVER": "1"}, "TCP_ECHO_SERVER tcp:3000 tls:8443", true},
+		{map[string]string{"TCP_PORT": "4000", "TLS_PORT": "4443", "TCP_ECHO_SERVER": "1"}, "TCP_ECHO_SERVER tcp:4000", false},
 		{map[string]string{"GRPC_ECHO_SERVER": "1", "TCP_ECHO_SERVER": "1"}, "GRPC_ECHO_SERVER http:3000 h2c:3001", false},
 	} {
 		c := FromEnv(tc.env)

@@ -15,9 +15,11 @@ import (
 // conformance creates it with dcm's controller name.
 const GatewayClassName = "dcm"
 
-// Profiles are the conformance profiles dcm claims: GATEWAY-HTTP and
-// GATEWAY-GRPC, in one run of the suite.
-var Profiles = []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName}
+// Profiles are the conformance profiles dcm claims: GATEWAY-HTTP,
+// GATEWAY-GRPC and GATEWAY-TLS (TLSRoute passthrough), in one run of the
+// suite.
+var Profiles = []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName,
+	suite.GatewayTLSConformanceProfileName}
 
 // SupportedFeatures are the features dcm claims: the core of GATEWAY-HTTP
 // and the extended features whose tests pass (docs/conformance.md says why
@@ -29,6 +31,7 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportGateway,
 	features.SupportReferenceGrant,
 	features.SupportHTTPRoute,
+	features.SupportTLSRoute, // GATEWAY-TLS core: Passthrough only (TLSRouteModeTerminate not claimed)
 
 	features.SupportGatewayPort8080,
 	features.SupportGatewayHTTPListenerIsolation,

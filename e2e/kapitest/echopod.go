@@ -34,7 +34,8 @@ func echoContainer(p *corev1.Pod) *corev1.Container {
 // startEcho starts an echo-basic pod: its volumes' Secrets and ConfigMaps
 // (waited for), its HTTP port from the pool, then its h2c and HTTPS ports on
 // the same address, with its environment as the container would see it. A
-// GRPC_ECHO_SERVER pod serves the gRPC echo on its HTTP and HTTPS ports.
+// GRPC_ECHO_SERVER pod serves the gRPC echo on its HTTP and HTTPS ports, a
+// TCP_ECHO_SERVER pod the TCP echo on them (TCP_PORT, TLS_PORT).
 func (k *Kubelet) startEcho(ctx context.Context, rp *runningPod, log *slog.Logger) (podServer, netip.Addr, func(), error) {
 	c := echoContainer(rp.spec)
 	files, err := k.volumeFiles(ctx, rp, c, log)
@@ -57,9 +58,9 @@ func (k *Kubelet) startEcho(ctx context.Context, rp *runningPod, log *slog.Logge
 	}
 	env := k.containerEnv(ctx, rp, c, addr, log)
 	cfg := echobasic.FromEnv(env)
-	if cfg.Mode != echobasic.ModeHTTP && cfg.Mode != echobasic.ModeGRPC {
-		// The suite's TCP backends must be Ready for its setup even when
-		// its TCP profile is not run; their protocol is not served here,
+	if cfg.Mode == echobasic.ModeUDP {
+		// The suite's UDP backends must be Ready for its setup even when
+		// its UDP profile is not run; their protocol is not served here,
 		// and the log says so.
 		log.Warn("echo-basic mode not served by the test kubelet: the pod runs the HTTP echo", "mode", cfg.Mode)
 	}
@@ -75,7 +76,7 @@ func (k *Kubelet) startEcho(ctx context.Context, rp *runningPod, log *slog.Logge
 	}
 	// The gRPC echo serves its plaintext port and, with a certificate, its
 	// TLS port; the HTTP echo has an h2c port besides.
-	if cfg.Mode != echobasic.ModeGRPC {
+	if cfg.Mode != echobasic.ModeGRPC && cfg.Mode != echobasic.ModeTCP {
 		if l.H2C, err = k.opts.Pods.Listen(ctx, "tcp", net.JoinHostPort(addr.String(), cfg.H2CPort)); err != nil {
 			return fail(fmt.Errorf("echo-basic h2c port: %w", err))
 		}
@@ -92,6 +93,9 @@ func (k *Kubelet) startEcho(ctx context.Context, rp *runningPod, log *slog.Logge
 	log.Debug("echo-basic pod", "addr", addr, "config", cfg.String())
 	if cfg.Mode == echobasic.ModeGRPC {
 		return echobasic.ServeGRPC(cfg, l, tlsCfg, log), addr, release, nil
+	}
+	if cfg.Mode == echobasic.ModeTCP {
+		return echobasic.ServeTCP(cfg, l, tlsCfg, log), addr, release, nil
 	}
 	return echobasic.Serve(cfg, l, tlsCfg, log), addr, release, nil
 }
