@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -149,6 +150,12 @@ func TestRouteTrafficReadBeforeReload(t *testing.T) {
 	for round := range 2 {
 		send(t, s, appRoute.Host, 7)
 		sent += 7
+		// HAProxy counts a request in req_tot as its stream ends, which
+		// can be just after the client has the response: wait for the
+		// worker's own count, so the read before the reload can see all.
+		s.Eventually("HAProxy counts the requests", 5*time.Second, func() error {
+			return workerCounted(s, appRoute.BackendName(), 7)
+		})
 		reloads := s.Reloads()
 		s.Engine.RequestReload(dcm.ReasonManual)
 		s.Eventually(fmt.Sprintf("reload %d", round+1), 15*time.Second, func() error {
@@ -161,4 +168,22 @@ func TestRouteTrafficReadBeforeReload(t *testing.T) {
 			t.Errorf("after reload %d: %v requests counted, want %v", round+1, got, sent)
 		}
 	}
+}
+
+// workerCounted checks that the running worker's req_tot of backend is
+// want (show stat straight from HAProxy, not dcm's totals).
+func workerCounted(s *harness.Stack, backend string, want uint64) error {
+	read, err := s.Driver.ReadTraffic(context.Background(), false)
+	if err != nil {
+		return err
+	}
+	for _, r := range read.Rows {
+		if r.Proxy == backend && r.Server == "" {
+			if r.Requests != want {
+				return fmt.Errorf("%s: req_tot %d, want %d", backend, r.Requests, want)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no row of %s in show stat", backend)
 }
