@@ -40,10 +40,11 @@ type ListenerView struct {
 	Conditions     []Condition `json:"conditions"`
 }
 
-// HTTPRouteView is one HTTPRoute (or GRPCRoute) and dcm's status for
+// HTTPRouteView is one HTTPRoute (or GRPCRoute, or TLSRoute) and dcm's status for
 // each parent it names.
 type HTTPRouteView struct {
-	// Kind is "GRPCRoute" for a GRPCRoute, "" for an HTTPRoute.
+	// Kind is "GRPCRoute" for a GRPCRoute, "TLSRoute" for a TLSRoute, "" for
+	// an HTTPRoute.
 	Kind      string            `json:"kind,omitempty"`
 	Namespace string            `json:"namespace"`
 	Name      string            `json:"name"`

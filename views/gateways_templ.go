@@ -16,7 +16,7 @@ import (
 )
 
 // gatewaysPanel is the Gateway API dcm serves: each Gateway of its
-// classes with its listeners, each HTTPRoute and GRPCRoute naming one, and the
+// classes with its listeners, each HTTPRoute, GRPCRoute and TLSRoute naming one, and the
 // conditions dcm computed for them (the ones it writes to their status).
 func gatewaysPanel(g *dcm.GatewayAPI) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {

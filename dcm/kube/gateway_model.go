@@ -144,7 +144,7 @@ func translateGateways(in gwInput) *gwOutput {
 		}
 	}
 	slices.SortFunc(out.served, func(a, b dcm.Route) int { return strings.Compare(a.BackendName(), b.BackendName()) })
-	out.view = gatewayView(models, routes, in.grpcRoutes, out)
+	out.view = gatewayView(models, routes, &in, out)
 	return out
 }
 

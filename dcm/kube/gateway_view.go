@@ -12,9 +12,9 @@ import (
 )
 
 // gatewayView is the portal's picture of a sync: every Gateway of dcm's
-// classes and every HTTPRoute and GRPCRoute naming one, with the
-// conditions this sync computed (the ones the status writer writes).
-func gatewayView(models map[types.NamespacedName]*gwGateway, routes []*gwv1.HTTPRoute, grpcRoutes []*gwv1.GRPCRoute, out *gwOutput) *dcm.GatewayAPI {
+// classes and every HTTPRoute, GRPCRoute and TLSRoute naming one, with
+// the conditions this sync computed (the ones the status writer writes).
+func gatewayView(models map[types.NamespacedName]*gwGateway, routes []*gwv1.HTTPRoute, in *gwInput, out *gwOutput) *dcm.GatewayAPI {
 	v := &dcm.GatewayAPI{Gateways: []dcm.GatewayView{}, HTTPRoutes: []dcm.HTTPRouteView{}}
 	for _, m := range models {
 		g := dcm.GatewayView{Namespace: m.gw.Namespace, Name: m.gw.Name, Class: string(m.gw.Spec.GatewayClassName),
@@ -40,8 +40,13 @@ func gatewayView(models map[types.NamespacedName]*gwGateway, routes []*gwv1.HTTP
 			v.HTTPRoutes = append(v.HTTPRoutes, rv)
 		}
 	}
-	for _, r := range grpcRoutes {
+	for _, r := range in.grpcRoutes {
 		if rv, ok := routeView(KindGRPCRoute, &r.ObjectMeta, r.Spec.Hostnames, out.grpcRoutes); ok {
+			v.HTTPRoutes = append(v.HTTPRoutes, rv)
+		}
+	}
+	for _, r := range in.tlsRoutes {
+		if rv, ok := routeView(KindTLSRoute, &r.ObjectMeta, r.Spec.Hostnames, out.tlsRoutes); ok {
 			v.HTTPRoutes = append(v.HTTPRoutes, rv)
 		}
 	}

@@ -126,6 +126,19 @@ func TestTLSRoutes(t *testing.T) {
 			t.Errorf("%s: %v (generation %d), want %v", name, got, ps[0].Conditions[0].ObservedGeneration, w)
 		}
 	}
+	// The portal's picture lists every TLSRoute with the status computed.
+	views := map[string]string{}
+	for _, v := range out.view.HTTPRoutes {
+		if v.Kind == KindTLSRoute && len(v.Parents) == 1 {
+			views[v.Name] = condOf(tlsParents(out, v.Name)[0].Conditions, "Accepted")
+			if got := v.Parents[0].Conditions; len(got) == 0 || got[0].Type != "Accepted" || string(got[0].Status)+"/"+got[0].Reason != views[v.Name] {
+				t.Errorf("view of %s: conditions %+v, want Accepted %s", v.Name, got, views[v.Name])
+			}
+		}
+	}
+	if len(views) != len(want) {
+		t.Errorf("the view lists TLSRoutes %v, want the %d of the input", views, len(want))
+	}
 	served := map[string]dcm.Route{}
 	for _, r := range out.served {
 		served[r.Object] = r
@@ -200,4 +213,9 @@ func TestTLSListenerPorts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tlsParents is the status parents out computed for TLSRoute ns/name.
+func tlsParents(out *gwOutput, name string) []gwv1.RouteParentStatus {
+	return out.tlsRoutes[types.NamespacedName{Namespace: "ns", Name: name}]
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -177,6 +178,19 @@ func TestGatewayTLSRoutePassthrough(t *testing.T) {
 			return fmt.Errorf("listeners %+v", g.Status.Listeners)
 		}
 		return conditionIs(g.Status.Listeners[0].Conditions, "Programmed", "True", g.Generation)
+	})
+	// The portal's Gateway API panel lists the TLSRoute with its status.
+	s.Eventually("the TLSRoute in the snapshot's Gateway API", 30*time.Second, func() error {
+		g := s.Engine.Snapshot().Gateways
+		if g == nil {
+			return errors.New("no Gateway API in the snapshot")
+		}
+		for _, r := range g.HTTPRoutes {
+			if r.Kind == "TLSRoute" && r.Name == "db" && len(r.Parents) == 1 && hasCondition(r.Parents[0].Conditions, "Accepted", "True", "Accepted") == nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("no TLSRoute db in %+v", g.HTTPRoutes)
 	})
 	expectPassthrough(s, bind, host, ns, "db-a")
 	expectPassthrough(s, bind, "other."+ns+".test", ns, "")
