@@ -69,28 +69,39 @@ func requestedAddress(g *gwv1.Gateway, pool map[string]bool) (want string, c *ad
 	if len(g.Spec.Addresses) == 0 {
 		return "", nil, false
 	}
-	if len(g.Spec.Addresses) > 1 {
-		return "", &addrChoice{unsupported: true, reason: string(gwv1.GatewayReasonUnsupportedAddress),
+	// An address dcm cannot read refuses the Gateway (Accepted); one it
+	// reads but cannot serve leaves it unprogrammed (Programmed), as the
+	// spec orders the two.
+	var ips []netip.Addr
+	for _, sa := range g.Spec.Addresses {
+		if sa.Type != nil && *sa.Type != gwv1.IPAddressType {
+			return "", &addrChoice{unsupported: true, reason: string(gwv1.GatewayReasonUnsupportedAddress),
+				message: "address type " + string(*sa.Type) + " is not supported: only IPAddress"}, false
+		}
+		if sa.Value == "" {
+			continue // any address: dcm's choice
+		}
+		a, err := netip.ParseAddr(sa.Value)
+		if err != nil {
+			return "", &addrChoice{unsupported: true, reason: string(gwv1.GatewayReasonUnsupportedAddress),
+				message: "address " + sa.Value + " is not an IP address"}, false
+		}
+		ips = append(ips, a.Unmap())
+	}
+	for _, a := range ips {
+		if !pool[a.String()] {
+			return "", &addrChoice{reason: string(gwv1.GatewayReasonAddressNotUsable),
+				message: "address " + a.String() + " is not in --gateway-addresses: HAProxy does not listen on it"}, false
+		}
+	}
+	switch {
+	case len(ips) == 0:
+		return "", nil, false
+	case len(ips) > 1 || len(g.Spec.Addresses) > 1:
+		return "", &addrChoice{reason: string(gwv1.GatewayReasonAddressNotUsable),
 			message: "dcm gives a Gateway one address: spec.addresses has more than one"}, false
 	}
-	sa := g.Spec.Addresses[0]
-	if sa.Type != nil && *sa.Type != gwv1.IPAddressType {
-		return "", &addrChoice{unsupported: true, reason: string(gwv1.GatewayReasonUnsupportedAddress),
-			message: "address type " + string(*sa.Type) + " is not supported: only IPAddress"}, false
-	}
-	if sa.Value == "" {
-		return "", nil, false
-	}
-	a, err := netip.ParseAddr(sa.Value)
-	if err != nil {
-		return "", &addrChoice{unsupported: true, reason: string(gwv1.GatewayReasonUnsupportedAddress),
-			message: "address " + sa.Value + " is not an IP address"}, false
-	}
-	if !pool[a.Unmap().String()] {
-		return "", &addrChoice{reason: string(gwv1.GatewayReasonAddressNotUsable),
-			message: "address " + sa.Value + " is not in --gateway-addresses: HAProxy does not listen on it"}, false
-	}
-	return a.Unmap().String(), nil, true
+	return ips[0].String(), nil, true
 }
 
 // currentAddress is the address a Gateway has: an earlier sync's, else

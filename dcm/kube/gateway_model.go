@@ -170,7 +170,7 @@ func condition(typ string, ok bool, reason, message string, gen int64) metav1.Co
 // claims (make conformance), kept the same by hand.
 var supportedFeatures = []gwv1.FeatureName{
 	"GRPCRoute", "GRPCRouteNamedRouteRule",
-	"Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayPort8080",
+	"Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayPort8080", "GatewayStaticAddresses",
 	"HTTPRoute", "HTTPRoute303RedirectStatusCode", "HTTPRoute307RedirectStatusCode", "HTTPRoute308RedirectStatusCode",
 	"HTTPRouteBackendProtocolH2C", "HTTPRouteBackendProtocolWebSocket", "HTTPRouteDestinationPortMatching", "HTTPRouteHostRewrite",
 	"HTTPRouteMethodMatching", "HTTPRouteNamedRouteRule", "HTTPRouteParentRefPort",

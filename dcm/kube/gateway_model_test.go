@@ -390,3 +390,45 @@ func TestOtherControllersLeftAlone(t *testing.T) {
 		t.Errorf("touched another controller's objects: %+v", out)
 	}
 }
+
+// TestGatewayStaticAddressConditions: what spec.addresses asks for, in
+// the order GatewayStaticAddresses walks it — an address dcm cannot read
+// refuses the Gateway; one outside the pool, or more than the one address
+// dcm gives, leaves it accepted but not programmed; one of the pool is
+// the Gateway's.
+func TestGatewayStaticAddressConditions(t *testing.T) {
+	invalid := gwv1.AddressType("test/fake-invalid-type")
+	for _, tc := range []struct {
+		name                 string
+		addrs                []gwv1.GatewaySpecAddress
+		accepted, programmed string
+		addr                 string
+	}{
+		{"invalid type first", []gwv1.GatewaySpecAddress{{Type: &invalid, Value: "x"}, {Value: "10.0.0.1"}, {Value: "127.0.20.2"}},
+			"False/UnsupportedAddress", "", ""},
+		{"not an IP", []gwv1.GatewaySpecAddress{{Value: "example.com"}}, "False/UnsupportedAddress", "", ""},
+		{"unusable beside usable", []gwv1.GatewaySpecAddress{{Value: "10.0.0.1"}, {Value: "127.0.20.2"}},
+			"True/Accepted", "False/AddressNotUsable", ""},
+		{"two usable", []gwv1.GatewaySpecAddress{{Value: "127.0.20.1"}, {Value: "127.0.20.2"}},
+			"True/Accepted", "False/AddressNotUsable", ""},
+		{"usable", []gwv1.GatewaySpecAddress{{Value: "127.0.20.2"}}, "True/Accepted", "True/Programmed", "127.0.20.2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := testGateway("ns", "g", 0, httpListener("http", 18080, ""))
+			g.Spec.Addresses = tc.addrs
+			in := testInput(nil, nil, nil)
+			in.classes, in.gateways = []*gwv1.GatewayClass{testClass()}, []*gwv1.Gateway{g}
+			out := translateGateways(in)
+			st := out.gateways[types.NamespacedName{Namespace: "ns", Name: "g"}]
+			if got := condOf(st.Conditions, "Accepted"); got != tc.accepted {
+				t.Errorf("Accepted %s, want %s", got, tc.accepted)
+			}
+			if got := condOf(st.Conditions, "Programmed"); tc.programmed != "" && got != tc.programmed {
+				t.Errorf("Programmed %s, want %s", got, tc.programmed)
+			}
+			if got := out.addrs[g.UID]; got != tc.addr {
+				t.Errorf("address %q, want %q", got, tc.addr)
+			}
+		})
+	}
+}

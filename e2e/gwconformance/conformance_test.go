@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/gateway-api/conformance"
 	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
 )
@@ -14,7 +15,12 @@ const (
 	envKubeconfig = "KUBECONFIG"
 	envReport     = "CONFORMANCE_REPORT"   // where the suite writes its report
 	envRunTest    = "CONFORMANCE_RUN_TEST" // one test's ShortName, for debugging
-	envVersion    = "DCM_VERSION"          // dcm's git commit
+	// envUsable and envUnusable are an address of dcm's --gateway-addresses
+	// and one outside it, for GatewayStaticAddresses (make conformance's
+	// driver sets them from the pool it gives dcm).
+	envUsable   = "CONFORMANCE_USABLE_ADDRESS"
+	envUnusable = "CONFORMANCE_UNUSABLE_ADDRESS"
+	envVersion  = "DCM_VERSION" // dcm's git commit
 )
 
 // TestConformance runs the Gateway API conformance suite against the
@@ -31,6 +37,15 @@ func TestConformance(t *testing.T) {
 	opts.SupportedFeatures = SupportedFeatures
 	opts.ReportOutputPath = os.Getenv(envReport)
 	opts.RunTest = os.Getenv(envRunTest)
+	ipType := gwv1.IPAddressType
+	for _, a := range []struct {
+		env  string
+		into *[]gwv1.GatewaySpecAddress
+	}{{envUsable, &opts.UsableNetworkAddresses}, {envUnusable, &opts.UnusableNetworkAddresses}} {
+		if v := os.Getenv(a.env); v != "" {
+			*a.into = []gwv1.GatewaySpecAddress{{Type: &ipType, Value: v}}
+		}
+	}
 	opts.Implementation = confv1.Implementation{
 		Organization: "dcm-router",
 		Project:      "dcm",

@@ -52,6 +52,7 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportHTTPRouteBackendProtocolWebSocket,
 	features.SupportHTTPRouteBackendProtocolH2C,
 	features.SupportGatewayAddressEmpty,
+	features.SupportGatewayStaticAddresses, // addresses of UsableAddressEnv and UnusableAddressEnv
 
 	// GATEWAY-GRPC: its core and its one extended feature.
 	features.SupportGRPCRoute,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os/exec"
 	"sort"
 	"strconv"
@@ -230,4 +231,22 @@ func labelValue(labels, label string) string {
 		}
 	}
 	return ""
+}
+
+// gatewayStaticAddresses are the addresses GatewayStaticAddresses asks a
+// Gateway for: the pool's last (usable: in --gateway-addresses, and the
+// last one the suite's other Gateways would be given) and the one after it
+// (unusable: outside the pool). The suite only reads the Gateway's status
+// for them; it sends no traffic there.
+func gatewayStaticAddresses(pool string) (usable, unusable string) {
+	p, err := netip.ParsePrefix(pool)
+	if err != nil {
+		return "", ""
+	}
+	p = p.Masked()
+	last := p.Addr()
+	for n := 1; n < 1<<(p.Addr().BitLen()-p.Bits()); n++ {
+		last = last.Next()
+	}
+	return last.String(), last.Next().String()
 }

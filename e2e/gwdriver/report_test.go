@@ -117,3 +117,18 @@ func TestGatewayFlags(t *testing.T) {
 		t.Errorf("flags %s\nwant %s", got, want)
 	}
 }
+
+// TestGatewayStaticAddresses: the usable address is the pool's last, the
+// unusable one just past it.
+func TestGatewayStaticAddresses(t *testing.T) {
+	for _, tc := range []struct{ pool, usable, unusable string }{
+		{"127.0.20.0/28", "127.0.20.15", "127.0.20.16"},
+		{"127.0.20.8/30", "127.0.20.11", "127.0.20.12"},
+		{"127.0.20.9/30", "127.0.20.11", "127.0.20.12"},
+		{"not a prefix", "", ""},
+	} {
+		if u, n := gatewayStaticAddresses(tc.pool); u != tc.usable || n != tc.unusable {
+			t.Errorf("%s: %s, %s; want %s, %s", tc.pool, u, n, tc.usable, tc.unusable)
+		}
+	}
+}

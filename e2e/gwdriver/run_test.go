@@ -29,9 +29,11 @@ const (
 	envDCMBin   = "DCM_BIN"               // the dcm binary (default: built here)
 	envSuiteBin = "CONFORMANCE_SUITE_BIN" // the suite's test binary (default: built here)
 	envReport   = "CONFORMANCE_REPORT"    // where the suite writes its report
-	envRunTest  = "CONFORMANCE_RUN_TEST"  // one test's ShortName
-	envLogDir   = "CONFORMANCE_LOG_DIR"   // dcm's and the kubelet's logs
-	envVersion  = "DCM_VERSION"           // dcm's commit, for the report
+	envUsable   = "CONFORMANCE_USABLE_ADDRESS"
+	envUnusable = "CONFORMANCE_UNUSABLE_ADDRESS"
+	envRunTest  = "CONFORMANCE_RUN_TEST" // one test's ShortName
+	envLogDir   = "CONFORMANCE_LOG_DIR"  // dcm's and the kubelet's logs
+	envVersion  = "DCM_VERSION"          // dcm's commit, for the report
 	// envSuiteFlags are more of the suite's own flags, space separated, for
 	// a debugging run: -debug, -timeout-config-overrides=GWCMustBeAccepted:20…
 	envSuiteFlags = "CONFORMANCE_SUITE_FLAGS"
@@ -257,7 +259,9 @@ func runSuite(ctx context.Context, bin, dir, kubeconfig, report, root string) er
 		out, _ := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
 		version = strings.TrimSpace(string(out))
 	}
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, envReport+"="+report, envVersion+"="+version)
+	usable, unusable := gatewayStaticAddresses(DefaultGateway.Addresses)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, envReport+"="+report, envVersion+"="+version,
+		envUsable+"="+usable, envUnusable+"="+unusable)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd.Run()
